@@ -1,0 +1,30 @@
+"""Instrumentation events fired by ragonite components (observe them with a LlamaIndex event handler)."""
+
+from __future__ import annotations
+
+from typing import Dict
+
+from llama_index.core.instrumentation.events import BaseEvent
+
+
+class EvidencesParsedEvent(BaseEvent):
+    """One page was split into evidences."""
+
+    document_id: str
+    counts: Dict[str, int]  # evidence type -> number of nodes
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "EvidencesParsedEvent"
+
+
+class EvidencesContextualizedEvent(BaseEvent):
+    """A batch of nodes received its context header."""
+
+    setting: str  # NONE / TTL / HDR / BEF / AFT / ALL, or a custom mix such as "TTL+HDR"
+    nodes: int
+    missing_neighbours: int  # PREVIOUS/NEXT targets not in the batch, so left out of the context
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "EvidencesContextualizedEvent"

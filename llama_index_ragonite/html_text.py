@@ -1,0 +1,306 @@
+"""HTML and Confluence storage markup -> readable text.
+
+One renderer serves every evidence type: it walks a subtree without recursion
+(pages nest thousands of levels deep in the wild) and emits text pieces and
+*separators* of three strengths. The caller decides how separators print: as
+newlines for passages and lists (block mode) or as ``, `` / ``; `` inside a
+table cell (inline mode).
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+from typing import Iterator, List, Union
+
+from bs4 import BeautifulSoup, Tag
+from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction
+
+logger = logging.getLogger(__name__)
+
+SPACE, CELL, LINE = 1, 2, 3
+Token = Union[str, int]
+
+_BLOCK_SEP = {SPACE: " ", CELL: " | ", LINE: "\n"}
+_INLINE_SEP = {SPACE: " ", CELL: ", ", LINE: "; "}
+
+HTML_TAGS = frozenset(
+    """a abbr acronym address area article aside audio b base bdi bdo big blink blockquote body br
+    button canvas caption center cite code col colgroup data datalist dd del details dfn dialog dir div
+    dl dt em embed fieldset figcaption figure font footer form frame frameset h1 h2 h3 h4 h5 h6 head
+    header hgroup hr html i iframe img input ins kbd label legend li link main map mark menu meta meter
+    nav nobr noframes noscript object ol optgroup option output p param picture pre progress q rp rt
+    ruby s samp script search section select slot small source span strike strong style sub summary
+    sup svg table tbody td template textarea tfoot th thead time title tr track tt u ul var video wbr
+    math""".split()
+)
+HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+LISTS = frozenset({"ul", "ol", "ac:task-list"})
+BLOCKS = frozenset(
+    """address article aside blockquote body caption center details dialog dir div dl dd dt fieldset
+    figcaption figure footer form header hgroup hr html li main menu nav ol p pre section summary table
+    tbody thead tfoot tr ul h1 h2 h3 h4 h5 h6 ac:structured-macro ac:rich-text-body ac:plain-text-body
+    ac:layout ac:layout-section ac:layout-cell ac:task-list ac:task ac:adf-extension ac:adf-node
+    ac:adf-content ac:adf-fallback ac:image""".split()
+)
+PREFORMATTED = frozenset({"pre", "ac:plain-text-body", "textarea", "xmp", "listing"})
+# Elements whose text is configuration or bookkeeping, never shown to a reader.
+SKIPPED = frozenset(
+    """script style head template noscript colgroup col ac:task-id ac:task-status ac:emoticon
+    ac:hipchat-emoticon ac:adf-attribute ac:placeholder ac:inline-comment-marker-ref""".split()
+)
+# Macros that only render navigation or widgets built from other pages.
+NAVIGATION_MACROS = frozenset(
+    """toc toc-zone children pagetree pagetreesearch recently-updated contentbylabel
+    content-report-table create-from-template profile-picture contributors anchor livesearch
+    blog-posts popular-labels listlabels space-details attachments viewfile view-file widget
+    include excerpt-include gallery""".split()
+)
+_VISIBLE_PARAMETERS = {"title"}  # e.g. code block titles, panel titles, expand captions, status labels
+_VISIBLE_PARAMETERS_BY_MACRO = {"jira": {"key"}}  # the issue key (OXT-1654) is what the page shows
+
+_CDATA = re.compile(r"<!\[CDATA\[(.*?)\]\]>", re.S)
+_TAG = re.compile(r"<(/?)([A-Za-z][\w.:-]*)([^<>]*)>")
+_WS = re.compile(r"[ \t\r\n\f\v\u00a0\u200b]+")
+
+
+def preclean(markup: str) -> str:
+    """Make markup parse the same on every Python version and keep code placeholders.
+
+    CDATA sections (Confluence code bodies and link labels) become escaped text:
+    html.parser versions disagree on CDATA outside foreign content, and a bogus
+    comment would swallow a code block. Tags that are neither HTML nor namespaced
+    and carry no attributes (``<your-user>``, ``<PACKAGE>``, ``<machine type>``)
+    are placeholders written in prose or code; they are kept as literal text.
+    """
+    markup = markup.encode("utf-8", "replace").decode("utf-8")  # lone surrogates -> "?"
+    markup = _CDATA.sub(lambda m: html.escape(m.group(1), quote=False), markup)
+
+    def keep_placeholder(m: re.Match) -> str:
+        name, attrs = m.group(2), m.group(3)
+        if ":" in name or name.lower() in HTML_TAGS or "=" in attrs:
+            return m.group(0)
+        return html.escape(m.group(0), quote=False)
+
+    return _TAG.sub(keep_placeholder, markup)
+
+
+def parse_html(markup: str) -> BeautifulSoup:
+    """Parse page markup with the stdlib-backed parser (keeps ``ac:``/``ri:`` names)."""
+    return BeautifulSoup(preclean(markup), "html.parser")
+
+
+def macro_name(tag: Tag) -> str:
+    return (tag.get("ac:name") or "").lower()
+
+
+def is_navigation_macro(tag: Tag) -> bool:
+    return tag.name == "ac:structured-macro" and macro_name(tag) in NAVIGATION_MACROS
+
+
+def adf_children(tag: Tag) -> list:
+    """An ``ac:adf-extension`` shows its HTML fallback when it has one (its nodes repeat it)."""
+    fallback = tag.find("ac:adf-fallback", recursive=False)
+    return list(fallback.children) if fallback is not None else list(tag.children)
+
+
+def _parameter_visible(tag: Tag) -> bool:
+    name = (tag.get("ac:name") or "").lower()
+    parent = tag.parent
+    macro = macro_name(parent) if isinstance(parent, Tag) else ""
+    return name in _VISIBLE_PARAMETERS or name in _VISIBLE_PARAMETERS_BY_MACRO.get(macro, ())
+
+
+def link_label(tag: Tag) -> str:
+    """The label an ``ac:link`` carries in the page ("" when it has none)."""
+    for body in tag.find_all(("ac:link-body", "ac:plain-text-link-body")):
+        text = _WS.sub(" ", body.get_text()).strip()
+        if text:
+            return text
+    return ""
+
+
+def target_label(tag: Tag) -> str:
+    """Name of what an unlabelled ``ac:link`` points at: page title, file, space, URL or user."""
+    for target in tag.find_all(True):
+        if target.name == "ri:page":
+            return target.get("ri:content-title", "")
+        if target.name == "ri:blog-post":
+            return target.get("ri:content-title", "")
+        if target.name == "ri:attachment":
+            return target.get("ri:filename", "")
+        if target.name == "ri:space":
+            return target.get("ri:space-key", "")
+        if target.name == "ri:url":
+            return target.get("ri:value", "")
+        if target.name == "ri:user":
+            return user_label(target)
+    return ""
+
+
+def user_label(tag: Tag) -> str:
+    """Confluence stores users as opaque keys; show ``@name`` or a short, stable handle."""
+    name = tag.get("ri:username")
+    if name:
+        return "@" + name
+    key = tag.get("ri:account-id") or tag.get("ri:userkey") or ""
+    return "@user-" + key[-6:] if key else "@user"
+
+
+class TextRenderer:
+    """Renders a subtree into tokens: text pieces and separator strengths."""
+
+    def __init__(self, list_markers: bool = True):
+        self.list_markers = list_markers
+        self._ordinal: dict[int, int] = {}  # id(li) -> number, for ordered lists
+
+    def tokens(self, node, out: List[Token] | None = None) -> List[Token]:
+        out = [] if out is None else out
+        # Each stack entry is either a node to open or a closing action.
+        stack: list = [("open", node, 0, False)]
+        while stack:
+            action, item, depth, pre = stack.pop()
+            if action == "emit":
+                out.append(item)
+                continue
+            if isinstance(item, NavigableString):
+                self._string(item, out, pre)
+                continue
+            if not isinstance(item, Tag):
+                continue
+            opened = self._open(item, out, depth, pre)
+            if opened is None:
+                continue
+            children, depth, pre, closing = opened
+            if closing:
+                stack.append(("emit", closing, depth, pre))
+            for child in reversed(children):
+                stack.append(("open", child, depth, pre))
+        return out
+
+    def _string(self, s: NavigableString, out: List[Token], pre: bool) -> None:
+        if isinstance(s, (Comment, Declaration, Doctype, ProcessingInstruction)):
+            return
+        text = str(s)
+        if pre:
+            lines = text.replace("\u00a0", " ").split("\n")
+            for i, line in enumerate(lines):
+                if i:
+                    out.append(LINE)
+                if line:
+                    out.append(line)
+            return
+        text = _WS.sub(" ", text)
+        if text:
+            out.append(text)
+
+    def _open(self, tag: Tag, out: List[Token], depth: int, pre: bool):
+        """Emit what opens ``tag``; return (children, list depth, pre, closing separator) or None."""
+        name = tag.name
+        if name in SKIPPED or is_navigation_macro(tag):
+            return None
+        if name == "ac:parameter":
+            if not _parameter_visible(tag):
+                return None
+            return list(tag.children), depth, pre, LINE if macro_name(tag.parent) != "jira" else SPACE
+        if name == "br":
+            out.append(LINE)
+            return None
+        if name == "ac:link":
+            label = link_label(tag)
+            if label:
+                out.append(label)
+            elif tag.find(("ri:page", "ri:blog-post", "ri:attachment", "ri:space", "ri:url", "ri:user")):
+                # no label in the page: Confluence shows the target's name, set off from the text
+                out += [SPACE, target_label(tag), SPACE]
+            return None
+        if name == "ri:user":
+            out += [SPACE, user_label(tag), SPACE]
+            return None
+        if name == "time" and not tag.get_text(strip=True):
+            out.append(tag.get("datetime", ""))
+            return None
+        if name == "ac:image":
+            return None
+        if name == "ac:adf-extension":
+            out.append(LINE)
+            return adf_children(tag), depth, pre, LINE
+        if name in ("td", "th"):
+            out.append(CELL)
+            return list(tag.children), depth, pre, CELL
+        if name in ("ul", "ol", "ac:task-list"):
+            out.append(LINE)
+            children = list(tag.children)
+            if name == "ol" and self.list_markers:
+                start = str(tag.get("start", "1"))
+                number = int(start) if start.isdigit() else 1
+                for child in children:
+                    if isinstance(child, Tag) and child.name == "li":
+                        self._ordinal[id(child)] = number
+                        number += 1
+            return children, depth + 1, pre, LINE
+        if name in ("li", "ac:task"):
+            out.append(LINE)
+            if self.list_markers:
+                out.append("  " * max(depth - 1, 0) + self._marker(tag))
+            return list(tag.children), depth, pre, LINE
+        if name in BLOCKS or name in HEADINGS:
+            out.append(LINE)
+            return list(tag.children), depth, pre or name in PREFORMATTED, LINE
+        return list(tag.children), depth, pre or name in PREFORMATTED, None
+
+    def _marker(self, tag: Tag) -> str:
+        if tag.name == "ac:task":
+            status = tag.find("ac:task-status", recursive=False)
+            done = status is not None and status.get_text(strip=True).lower() == "complete"
+            return "[x] " if done else "[ ] "
+        number = self._ordinal.get(id(tag))
+        return f"{number}. " if number is not None else "- "
+
+
+def join_tokens(tokens: List[Token], inline: bool = False) -> str:
+    """Join rendered tokens: adjacent separators collapse to the strongest one."""
+    seps = _INLINE_SEP if inline else _BLOCK_SEP
+    parts: list[str] = []
+    pending = 0
+    for tok in tokens:
+        if isinstance(tok, int):
+            pending = max(pending, tok)
+            continue
+        if pending and parts:
+            sep = seps[pending]
+            if sep == " " and (parts[-1].endswith(" ") or tok.startswith(" ")):
+                sep = ""
+            elif sep != " ":
+                parts[-1] = parts[-1].rstrip(" ")
+                if inline:
+                    tok = tok.lstrip(" ")
+            parts.append(sep)
+        elif parts and parts[-1].endswith(" ") and tok.startswith(" "):
+            tok = tok[1:]
+        pending = 0
+        if tok:
+            parts.append(tok)
+    text = "".join(parts)
+    if inline:
+        return _WS.sub(" ", text).strip()
+    lines = (_strip_line(line) for line in text.split("\n"))
+    return "\n".join(line for line in lines if line.strip())
+
+
+def _strip_line(line: str) -> str:
+    """Trim a line, keeping deliberate indentation (nested list markers, code)."""
+    line = line.rstrip()
+    return line[1:] if line.startswith(" ") and not line.startswith("  ") else line
+
+
+def render(node, inline: bool = False) -> str:
+    """Text of ``node`` and everything below it: lines with list markers, or one line (cells)."""
+    return join_tokens(TextRenderer(list_markers=not inline).tokens(node), inline=inline)
+
+
+def iter_text_lines(text: str) -> Iterator[str]:
+    for line in text.split("\n"):
+        if line.strip():
+            yield line
