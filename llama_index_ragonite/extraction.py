@@ -112,8 +112,15 @@ class _PageWalker:
         self._emit_passage()
 
     # -- structure --------------------------------------------------------
-    def heading(self, tag: Tag) -> None:
-        text = render(tag, inline=True)
+    def heading(self, tag: Tag, children: Optional[list] = None) -> None:
+        """Start a section; ``children`` limits the heading text (for a heading left unclosed)."""
+        if children is None:
+            text = render(tag, inline=True)
+        else:
+            tokens: List[Token] = []
+            for child in children:
+                self.renderer.tokens(child, tokens)
+            text = join_tokens(tokens, inline=True)
         if not text:
             return
         self._flush()
@@ -244,7 +251,13 @@ def extract_page(markup: str, linearizer: str = "verbalized") -> Page:
         if name in SKIPPED or is_navigation_macro(node):
             continue
         if name in HEADINGS:
-            walker.heading(node)
+            children = list(node.children)
+            split = next((i for i, c in enumerate(children) if isinstance(c, Tag) and c.name in BLOCKS), None)
+            if split is None:
+                walker.heading(node)
+            else:  # an unclosed heading swallowed the page: its inline start is the heading
+                walker.heading(node, children[:split])
+                stack.append(iter(children[split:] + [_BREAK]))
         elif name == "table":
             walker.table(node)
         elif name in LISTS:

@@ -57,6 +57,7 @@ NAVIGATION_MACROS = frozenset(
     blog-posts popular-labels listlabels space-details attachments viewfile view-file widget
     include excerpt-include gallery""".split()
 )
+INLINE_MACROS = frozenset({"jira", "status"})  # rendered inside the line, like a link
 _VISIBLE_PARAMETERS = {"title"}  # e.g. code block titles, panel titles, expand captions, status labels
 _VISIBLE_PARAMETERS_BY_MACRO = {"jira": {"key"}}  # the issue key (OXT-1654) is what the page shows
 
@@ -203,7 +204,8 @@ class TextRenderer:
         if name == "ac:parameter":
             if not _parameter_visible(tag):
                 return None
-            return list(tag.children), depth, pre, LINE if macro_name(tag.parent) != "jira" else SPACE
+            inline_macro = isinstance(tag.parent, Tag) and macro_name(tag.parent) in INLINE_MACROS
+            return list(tag.children), depth, pre, SPACE if inline_macro else LINE
         if name == "br":
             out.append(LINE)
             return None
@@ -245,6 +247,9 @@ class TextRenderer:
             if self.list_markers:
                 out.append("  " * max(depth - 1, 0) + self._marker(tag))
             return list(tag.children), depth, pre, LINE
+        if name == "ac:structured-macro" and macro_name(tag) in INLINE_MACROS:
+            out.append(SPACE)
+            return list(tag.children), depth, pre, SPACE
         if name in BLOCKS or name in HEADINGS:
             out.append(LINE)
             return list(tag.children), depth, pre or name in PREFORMATTED, LINE
