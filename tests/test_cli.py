@@ -1,0 +1,39 @@
+import json
+import subprocess
+import sys
+
+from llama_index_ragonite.cli import main
+
+from conftest import REPO
+
+SAMPLE = REPO / "examples" / "sample_wiki" / "release-testing.html"
+
+
+def test_parse_prints_evidences_with_context(capsys):
+    assert main(["parse", str(SAMPLE)]) == 0
+    out, err = capsys.readouterr()
+    assert "=== table_row · Release testing: Aurora 2.0 #4 (table 1, row 1)" in out
+    assert "Page: Release testing: Aurora 2.0\nSection: Test matrix" in out
+    assert "UEFI boot / OTA upgrade is Fail AUR-311" in out
+    assert "1 page(s) -> 12 evidences" in err
+
+
+def test_parse_json_and_options(capsys):
+    assert main(["parse", str(SAMPLE), "--json", "--context", "NONE", "--tables", "rows", "--linearizer", "piped"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    kinds = [r["metadata"]["evidence_type"] for r in records]
+    assert "table" not in kinds and kinds.count("table_row") == 5
+    assert all(r["contextualized"] == r["text"] for r in records)
+    assert records[2]["text"].startswith("Platform | Firmware | Legacy boot / Install")
+
+
+def test_missing_path_is_a_clear_error(capsys, tmp_path):
+    assert main(["parse", str(tmp_path / "nope.html")]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_console_script_entry_point():
+    out = subprocess.run(
+        [sys.executable, "-m", "llama_index_ragonite.cli", "parse", str(SAMPLE)], capture_output=True, text=True
+    )
+    assert out.returncode == 0 and "=== list" in out.stdout
