@@ -37,3 +37,12 @@ def test_console_script_entry_point():
         [sys.executable, "-m", "llama_index_ragonite.cli", "parse", str(SAMPLE)], capture_output=True, text=True
     )
     assert out.returncode == 0 and "=== list" in out.stdout
+
+
+def test_ingest_example_runs_as_is():
+    out = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "ingest_wiki.py")], capture_output=True, text=True, cwd=REPO
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("1 page(s), 12 evidence nodes")
+    assert "Section: Team > How to report a failure" in out.stdout
