@@ -20,23 +20,22 @@ import argparse
 import collections
 import os
 import platform
-import statistics
 import re
+import statistics
 import sys
 import time
 from pathlib import Path
 
 from bs4 import BeautifulSoup
 from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction
+from llama_index.core.schema import Document
 
 from llama_index_ragonite import EvidenceContextualizer, HTMLEvidenceParser, extract_evidences, load_pages
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "confquestions"
 _HIDDEN = {"script", "style", "ac:parameter", "ac:task-id", "ac:task-status", "ac:adf-attribute", "ac:adf-fallback"}
 _WORD = re.compile(r"\w+")
-_BLOCK_TAG = re.compile(
-    r"(</?(?:p|div|li|ul|ol|br|hr|td|th|tr|table|pre|blockquote|h[1-6]|ac:[\w-]+)\b[^>]*>)", re.I
-)
+_BLOCK_TAG = re.compile(r"(</?(?:p|div|li|ul|ol|br|hr|td|th|tr|table|pre|blockquote|h[1-6]|ac:[\w-]+)\b[^>]*>)", re.I)
 # Paper Table 1 / ConfQuestions stats.pdf: passages, lists, tables and median words per evidence.
 PAPER_COUNTS = {"passage": 2163, "list": 1085, "table": 110}
 PAPER_MEDIAN_WORDS = {"passage": 349, "list": 23, "table": 33}
@@ -83,9 +82,7 @@ def coverage(markup: str) -> tuple[float, int, list[str]]:
 
 def large_table(rows: int, cols: int = 5) -> str:
     head = "<tr>" + "".join(f"<th>Column {c}</th>" for c in range(cols)) + "</tr>"
-    body = "".join(
-        "<tr>" + "".join(f"<td>value {r}-{c}</td>" for c in range(cols)) + "</tr>" for r in range(rows)
-    )
+    body = "".join("<tr>" + "".join(f"<td>value {r}-{c}</td>" for c in range(cols)) + "</tr>" for r in range(rows))
     return f"<h1>Big</h1><table>{head}{body}</table>"
 
 
@@ -137,17 +134,14 @@ def main() -> int:
     sizes = [1000, 5000, 10000, 20000]
     table_times = {}
     for n in sizes:
-        doc_markup = large_table(n)
-        from llama_index.core.schema import Document
-
-        doc = Document(id_=f"big-{n}", text=doc_markup)
-        table_times[n] = best_of(lambda: parser.get_nodes_from_documents([doc]), repeat=2)
+        big = [Document(id_=f"big-{n}", text=large_table(n))]
+        table_times[n] = best_of(lambda big=big: parser.get_nodes_from_documents(big), repeat=2)
     per_row = {n: table_times[n] / n for n in sizes}
 
     lines = [
         "# Parsing ConfQuestions (215 pages)",
         "",
-        f"Command: `python benchmarks/parse_confquestions.py --out benchmarks/results/parse_confquestions.md`",
+        "Command: `python benchmarks/parse_confquestions.py --out benchmarks/results/parse_confquestions.md`",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"{platform.system()}; parser defaults (table_granularity=both, linearizer=verbalized), "
         "contextualizer ALL.",

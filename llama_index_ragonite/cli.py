@@ -36,7 +36,9 @@ def _parse_command(args: argparse.Namespace) -> int:
         print(node.get_content(MetadataMode.EMBED))
         print()
     if not args.json:
-        counts = {t: sum(n.metadata["evidence_type"] == t for n in nodes) for t in ("passage", "list", "table", "table_row")}
+        counts = {
+            t: sum(n.metadata["evidence_type"] == t for n in nodes) for t in ("passage", "list", "table", "table_row")
+        }
         summary = ", ".join(f"{v} {k}" for k, v in counts.items())
         print(f"{len(docs)} page(s) -> {len(nodes)} evidences ({summary}); context {args.context}", file=sys.stderr)
     return 0

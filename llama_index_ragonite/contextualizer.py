@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.schema import BaseNode, NodeRelationship, TransformComponent
+from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TransformComponent
 
 from llama_index_ragonite.events import EvidencesContextualizedEvent
 
@@ -104,16 +104,19 @@ class EvidenceContextualizer(TransformComponent):
     @staticmethod
     def _neighbour(node: BaseNode, rel: NodeRelationship, by_id: Dict[str, BaseNode]) -> Optional[BaseNode]:
         info = node.relationships.get(rel)
-        return by_id.get(info.node_id) if info is not None and not isinstance(info, list) else None
+        return by_id.get(info.node_id) if isinstance(info, RelatedNodeInfo) else None
 
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
         by_id = {node.node_id: node for node in nodes}
-        missing = 0
-        for node in nodes:
-            for rel, switch in ((NodeRelationship.PREVIOUS, self.before), (NodeRelationship.NEXT, self.after)):
-                info = node.relationships.get(rel)
-                if switch and info is not None and not isinstance(info, list) and info.node_id not in by_id:
-                    missing += 1
+        wanted = [
+            rel for rel, on in ((NodeRelationship.PREVIOUS, self.before), (NodeRelationship.NEXT, self.after)) if on
+        ]
+        missing = sum(
+            1
+            for node in nodes
+            for rel in wanted
+            if isinstance(node.relationships.get(rel), RelatedNodeInfo) and self._neighbour(node, rel, by_id) is None
+        )
         contexts = [self.context(node, by_id) for node in nodes]  # read all before writing any
         for node, context in zip(nodes, contexts):
             node.metadata[self.context_key] = context
@@ -121,5 +124,7 @@ class EvidenceContextualizer(TransformComponent):
             node.excluded_embed_metadata_keys = list(hidden)
             node.excluded_llm_metadata_keys = list(hidden)
             node.metadata_template = "{value}"
-        dispatcher.event(EvidencesContextualizedEvent(setting=self.setting, nodes=len(nodes), missing_neighbours=missing))
+        dispatcher.event(
+            EvidencesContextualizedEvent(setting=self.setting, nodes=len(nodes), missing_neighbours=missing)
+        )
         return nodes

@@ -16,7 +16,6 @@ from typing import List, Optional, Tuple
 
 from bs4 import BeautifulSoup, Tag
 from bs4.builder import ParserRejectedMarkup
-from bs4.element import NavigableString
 
 from llama_index_ragonite.html_text import (
     BLOCKS,
@@ -272,5 +271,3 @@ def extract_page(markup: str, linearizer: str = "verbalized") -> Page:
     title_tag = soup.find("title")
     title = render(title_tag, inline=True) if title_tag is not None else ""
     return Page(title or walker.first_heading, evidences)
-
-

@@ -10,14 +10,11 @@ table cell (inline mode).
 from __future__ import annotations
 
 import html
-import logging
 import re
-from typing import Iterator, List, Union
+from typing import List, Union
 
 from bs4 import BeautifulSoup, Tag
 from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction
-
-logger = logging.getLogger(__name__)
 
 SPACE, CELL, LINE = 1, 2, 3
 Token = Union[str, int]
@@ -303,9 +300,3 @@ def _strip_line(line: str) -> str:
 def render(node, inline: bool = False) -> str:
     """Text of ``node`` and everything below it: lines with list markers, or one line (cells)."""
     return join_tokens(TextRenderer(list_markers=not inline).tokens(node), inline=inline)
-
-
-def iter_text_lines(text: str) -> Iterator[str]:
-    for line in text.split("\n"):
-        if line.strip():
-            yield line

@@ -58,9 +58,7 @@ class HTMLEvidenceParser(NodeParser):
     table_granularity: Literal["rows", "table", "both"] = Field(
         default="both", description="Index table rows, whole tables, or both (the paper's best)."
     )
-    linearizer: str = Field(
-        default="verbalized", description=f"Table linearization: one of {sorted(LINEARIZERS)}."
-    )
+    linearizer: str = Field(default="verbalized", description=f"Table linearization: one of {sorted(LINEARIZERS)}.")
 
     @field_validator("linearizer")
     @classmethod
@@ -73,9 +71,7 @@ class HTMLEvidenceParser(NodeParser):
     def class_name(cls) -> str:
         return "HTMLEvidenceParser"
 
-    def _parse_nodes(
-        self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
-    ) -> List[BaseNode]:
+    def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> List[BaseNode]:
         out: List[BaseNode] = []
         for node in get_tqdm_iterable(nodes, show_progress, "Parsing pages"):
             page_nodes = self._page_nodes(node)
@@ -88,9 +84,7 @@ class HTMLEvidenceParser(NodeParser):
             out.extend(page_nodes)
         return out
 
-    def _postprocess_parsed_nodes(
-        self, nodes: List[BaseNode], parent_doc_map: Dict[str, Document]
-    ) -> List[BaseNode]:
+    def _postprocess_parsed_nodes(self, nodes: List[BaseNode], parent_doc_map: Dict[str, Document]) -> List[BaseNode]:
         # Core's version searches each node's text in the page (quadratic on huge
         # tables, never matches extracted text) and rewires PREVIOUS/NEXT across
         # rows and tables; relationships and metadata are already set here.

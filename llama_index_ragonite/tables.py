@@ -104,11 +104,7 @@ def parse_table(table: Tag, index: int) -> Optional[Table]:
         n_header += 1
     if n_header == len(grid):  # a table of only <th>: it is all data
         n_header = 0
-    header_column = (
-        n_header == 0
-        and ncols > 1
-        and all(line[0] is not None and line[0].is_header for line in grid)
-    )
+    header_column = n_header == 0 and ncols > 1 and all(line[0] is not None and line[0].is_header for line in grid)
     if n_header == 0 and not header_column and len(grid) > 1:
         n_header = 1  # no <th> anywhere: the first row names the columns
 

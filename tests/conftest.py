@@ -4,7 +4,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from llama_index.core.schema import Document
 
 from llama_index_ragonite import HTMLEvidenceParser

@@ -2,9 +2,9 @@ import json
 import subprocess
 import sys
 
-from llama_index_ragonite.cli import main
-
 from conftest import REPO
+
+from llama_index_ragonite.cli import main
 
 SAMPLE = REPO / "examples" / "sample_wiki" / "release-testing.html"
 

@@ -1,8 +1,8 @@
 """A few real ConfQuestions pages, read from the benchmark folder (never copied here)."""
 
-from llama_index_ragonite import EvidenceContextualizer, HTMLEvidenceParser, load_pages
-
 from conftest import of_type
+
+from llama_index_ragonite import EvidenceContextualizer, HTMLEvidenceParser, load_pages
 
 
 def nodes_of(folder, page_id):

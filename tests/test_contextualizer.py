@@ -3,15 +3,14 @@ import math
 from typing import List
 
 import pytest
+from conftest import of_type, parse
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.ingestion import IngestionCache, IngestionPipeline
-from llama_index.core.schema import Document, MetadataMode, TextNode
+from llama_index.core.schema import Document, MetadataMode
 
 from llama_index_ragonite import EvidenceContextualizer, HTMLEvidenceParser
 from llama_index_ragonite.contextualizer import SETTINGS, nearest_line
-
-from conftest import of_type, parse
 
 PAGE = (
     "<p>This page lists the team.</p><h1>Team</h1><h2>Members</h2>"

@@ -1,10 +1,9 @@
+from conftest import parse
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 
 from llama_index_ragonite import EvidenceContextualizer
 from llama_index_ragonite.events import EvidencesContextualizedEvent, EvidencesParsedEvent
-
-from conftest import parse
 
 
 class Collect(BaseEventHandler):
@@ -29,6 +28,8 @@ def test_parse_and_contextualize_fire_events():
     finally:
         root.event_handlers.remove(handler)
     parsed = [e for e in handler.events if isinstance(e, EvidencesParsedEvent)]
-    assert [(e.document_id, e.counts) for e in parsed] == [("ev", {"passage": 1, "table": 1, "table_row": 1, "list": 1})]
+    assert [(e.document_id, e.counts) for e in parsed] == [
+        ("ev", {"passage": 1, "table": 1, "table_row": 1, "list": 1})
+    ]
     ctx = [e for e in handler.events if isinstance(e, EvidencesContextualizedEvent)]
     assert [(e.setting, e.nodes, e.missing_neighbours) for e in ctx] == [("BEF", 3, 2)]

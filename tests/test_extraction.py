@@ -11,7 +11,13 @@ def test_headings_at_every_level_split_passages_and_build_the_path():
         "<p>deep</p><h2>G</h2><p>g text</p>"
     )
     ev = extract_evidences(html)
-    assert kinds(ev) == [("passage", "Intro"), ("passage", "a text"), ("passage", "b text"), ("passage", "deep"), ("passage", "g text")]
+    assert kinds(ev) == [
+        ("passage", "Intro"),
+        ("passage", "a text"),
+        ("passage", "b text"),
+        ("passage", "deep"),
+        ("passage", "g text"),
+    ]
     assert [e.heading_path for e in ev] == [(), ("A",), ("A", "B"), ("A", "B", "C", "D", "E", "F"), ("A", "G")]
 
 
@@ -36,7 +42,7 @@ def test_page_without_headings_is_passages_and_page_that_is_only_a_table():
 
 def test_tables_and_lists_inside_containers_and_panels_are_found():
     html = (
-        '<ac:layout><ac:layout-section><ac:layout-cell><h1>Layout</h1><div>text <b>bold</b> more'
+        "<ac:layout><ac:layout-section><ac:layout-cell><h1>Layout</h1><div>text <b>bold</b> more"
         '<ac:structured-macro ac:name="info"><ac:parameter ac:name="title">Panel</ac:parameter><ac:rich-text-body>'
         "<table><tr><th>A</th></tr><tr><td>in panel</td></tr></table></ac:rich-text-body></ac:structured-macro>"
         "</div></ac:layout-cell></ac:layout-section></ac:layout><p>tail</p>"

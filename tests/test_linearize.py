@@ -15,14 +15,21 @@ def team():
 
 def test_verbalized_row_matches_the_paper(team):
     assert verbalize_row(team, team.rows[0]) == "Row 1 in Table 1: Member is Alice, and Task is Similarity function"
-    assert verbalize_table(team).split("\n")[1] == "Row 2 in Table 1: Member is Bob, and Task is Parser | HTML, and Status is done"
+    assert (
+        verbalize_table(team).split("\n")[1]
+        == "Row 2 in Table 1: Member is Bob, and Task is Parser | HTML, and Status is done"
+    )
 
 
 def test_grid_linearizers(team):
     row, table = get_linearizer("piped")
     assert table(team) == "Member | Task | Status\nAlice | Similarity function | \nBob | Parser | HTML | done"
     row, table = get_linearizer("markdown")
-    assert table(team).split("\n")[:3] == ["| Member | Task | Status |", "| --- | --- | --- |", "| Alice | Similarity function |  |"]
+    assert table(team).split("\n")[:3] == [
+        "| Member | Task | Status |",
+        "| --- | --- | --- |",
+        "| Alice | Similarity function |  |",
+    ]
     assert row(team, team.rows[1]).split("\n")[-1] == "| Bob | Parser \\| HTML | done |"
     row, table = get_linearizer("html")
     assert table(team).split("\n")[:2] == ["<table>", "<tr><th>Member</th><th>Task</th><th>Status</th></tr>"]
@@ -39,7 +46,9 @@ def test_every_linearizer_writes_one_line_per_row(team):
 
 
 def test_key_value_and_section_rows():
-    kv = Table(2, ["", ""], [TableRow(1, ["Version", "9.0"]), TableRow(2, ["Owner", "Eric", "Rich"])], header_column=True)
+    kv = Table(
+        2, ["", ""], [TableRow(1, ["Version", "9.0"]), TableRow(2, ["Owner", "Eric", "Rich"])], header_column=True
+    )
     assert verbalize_row(kv, kv.rows[0]) == "Row 1 in Table 2: Version is 9.0"
     assert verbalize_row(kv, kv.rows[1]) == "Row 2 in Table 2: Owner is Eric, Rich"
     section = Table(1, ["A", "B"], [TableRow(1, ["Part two", ""], spans_all_columns=True)])

@@ -1,12 +1,11 @@
 import json
 
 import pytest
+from conftest import of_type, parse
 from llama_index.core.schema import Document, MetadataMode, NodeRelationship
 
 from llama_index_ragonite import HTMLEvidenceParser, load_pages
 from llama_index_ragonite.loaders import PageLoadError
-
-from conftest import of_type, parse
 
 PAGE = (
     "<h1>Team</h1><p>Who does what.</p>"

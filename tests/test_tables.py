@@ -38,9 +38,7 @@ def test_key_value_table_has_a_header_column_and_no_header_row():
 
 
 def test_header_row_and_header_column_together():
-    t = table_of(
-        "<table><tr><th></th><th>Q1</th><th>Q2</th></tr><tr><th>Sales</th><td>10</td><td>12</td></tr></table>"
-    )
+    t = table_of("<table><tr><th></th><th>Q1</th><th>Q2</th></tr><tr><th>Sales</th><td>10</td><td>12</td></tr></table>")
     assert t.headers == ["", "Q1", "Q2"] and not t.header_column
     assert t.rows[0].values == ["Sales", "10", "12"]
 
