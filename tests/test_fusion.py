@@ -1,0 +1,26 @@
+import pytest
+
+from llama_index_ragonite.fusion import rrf_fuse, rrf_scores
+
+
+def test_rrf_scores_by_hand():
+    lexical = ["a", "b", "c"]
+    dense = ["c", "a", "d"]
+    scores = rrf_scores([lexical, dense], k=60)
+    assert scores["a"] == pytest.approx(1 / 61 + 1 / 62)
+    assert scores["b"] == pytest.approx(1 / 62)
+    assert scores["c"] == pytest.approx(1 / 63 + 1 / 61)
+    assert scores["d"] == pytest.approx(1 / 63)
+    assert [item for item, _ in rrf_fuse([lexical, dense])] == ["a", "c", "b", "d"]
+
+
+def test_rrf_weights_k_and_ties():
+    assert rrf_scores([["x"], ["y"]], k=0, weights=[2.0, 1.0]) == {"x": 2.0, "y": 1.0}
+    # equal scores: order of first appearance (lexical list first), so fusion is deterministic
+    assert rrf_fuse([["x", "y"], ["y", "x"]]) == rrf_fuse([["x", "y"], ["y", "x"]])
+    assert [i for i, _ in rrf_fuse([["x", "y"], ["y", "x"]])] == ["x", "y"]
+    assert rrf_fuse([[], []]) == []
+    with pytest.raises(ValueError):
+        rrf_scores([["x"]], weights=[1.0, 2.0])
+    with pytest.raises(ValueError):
+        rrf_scores([["x"]], k=-1)
