@@ -1,9 +1,14 @@
 from __future__ import annotations
 
+import hashlib
+import math
 import os
+import re
 from pathlib import Path
+from typing import List
 
 import pytest
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import Document
 
 from llama_index_ragonite import HTMLEvidenceParser
@@ -28,3 +33,30 @@ def confquestions_documents() -> Path:
     if not folder.is_dir():
         pytest.skip(f"ConfQuestions not found at {CONFQUESTIONS} (set CONFQUESTIONS_DIR)")
     return folder
+
+
+class HashingEmbedding(BaseEmbedding):
+    """Deterministic bag-of-words embedding for tests (no model)."""
+
+    dim: int = 256
+    model_name: str = "hashing-bow"
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "HashingEmbedding"
+
+    def _vec(self, text: str) -> List[float]:
+        v = [0.0] * self.dim
+        for word in re.findall(r"\w+", text.lower()):
+            v[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
+        norm = math.sqrt(sum(x * x for x in v)) or 1.0
+        return [x / norm for x in v]
+
+    def _get_query_embedding(self, query: str) -> List[float]:
+        return self._vec(query)
+
+    def _get_text_embedding(self, text: str) -> List[float]:
+        return self._vec(text)
+
+    async def _aget_query_embedding(self, query: str) -> List[float]:
+        return self._vec(query)

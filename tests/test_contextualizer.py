@@ -1,11 +1,7 @@
-import hashlib
-import math
-from typing import List
 
 import pytest
-from conftest import of_type, parse
+from conftest import HashingEmbedding, of_type, parse
 from llama_index.core import VectorStoreIndex
-from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.ingestion import IngestionCache, IngestionPipeline
 from llama_index.core.schema import Document, MetadataMode
 
@@ -18,28 +14,6 @@ PAGE = (
     "<tr><td>Bob</td><td>Ranking</td></tr><tr><td>Carol</td><td>Answering</td></tr></table>"
     "<ul><li>Weekly call on Monday</li><li>Retro on Friday</li></ul>"
 )
-
-
-class HashingEmbedding(BaseEmbedding):
-    """Deterministic bag-of-words embedding for tests (no model)."""
-
-    dim: int = 64
-
-    def _vec(self, text: str) -> List[float]:
-        v = [0.0] * self.dim
-        for word in text.lower().split():
-            v[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
-        norm = math.sqrt(sum(x * x for x in v)) or 1.0
-        return [x / norm for x in v]
-
-    def _get_query_embedding(self, query: str) -> List[float]:
-        return self._vec(query)
-
-    def _get_text_embedding(self, text: str) -> List[float]:
-        return self._vec(text)
-
-    async def _aget_query_embedding(self, query: str) -> List[float]:
-        return self._vec(query)
 
 
 def contextualized(**kwargs):
