@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, List, Optional
 
 from llama_index.core.instrumentation.events import BaseEvent
 
@@ -28,3 +28,16 @@ class EvidencesContextualizedEvent(BaseEvent):
     @classmethod
     def class_name(cls) -> str:
         return "EvidencesContextualizedEvent"
+
+
+class RetrievalHitsEvent(BaseEvent):
+    """One retrieval step's ranking: ``source`` is "lexical", "dense", "rerank" or "fused"."""
+
+    query: str
+    source: str
+    node_ids: List[str]  # best first
+    scores: List[Optional[float]]
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "RetrievalHitsEvent"

@@ -269,5 +269,5 @@ def extract_page(markup: str, linearizer: str = "verbalized") -> Page:
             walker.leaf(node)
     evidences = walker.finish()
     title_tag = soup.find("title")
-    title = render(title_tag, inline=True) if title_tag is not None else ""
+    title = " ".join(title_tag.get_text().split()) if title_tag is not None else ""
     return Page(title or walker.first_heading, evidences)

@@ -44,7 +44,7 @@ BLOCKS = frozenset(
 PREFORMATTED = frozenset({"pre", "ac:plain-text-body", "textarea", "xmp", "listing"})
 # Elements whose text is configuration or bookkeeping, never shown to a reader.
 SKIPPED = frozenset(
-    """script style head template noscript colgroup col ac:task-id ac:task-status ac:emoticon
+    """script style head title template noscript colgroup col ac:task-id ac:task-status ac:emoticon
     ac:hipchat-emoticon ac:adf-attribute ac:placeholder ac:inline-comment-marker-ref""".split()
 )
 # Macros that only render navigation or widgets built from other pages.

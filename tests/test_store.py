@@ -1,0 +1,180 @@
+import asyncio
+from typing import List, Optional
+
+import pytest
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import Document, NodeWithScore, QueryBundle
+
+from llama_index_ragonite.events import RetrievalHitsEvent
+from llama_index_ragonite.fusion import rrf_scores
+from llama_index_ragonite.retriever import HybridRetriever
+from llama_index_ragonite.store import EvidenceStore, StoreError
+
+from conftest import HashingEmbedding
+
+PAGES = {
+    "team": "<title>Team</title><h1>Members</h1><table><tr><th>Member</th><th>Task</th></tr>"
+    "<tr><td>Alice</td><td>Parsing wiki pages</td></tr><tr><td>Bob</td><td>Ranking evidences</td></tr></table>",
+    "install": "<title>Install guide</title><h1>Install</h1><ol><li>Boot the installer</li>"
+    "<li>Choose Erase and Install</li></ol><p>Installing takes ten minutes.</p>",
+    "faq": "<title>FAQ</title><h2>Upgrades</h2><p>Over-the-air upgrades need a reboot afterwards.</p>",
+}
+
+
+def docs(pages=PAGES):
+    return [Document(id_=k, text=v, metadata={"url": f"https://wiki.example/{k}"}) for k, v in pages.items()]
+
+
+def store_at(path, **kwargs):
+    return EvidenceStore(path, embed_model=HashingEmbedding(), **kwargs)
+
+
+def counts(store):
+    return store.vector_store._collection.count(), len(store.lexical)
+
+
+def test_ingest_is_idempotent_and_tracks_changes(tmp_path):
+    store = store_at(tmp_path)
+    report = store.ingest(docs())
+    assert sorted(report.added) == ["faq", "install", "team"] and report.nodes_written == 6
+    assert counts(store) == (6, 6)
+
+    again = store_at(tmp_path).ingest(docs())
+    assert sorted(again.unchanged) == ["faq", "install", "team"] and again.nodes_written == 0
+    assert counts(store_at(tmp_path)) == (6, 6)
+
+    changed = dict(PAGES, faq="<title>FAQ</title><h2>Upgrades</h2><p>Upgrades restart the UIVM.</p><p>x</p>")
+    store = store_at(tmp_path)
+    report = store.ingest(docs(changed))
+    assert report.updated == ["faq"] and sorted(report.unchanged) == ["install", "team"]
+    assert counts(store) == (6, 6)
+    hits = store.retriever(top_n=3).retrieve("restart UIVM")
+    assert hits[0].node.text == "Upgrades restart the UIVM.\nx"
+    assert not any("reboot afterwards" in h.node.text for h in store.retriever(top_n=10).retrieve("reboot afterwards"))
+
+    del changed["team"]
+    report = store_at(tmp_path).ingest(docs(changed), remove_missing=True)
+    assert report.removed == ["team"]
+    store = store_at(tmp_path)
+    assert counts(store) == (3, 3) and store.page_ids() == ["faq", "install"]
+
+
+def test_node_ids_in_both_indexes_agree_and_have_no_duplicates(tmp_path):
+    store = store_at(tmp_path)
+    store.ingest(docs())
+    store.ingest(docs())
+    chroma_ids = sorted(store.vector_store._collection.get()["ids"])
+    assert chroma_ids == sorted(store.lexical.node_ids()) and len(set(chroma_ids)) == len(chroma_ids)
+
+
+def test_reopen_gives_the_same_results_and_model_mismatch_is_an_error(tmp_path):
+    store_at(tmp_path).ingest(docs())
+    first = [(h.node.node_id, h.score) for h in store_at(tmp_path).retriever().retrieve("Who ranks evidences?")]
+    second = [(h.node.node_id, h.score) for h in store_at(tmp_path).retriever().retrieve("Who ranks evidences?")]
+    assert first == second and first[0][0]
+    with pytest.raises(StoreError, match="built with embedding model 'HashingEmbedding:hashing-bow'"):
+        EvidenceStore(tmp_path, embed_model=HashingEmbedding(model_name="other"))
+
+
+def test_bad_store_input(tmp_path):
+    with pytest.raises(StoreError, match="holds no pages yet"):
+        store_at(tmp_path / "empty").retriever()
+    with pytest.raises(ValueError, match="Duplicate document ids"):
+        store_at(tmp_path / "dup").ingest(docs() + docs())
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "manifest.json").write_text("{oops")
+    with pytest.raises(StoreError, match="unreadable"):
+        store_at(tmp_path / "broken")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(StoreError, match="cannot create"):
+        store_at(blocker / "store").ingest(docs())
+
+
+# ---- retrieval ------------------------------------------------------------------
+
+
+class KeywordReranker(BaseNodePostprocessor):
+    """Toy cross-encoder: scores a node by how many query words its raw text contains."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "KeywordReranker"
+
+    def _postprocess_nodes(
+        self, nodes: List[NodeWithScore], query_bundle: Optional[QueryBundle] = None
+    ) -> List[NodeWithScore]:
+        words = set(query_bundle.query_str.lower().split())
+        for n in nodes:
+            n.score = float(sum(w in n.node.text.lower() for w in words))
+        return sorted(nodes, key=lambda n: -n.score)
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = store_at(tmp_path)
+    s.ingest(docs())
+    return s
+
+
+def test_rrf_keeps_per_side_ranks_and_scores(store):
+    hits = store.retriever(k_lexical=3, k_dense=3, top_n=4).retrieve("Bob ranking evidences")
+    assert len(hits) <= 4
+    lexical = [h for h in hits if h.lexical_rank is not None]
+    dense = [h for h in hits if h.dense_rank is not None]
+    assert lexical and dense
+    for h in hits:
+        expected = rrf_scores(
+            [[x.node.node_id for x in sorted(lexical, key=lambda x: x.lexical_rank)]]
+        ).get(h.node.node_id, 0)
+        ranks = [r for r in (h.lexical_rank, h.dense_rank) if r is not None]
+        assert h.score == pytest.approx(sum(1 / (60 + r) for r in ranks))
+        assert expected <= h.score
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert "Bob" in hits[0].node.text
+
+
+def test_rerank_and_rerank_plus_rrf(store):
+    reranked = store.retriever(fusion="rerank", reranker=KeywordReranker()).retrieve("erase install")
+    assert reranked[0].node.text.startswith("1. Boot the installer") and reranked[0].rerank_rank == 1
+    assert reranked[0].score == reranked[0].rerank_score == 2.0
+    both = store.retriever(fusion="rerank+rrf", reranker=KeywordReranker()).retrieve("erase install")
+    h = both[0]
+    ranks = [r for r in (h.lexical_rank, h.dense_rank, h.rerank_rank) if r is not None]
+    assert h.score == pytest.approx(sum(1 / (60 + r) for r in ranks))
+    with pytest.raises(ValueError, match="needs a reranker"):
+        store.retriever(fusion="rerank")
+
+
+def test_async_matches_sync_and_events_trace_each_step(store):
+    events = []
+
+    class Collect(BaseEventHandler):
+        @classmethod
+        def class_name(cls) -> str:
+            return "Collect"
+
+        def handle(self, event, **kwargs) -> None:
+            if isinstance(event, RetrievalHitsEvent):
+                events.append(event)
+
+    handler = Collect()
+    get_dispatcher().add_event_handler(handler)
+    try:
+        retriever = store.retriever()
+        sync = [(h.node.node_id, h.score) for h in retriever.retrieve("installer reboot")]
+        async_ = [(h.node.node_id, h.score) for h in asyncio.run(retriever.aretrieve("installer reboot"))]
+    finally:
+        get_dispatcher().event_handlers.remove(handler)
+    assert sync == async_
+    assert [e.source for e in events[:3]] == ["lexical", "dense", "fused"]
+    assert events[2].node_ids == [i for i, _ in sync]
+
+
+def test_empty_query_is_an_error(store):
+    with pytest.raises(ValueError, match="Empty query"):
+        store.retriever().retrieve("  ")
+    with pytest.raises(ValueError):
+        HybridRetriever(dense=store.retriever().dense, lexical=store.lexical, top_n=0)
