@@ -19,7 +19,6 @@ import platform
 import statistics
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 from llama_index_ragonite import EvidenceContextualizer, HTMLEvidenceParser
@@ -88,8 +87,8 @@ def evaluate(store: EvidenceStore, questions, latencies: list | None = None):
 
 def table(results, metric: str) -> list[str]:
     slices = [("all", lambda r: True)] + [
-        (s, (lambda s: lambda r: r["lang"] == s or r["source"] == s)(s))
-        for s in ("en", "de", "passage", "list", "table")
+        (name, lambda r, name=name: name in (r["lang"], r["source"]))
+        for name in ("en", "de", "passage", "list", "table")
     ]
     lines = [
         "| ranking | context | " + " | ".join(name for name, _ in slices) + " | paper (all) |",

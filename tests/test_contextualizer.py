@@ -1,4 +1,3 @@
-
 import pytest
 from conftest import HashingEmbedding, of_type, parse
 from llama_index.core import VectorStoreIndex

@@ -2,6 +2,7 @@ import asyncio
 from typing import List, Optional
 
 import pytest
+from conftest import HashingEmbedding
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -11,8 +12,6 @@ from llama_index_ragonite.events import RetrievalHitsEvent
 from llama_index_ragonite.fusion import rrf_scores
 from llama_index_ragonite.retriever import HybridRetriever
 from llama_index_ragonite.store import EvidenceStore, StoreError
-
-from conftest import HashingEmbedding
 
 PAGES = {
     "team": "<title>Team</title><h1>Members</h1><table><tr><th>Member</th><th>Task</th></tr>"
@@ -126,9 +125,9 @@ def test_rrf_keeps_per_side_ranks_and_scores(store):
     dense = [h for h in hits if h.dense_rank is not None]
     assert lexical and dense
     for h in hits:
-        expected = rrf_scores(
-            [[x.node.node_id for x in sorted(lexical, key=lambda x: x.lexical_rank)]]
-        ).get(h.node.node_id, 0)
+        expected = rrf_scores([[x.node.node_id for x in sorted(lexical, key=lambda x: x.lexical_rank)]]).get(
+            h.node.node_id, 0
+        )
         ranks = [r for r in (h.lexical_rank, h.dense_rank) if r is not None]
         assert h.score == pytest.approx(sum(1 / (60 + r) for r in ranks))
         assert expected <= h.score
