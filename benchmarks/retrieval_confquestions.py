@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from llama_index_ragonite import EvidenceContextualizer, HTMLEvidenceParser
+from llama_index_ragonite import EvidenceContextualizer
 from llama_index_ragonite.confquestions import load_corpus, load_questions
 from llama_index_ragonite.metrics import gold_keys, mean, mrr_at_k, precision_at_1, recall_at_k
 from llama_index_ragonite.store import EvidenceStore
@@ -37,27 +37,10 @@ PAPER_HUMAN_COMPLETION_P1 = 0.658
 
 
 def build(data: Path, cache: Path, setting: str):
-    store_dir = cache / f"retrieval-{setting}"
-    store = EvidenceStore(store_dir, contextualizer=EvidenceContextualizer.from_setting(setting))
-    docs = load_corpus(data)
-    timings = {}
-    if len(store.page_ids()) != len(docs):
-        t = time.perf_counter()
-        parser, ctx = HTMLEvidenceParser(), store.contextualizer
-        nodes = [n for d in docs for n in ctx(parser.get_nodes_from_documents([d]))]
-        timings["parse + contextualize"] = time.perf_counter() - t
-        t = time.perf_counter()
-        store._embed(nodes, show_progress=True)
-        timings["embed"] = time.perf_counter() - t
-        t = time.perf_counter()
-        store.lexical.upsert(nodes)
-        store.lexical.search("warm up", 1)
-        timings["lexical index"] = time.perf_counter() - t
-        t = time.perf_counter()
-        store.vector_store.add(nodes)
-        store._write({d.id_: store.fingerprint(d) for d in docs})
-        timings["vector store + persist"] = time.perf_counter() - t
-    return store, timings
+    """The store for one contextualization, built unless cached; returns (store, seconds per step)."""
+    store = EvidenceStore(cache / f"retrieval-{setting}", contextualizer=EvidenceContextualizer.from_setting(setting))
+    report = store.ingest(load_corpus(data), remove_missing=True, show_progress=True)
+    return store, report.seconds if report.nodes_written else {}
 
 
 def evaluate(store: EvidenceStore, questions, latencies: list | None = None):

@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
@@ -46,6 +47,7 @@ class IngestReport:
     removed: List[str] = field(default_factory=list)
     unchanged: List[str] = field(default_factory=list)
     nodes_written: int = 0
+    seconds: Dict[str, float] = field(default_factory=dict)  # where the time went, step by step
 
     def __str__(self) -> str:
         return (
@@ -71,6 +73,16 @@ def _embedding_for(recorded: Optional[str], path: Path) -> BaseEmbedding:
     if recorded and recorded != embedding_id(model):
         raise StoreError(f"{path} was built with embedding model {recorded!r}: pass that model as embed_model=")
     return model
+
+
+class _Clock:
+    def __init__(self, laps: Dict[str, float]) -> None:
+        self.laps, self.t = laps, time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = now - self.t
+        self.t = now
 
 
 class EvidenceStore:
@@ -174,10 +186,13 @@ class EvidenceStore:
         if remove_missing:
             report.removed = sorted(set(pages) - set(ids))
 
+        clock = _Clock(report.seconds)
         nodes: List[BaseNode] = []
         for doc in get_tqdm_iterable(changed, show_progress, "Parsing pages"):
             nodes.extend(self.contextualizer(self.parser.get_nodes_from_documents([doc])))
+        clock.lap("parse + contextualize")
         self._embed(nodes, show_progress)
+        clock.lap("embed")
 
         # Remove old evidences first, then write; the manifest is written last, so an
         # interrupted run re-processes the affected pages next time instead of losing them.
@@ -187,12 +202,17 @@ class EvidenceStore:
             pages.pop(doc_id, None)
         if nodes:
             self.vector_store.add(nodes)
+        clock.lap("vector store")
+        if nodes:
             self.lexical.upsert(nodes)
+            self.lexical.search("warm up the index", 1)  # builds BM25 now, not on the first query
+        clock.lap("lexical index")
         report.nodes_written = len(nodes)
         for doc in changed:
             pages[doc.id_] = self.fingerprint(doc)
         if changed or report.removed or not (self.path / MANIFEST).exists():
             self._write(pages)
+        clock.lap("persist")
         return report
 
     def _embed(self, nodes: List[BaseNode], show_progress: bool) -> None:

@@ -8,11 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import HashingEmbedding
 from llama_index.core.schema import Document
 
 from llama_index_ragonite.store import EvidenceStore
-
-from conftest import HashingEmbedding
 
 
 def _free_port() -> int:
