@@ -38,6 +38,8 @@ def test_ingest_is_idempotent_and_tracks_changes(tmp_path):
     store = store_at(tmp_path)
     report = store.ingest(docs())
     assert sorted(report.added) == ["faq", "install", "team"] and report.nodes_written == 6
+    steps = ["parse + contextualize", "embed", "vector store", "lexical index", "persist"]
+    assert list(report.seconds) == steps and all(v >= 0 for v in report.seconds.values())
     assert counts(store) == (6, 6)
 
     again = store_at(tmp_path).ingest(docs())
