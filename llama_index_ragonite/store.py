@@ -176,6 +176,7 @@ class EvidenceStore:
         pages: Dict[str, str] = dict(self.manifest.get("pages", {}))
         report = IngestReport()
         changed: List[Document] = []
+        new_fingerprints: Dict[str, str] = {}
         for doc in documents:
             fp = self.fingerprint(doc)
             if pages.get(doc.id_) == fp:
@@ -183,6 +184,7 @@ class EvidenceStore:
                 continue
             (report.updated if doc.id_ in pages else report.added).append(doc.id_)
             changed.append(doc)
+            new_fingerprints[doc.id_] = fp
         if remove_missing:
             report.removed = sorted(set(pages) - set(ids))
 
@@ -208,8 +210,7 @@ class EvidenceStore:
             self.lexical.search("warm up the index", 1)  # builds BM25 now, not on the first query
         clock.lap("lexical index")
         report.nodes_written = len(nodes)
-        for doc in changed:
-            pages[doc.id_] = self.fingerprint(doc)
+        pages.update(new_fingerprints)
         if changed or report.removed or not (self.path / MANIFEST).exists():
             self._write(pages)
         clock.lap("persist")
@@ -262,5 +263,4 @@ class EvidenceStore:
         if not self.manifest.get("pages"):
             raise StoreError(f"{self.path} holds no pages yet: run `ragonite index SOURCE --store {self.path}` first")
         index = VectorStoreIndex.from_vector_store(self.vector_store, embed_model=self.embed_model)
-        k_dense = kwargs.get("k_dense", 10)
-        return HybridRetriever(dense=index.as_retriever(similarity_top_k=k_dense), lexical=self.lexical, **kwargs)
+        return HybridRetriever(dense=index, lexical=self.lexical, **kwargs)
