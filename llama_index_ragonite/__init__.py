@@ -25,3 +25,12 @@ __all__ = [
     "extract_evidences",
     "load_pages",
 ]
+
+from llama_index_ragonite.chat_store import (
+    ConversationInfo,
+    Feedback,
+    SQLiteChatStore,
+    UnknownConversationError,
+)
+
+__all__ += ["ConversationInfo", "Feedback", "SQLiteChatStore", "UnknownConversationError"]
