@@ -41,3 +41,27 @@ class RetrievalHitsEvent(BaseEvent):
     @classmethod
     def class_name(cls) -> str:
         return "RetrievalHitsEvent"
+
+
+class AnswerPromptEvent(BaseEvent):
+    """The answer prompt of one chat turn, as sent to the LLM."""
+
+    question: str  # the completed question the sources were retrieved for
+    prompt: str
+    n_sources: int
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "AnswerPromptEvent"
+
+
+class AnswerEvent(BaseEvent):
+    """The answer of one chat turn and the sources it cites (1-based, as numbered in the prompt)."""
+
+    answer: str
+    cited: List[int]
+    warning: Optional[str] = None
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "AnswerEvent"
