@@ -44,17 +44,17 @@ def test_ingest_example_runs_as_is():
         [sys.executable, str(REPO / "examples" / "ingest_wiki.py")], capture_output=True, text=True, cwd=REPO
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().endswith("1 page(s), 12 evidence nodes")
+    assert out.stdout.strip().endswith("4 page(s), 38 evidence nodes")
     assert "Section: Team > How to report a failure" in out.stdout
 
 
 def test_index_then_search_on_the_embedded_default(capsys, tmp_path):
     store = str(tmp_path / "idx")
     assert main(["index", str(SAMPLE.parent), "--store", store, "--quiet"]) == 0
-    assert "1 added" in capsys.readouterr().out
+    assert "4 added" in capsys.readouterr().out
     assert main(["index", str(SAMPLE.parent), "--store", store, "--quiet"]) == 0
-    assert "1 unchanged pages; 0 evidences written" in capsys.readouterr().out
-    assert main(["search", "--store", store, "Welche Firmware hat das Lenovo T14?", "--top", "3"]) == 0
+    assert "4 unchanged pages; 0 evidences written" in capsys.readouterr().out
+    assert main(["search", "--store", store, "Welche Firmware hat das Lenovo T14 in Aurora 2.0?", "--top", "3"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(" 1.") and "Platform is Lenovo T14, and Firmware is 1.32" in out.split("\n 2.")[0]
     assert main(["search", "--store", str(tmp_path / "none"), "anything"]) == 2
