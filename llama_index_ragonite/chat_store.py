@@ -263,9 +263,7 @@ class SQLiteChatStore(BaseChatStore):
         if row is None:
             if create:
                 now = time.time()
-                conn.execute(
-                    "INSERT INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)", (key, now, now)
-                )
+                conn.execute("INSERT INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)", (key, now, now))
             return create
         if row[1] is not None:
             raise ConversationDeletedError(
