@@ -36,5 +36,6 @@ from llama_index_ragonite.chat_store import (
     SQLiteChatStore,
     UnknownConversationError,
 )
+from llama_index_ragonite.llms import openai_llm
 
-__all__ += ["ConversationInfo", "Feedback", "SQLiteChatStore", "UnknownConversationError"]
+__all__ += ["ConversationInfo", "Feedback", "SQLiteChatStore", "UnknownConversationError", "openai_llm"]
