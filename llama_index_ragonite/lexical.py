@@ -38,6 +38,7 @@ from typing import Any
 
 import bm25s
 import numpy as np
+from bm25s.tokenization import _infer_stopwords
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
 from llama_index.core.storage.docstore.utils import doc_to_json, json_to_doc
 
@@ -73,7 +74,10 @@ class LexicalIndex:
         stemmer: PyStemmer (Snowball) language name such as ``"english"``, or ``None`` for
             exact word matching. Stemming lets "installing" match "install".
         stopwords: anything ``bm25s.tokenize`` accepts: a language code/name (``"en"``,
-            ``"english"``, ``"de"``...), a list of words, or ``None`` to keep every word.
+            ``"english"``, ``"de"``...), several joined by ``+`` (``"en+de"``, the default:
+            English pages asked in English and German — German function words such as
+            "was", "die" or "will" would otherwise match English words), a list of words,
+            or ``None`` to keep every word.
         k1: term-frequency saturation.
         b: document-length normalization (0 = none, 1 = full).
         method: bm25s variant: ``"lucene"``, ``"robertson"``, ``"atire"``, ``"bm25l"``, ``"bm25+"``.
@@ -86,7 +90,7 @@ class LexicalIndex:
     def __init__(
         self,
         stemmer: str | None = "english",
-        stopwords: str | list[str] | None = "en",
+        stopwords: str | list[str] | None = "en+de",
         k1: float = 1.5,
         b: float = 0.75,
         method: str = "lucene",
@@ -107,6 +111,7 @@ class LexicalIndex:
         self.method = method
         self._stemmer = _make_stemmer(stemmer)
         try:  # fail now, not on the first upsert, if bm25s does not know these stopwords
+            self._stopword_list = _stopword_list(stopwords)
             self._tokenize(["probe"])
         except (TypeError, ValueError) as exc:
             raise ValueError(f"stopwords not accepted by bm25s: {exc}") from exc
@@ -252,7 +257,7 @@ class LexicalIndex:
         return bm25s.tokenize(
             texts,
             lower=True,
-            stopwords=self.stopwords if self.stopwords is not None else [],
+            stopwords=self._stopword_list,
             stemmer=self._stemmer,
             return_ids=False,
             show_progress=False,
@@ -395,6 +400,18 @@ class LexicalIndex:
         if problems:
             raise LexicalIndexError(f"{path}: bm25s index is inconsistent: {'; '.join(problems)}")
         return bm25
+
+
+def _stopword_list(stopwords: str | list[str] | None) -> list[str]:
+    """Resolve ``stopwords`` (codes joined by ``+``, one code, a list, None) to one word list."""
+    if stopwords is None:
+        return []
+    if isinstance(stopwords, str):
+        words: list[str] = []
+        for code in stopwords.split("+"):
+            words.extend(_infer_stopwords(code.strip()))
+        return sorted(set(words))
+    return list(stopwords)
 
 
 def _make_stemmer(language: str | None) -> Any:

@@ -425,3 +425,12 @@ def test_other_methods_rank_and_only_return_matches(method):
     index.upsert(TOY)
     assert ids(index.search("kubernetes upgrade"))[0] == "k8s"
     assert set(ids(index.search("tomato"))) == {"garden"}
+
+
+def test_default_stopwords_are_english_and_german():
+    # German questions over English pages: "die", "was", "will" must not match English words.
+    german_question = "Was sind die Firmware-Versionen?"
+    assert LexicalIndex()._tokenize([german_question]) == [["firmwar", "versionen"]]
+    assert "die" in LexicalIndex(stopwords="en")._tokenize([german_question])[0]
+    with pytest.raises(ValueError, match="stopwords"):
+        LexicalIndex(stopwords="en+xx")
