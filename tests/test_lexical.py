@@ -103,20 +103,21 @@ def test_hand_computed_value_for_one_term():
     assert hit.score == pytest.approx(idf * tf_part, rel=1e-6)
 
 
-def test_indexes_the_embed_view_of_metadata():
-    index = plain()
-    index.upsert(
-        [
-            TextNode(
-                id_="n",
-                text="body text",
-                metadata={"title": "Zeppelin guide", "secret": "hidden"},
-                excluded_embed_metadata_keys=["secret"],
-            )
-        ]
+def test_indexes_the_llm_view_of_metadata_or_the_embed_view_if_asked():
+    node = TextNode(
+        id_="n",
+        text="body text",
+        metadata={"title": "Zeppelin guide", "secret": "hidden", "neighbours": "airship"},
+        excluded_llm_metadata_keys=["secret"],
+        excluded_embed_metadata_keys=["secret", "neighbours"],
     )
-    assert ids(index.search("zeppelin")) == ["n"]  # metadata shown to the embedder is searchable
+    index = plain()
+    index.upsert([node])
+    assert ids(index.search("zeppelin")) == ids(index.search("airship")) == ["n"]  # shown to the LLM: searchable
     assert index.search("hidden") == []  # ... metadata excluded from it is not
+    embed_view = LexicalIndex(stemmer=None, stopwords=None, metadata_mode="embed")
+    embed_view.upsert([node])
+    assert ids(embed_view.search("zeppelin")) == ["n"] and embed_view.search("airship") == []
 
 
 # ---------------------------------------------------------------- tokenization options

@@ -167,6 +167,20 @@ def test_rrf_keeps_per_side_ranks_and_scores(store):
     assert "Bob" in hits[0].node.text
 
 
+def test_cross_lingual_questions_weigh_the_lexical_ranking_less(store):
+    retriever = store.retriever(k_lexical=3, k_dense=3, top_n=6, cross_lingual_lexical_weight=0.25)
+    assert retriever.lexical_weight("Who ranks the evidences?") == 1.0
+    assert retriever.lexical_weight("Wer ist für das Ranking der Evidenzen zuständig?") == 0.25
+    for hit in retriever.retrieve("Wer ist für das Ranking der Evidenzen zuständig?"):
+        lexical = 0.25 / (60 + hit.lexical_rank) if hit.lexical_rank else 0.0
+        dense = 1 / (60 + hit.dense_rank) if hit.dense_rank else 0.0
+        assert hit.score == pytest.approx(lexical + dense)
+    off = store.retriever(corpus_language=None)
+    assert off.lexical_weight("Wer ist für das Ranking der Evidenzen zuständig?") == 1.0
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        store.retriever(cross_lingual_lexical_weight=2)
+
+
 def test_rerank_and_rerank_plus_rrf(store):
     reranked = store.retriever(fusion="rerank", reranker=KeywordReranker()).retrieve("erase install")
     assert reranked[0].node.text.startswith("1. Boot the installer") and reranked[0].rerank_rank == 1
