@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import List, Optional
 
 from llama_index.core.schema import MetadataMode
@@ -72,6 +73,84 @@ def _search_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def render_turn(response, show_sources: bool = True) -> str:
+    """A chat turn as text: completed question, answer, the cited sources (or all, if none cited)."""
+    lines = [f"Completed question: {response.completed_question}", f"Answer: {response.response}"]
+    if show_sources and response.source_nodes:
+        cited = response.turn.cited
+        lines.append("Cited sources:" if cited else "Sources (none cited):")
+        for i in cited or range(1, min(3, len(response.source_nodes)) + 1):
+            lines.append("  " + _source_line(i, response.source_nodes[i - 1]))
+    if response.turn.follow_ups:
+        lines.append("You could also ask: " + " | ".join(response.turn.follow_ups))
+    return "\n".join(lines)
+
+
+def _source_line(i: int, hit) -> str:
+    meta = hit.node.metadata
+    where = " > ".join(x for x in (meta.get("title"), meta.get("heading_path")) if x)
+    return f"[Source {i}] {where} ({meta.get('evidence_type', 'text')}) {meta.get('url') or ''}".rstrip()
+
+
+def _chat_engine(args: argparse.Namespace, conversation_id: str):
+    from llama_index_ragonite.chat_engine import RagoniteChatEngine
+    from llama_index_ragonite.chat_store import SQLiteChatStore
+
+    chats = SQLiteChatStore(args.conversations or Path(args.store) / "conversations.sqlite")
+    engine = RagoniteChatEngine.from_store(args.store, chat_store=chats, conversation_id=conversation_id)
+    return engine, chats
+
+
+def _ask_command(args: argparse.Namespace) -> int:
+    engine, _ = _chat_engine(args, args.conversation)
+    print(render_turn(engine.chat(args.question)))
+    return 0
+
+
+CHAT_HELP = """Commands: /sources (all sources of the last answer), /trace (behind the scenes of the last turn),
+/new (start a new conversation), /history (list conversations), /open ID (continue one), /quit"""
+
+
+def _chat_command(args: argparse.Namespace) -> int:
+    import uuid
+
+    from llama_index_ragonite.trace import TraceRecorder
+
+    conversation = args.conversation or uuid.uuid4().hex[:8]
+    engine, chats = _chat_engine(args, conversation)
+    print(f"Conversation {conversation} over {args.store} (offline extractive answerer). {CHAT_HELP}")
+    last = None
+    with TraceRecorder.attached() as trace:
+        while True:
+            try:
+                line = input("you> ").strip()
+            except EOFError:
+                break
+            if not line:
+                continue
+            if line in ("/quit", "/exit"):
+                break
+            if line == "/sources":
+                for i, hit in enumerate(last.source_nodes if last else [], 1):
+                    print(_source_line(i, hit))
+            elif line == "/trace":
+                print(trace.render() or "(nothing yet)")
+            elif line == "/new" or line.startswith("/open "):
+                conversation = line.split(maxsplit=1)[1] if line.startswith("/open ") else uuid.uuid4().hex[:8]
+                engine, chats = _chat_engine(args, conversation)
+                print(f"Conversation {conversation}")
+            elif line == "/history":
+                for info in chats.list_conversations():
+                    print(f"{info.id}  {info.message_count:3d} messages  {info.title}")
+            elif line.startswith("/"):
+                print(CHAT_HELP)
+            else:
+                trace.clear()
+                last = engine.chat(line)
+                print(render_turn(last))
+    return 0
+
+
 def _add_pipeline_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tables", choices=["rows", "table", "both"], default="both", help="table granularity")
     p.add_argument("--linearizer", choices=sorted(LINEARIZERS), default="verbalized")
@@ -100,6 +179,15 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", required=True)
     p.add_argument("--top", type=int, default=5)
     p.set_defaults(func=_search_command)
+
+    for name, helptext in (("ask", "answer one question with cited sources"), ("chat", "interactive conversation")):
+        p = sub.add_parser(name, help=helptext + " (offline extractive answerer over an index)")
+        if name == "ask":
+            p.add_argument("question")
+        p.add_argument("--store", required=True)
+        p.add_argument("--conversation", default=None if name == "chat" else "cli", help="conversation id")
+        p.add_argument("--conversations", default=None, help="SQLite file (default: STORE/conversations.sqlite)")
+        p.set_defaults(func=_ask_command if name == "ask" else _chat_command)
     return ap
 
 

@@ -1,0 +1,89 @@
+"""A "behind the scenes" trace of chat turns, built from the instrumentation events alone.
+
+``TraceRecorder`` is an ordinary LlamaIndex event handler: attach it to the root
+dispatcher (``with TraceRecorder.attached() as trace:``) and it keeps the events our
+components fire — question completion, lexical / dense / reranked / fused hits, the
+answer prompt and the answer. ``render()`` prints them as text, as the paper's demo
+showed them next to the conversation.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Optional
+
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events import BaseEvent
+
+TRACED = ("QuestionCompletedEvent", "RetrievalHitsEvent", "AnswerPromptEvent", "AnswerEvent")
+
+
+class TraceRecorder(BaseEventHandler):
+    """Keeps the events of the ragonite pipeline steps, in order."""
+
+    events: List[BaseEvent] = Field(default_factory=list)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "TraceRecorder"
+
+    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+        if event.class_name() in TRACED:
+            self.events.append(event)
+
+    def clear(self) -> None:
+        self.events.clear()
+
+    @classmethod
+    @contextmanager
+    def attached(cls) -> Iterator["TraceRecorder"]:
+        """Record while the block runs (on the root dispatcher, so every component is seen)."""
+        recorder = cls()
+        root = get_dispatcher()
+        root.add_event_handler(recorder)
+        try:
+            yield recorder
+        finally:
+            root.event_handlers.remove(recorder)
+
+    def last_turn(self) -> List[BaseEvent]:
+        """The events since the last question completion or first retrieval that started a turn."""
+        start = 0
+        for i, event in enumerate(self.events):
+            if event.class_name() == "AnswerEvent" and i + 1 < len(self.events):
+                start = i + 1
+        return self.events[start:]
+
+    def render(self, titles: Optional[Dict[str, str]] = None, top: int = 5, prompt_chars: int = 600) -> str:
+        return render_trace(self.last_turn(), titles=titles, top=top, prompt_chars=prompt_chars)
+
+
+def render_trace(
+    events: List[BaseEvent], titles: Optional[Dict[str, str]] = None, top: int = 5, prompt_chars: int = 600
+) -> str:
+    """Text form of one turn's events. ``titles`` maps node ids to labels (else ids are shown)."""
+    titles = titles or {}
+    lines: List[str] = []
+    for event in events:
+        name = event.class_name()
+        if name == "QuestionCompletedEvent":
+            lines.append(f"Completion ({event.completer}): {event.message!r} -> {event.completed!r}")
+        elif name == "RetrievalHitsEvent":
+            lines.append(f"{event.source.capitalize()} hits for {event.query!r}:")
+            for rank, (node_id, score) in enumerate(zip(event.node_ids[:top], event.scores[:top]), 1):
+                shown = "" if score is None else f"{score:.4f}"
+                lines.append(f"  {rank:>2}. {shown:>8}  {titles.get(node_id, node_id)}")
+            if len(event.node_ids) > top:
+                lines.append(f"  … {len(event.node_ids) - top} more")
+        elif name == "AnswerPromptEvent":
+            prompt = event.prompt if len(event.prompt) <= prompt_chars else event.prompt[:prompt_chars] + " …"
+            lines.append(f"Answer prompt ({event.n_sources} sources, {len(event.prompt):,} chars):")
+            lines.extend("  | " + line for line in prompt.splitlines())
+        elif name == "AnswerEvent":
+            cited = ", ".join(f"Source {i}" for i in event.cited) or "none"
+            lines.append(f"Answer (cites {cited}): {event.answer}")
+            if event.warning:
+                lines.append(f"  warning: {event.warning}")
+    return "\n".join(lines)
