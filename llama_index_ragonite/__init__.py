@@ -39,3 +39,7 @@ from llama_index_ragonite.chat_store import (
 from llama_index_ragonite.llms import openai_llm
 
 __all__ += ["ConversationInfo", "Feedback", "SQLiteChatStore", "UnknownConversationError", "openai_llm"]
+
+from llama_index_ragonite.extractive import ExtractiveAnswerer  # noqa: E402
+
+__all__ += ["ExtractiveAnswerer"]
