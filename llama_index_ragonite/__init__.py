@@ -43,3 +43,11 @@ __all__ += ["ConversationInfo", "Feedback", "SQLiteChatStore", "UnknownConversat
 from llama_index_ragonite.extractive import ExtractiveAnswerer  # noqa: E402
 
 __all__ += ["ExtractiveAnswerer"]
+
+from llama_index_ragonite.completion import (  # noqa: E402
+    LLMQuestionCompleter,
+    OfflineQuestionCompleter,
+    QuestionCompleter,
+)
+
+__all__ += ["LLMQuestionCompleter", "OfflineQuestionCompleter", "QuestionCompleter"]

@@ -65,3 +65,15 @@ class AnswerEvent(BaseEvent):
     @classmethod
     def class_name(cls) -> str:
         return "AnswerEvent"
+
+
+class QuestionCompletedEvent(BaseEvent):
+    """A conversational turn was rewritten into a self-contained question."""
+
+    message: str  # the user's turn as asked
+    completed: str  # what retrieval will see
+    completer: str  # class name of the QuestionCompleter
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "QuestionCompletedEvent"
