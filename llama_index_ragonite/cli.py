@@ -10,6 +10,8 @@ from typing import List, Optional
 
 from llama_index.core.schema import MetadataMode
 
+from llama_index_ragonite.chat_engine import LLMCallError
+from llama_index_ragonite.chat_store import ChatStoreError, UnknownConversationError
 from llama_index_ragonite.contextualizer import SETTINGS, EvidenceContextualizer
 from llama_index_ragonite.linearize import LINEARIZERS
 from llama_index_ragonite.loaders import PageLoadError, load_pages
@@ -137,6 +139,12 @@ def _chat_command(args: argparse.Namespace) -> int:
                 print(trace.render() or "(nothing yet)")
             elif line == "/new" or line.startswith("/open "):
                 conversation = line.split(maxsplit=1)[1] if line.startswith("/open ") else uuid.uuid4().hex[:8]
+                if line.startswith("/open "):
+                    try:
+                        chats.get_conversation(conversation)
+                    except UnknownConversationError as err:
+                        print(f"ragonite: {err}; /history lists the conversations")
+                        continue
                 engine, chats = _chat_engine(args, conversation)
                 print(f"Conversation {conversation}")
             elif line == "/history":
@@ -195,7 +203,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = build_arg_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (PageLoadError, StoreError, ValueError) as err:
+    except (PageLoadError, StoreError, ValueError, UnknownConversationError, ChatStoreError, LLMCallError) as err:
         print(f"ragonite: {err}", file=sys.stderr)
         return 2
 

