@@ -22,14 +22,20 @@ report = store.ingest(load_pages(wiki), show_progress=False)
 print(f"Indexed {wiki.name}: {report} ({len(store)} evidences in {store_dir})\n")
 
 chat = RagoniteChatEngine.from_store(store_dir)  # llm=None: the offline extractive answerer
-conversation = [
-    "Which platform failed the UEFI OTA upgrade in Aurora 2.0?",
-    "How do I fix it?",  # a follow-up: completion carries "UEFI OTA upgrade" and "Aurora 2.0" over
-    "Who owns the OTA server?",
-    "Wer vergibt den Zugang zum Build-Server?",  # German question, English pages
-    "What is the weather in Paris?",  # not in the wiki: the out-of-scope sentence
+conversations = [
+    [
+        "Which platform failed the UEFI OTA upgrade in Aurora 2.0?",
+        "Which firmware does it run?",  # a follow-up: completion carries "UEFI OTA upgrade Aurora 2.0" over
+    ],
+    ["Who owns the OTA server?", "What is its default poll interval?"],
+    ["Wer vergibt den Zugang zum Build-Server?"],  # German question, English pages
+    ["What is the weather in Paris?"],  # not in the wiki: the out-of-scope sentence
 ]
-for turn, message in enumerate(conversation, 1):
-    print(f"--- Turn {turn}: {message}")
-    print(render_turn(chat.chat(message)))
-    print()
+turn = 0
+for conversation in conversations:
+    chat.reset()  # a new topic: the offline completer assumes follow-ups stay on the conversation's topic
+    for message in conversation:
+        turn += 1
+        print(f"--- Turn {turn}: {message}")
+        print(render_turn(chat.chat(message)))
+        print()

@@ -117,8 +117,14 @@ def test_examples_run_as_is(tmp_path):
         cwd=REPO,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.count("Completed question:") == 5 and "Extractive answer:" in out.stdout
-    assert out.stdout.rstrip().split("--- Turn 5")[1].count("The desired information cannot be found") == 1
+    assert out.stdout.count("Completed question:") == 6 and "Extractive answer:" in out.stdout
+    follow_up = out.stdout.split("--- Turn 2")[1].split("--- Turn 3")[0]
+    completed = follow_up.split("Completed question: ")[1].split("\n")[0]
+    assert "Aurora 2.0" in completed and "UEFI" in completed and completed.endswith("Which firmware does it run?")
+    assert "Firmware is 1.32" in follow_up
+    german = out.stdout.split("--- Turn 5")[1].split("--- Turn 6")[0]
+    assert "Granted by is Dana (IT)" in german
+    assert out.stdout.split("--- Turn 6")[1].count("The desired information cannot be found") == 1
     out = subprocess.run(
         [sys.executable, str(REPO / "examples" / "existing_app.py")], capture_output=True, text=True, cwd=REPO
     )
