@@ -53,34 +53,33 @@ class TurnResult:
     warning: Optional[str] = None  # e.g. the LLM returned no usable text
 
 
+class _TurnView:
+    """The two views every response type gives of its ``turn``."""
+
+    turn: TurnResult
+    source_nodes: List[NodeWithScore]
+
+    @property
+    def completed_question(self) -> str:
+        return self.turn.completed_question
+
+    @property
+    def cited_nodes(self) -> List[NodeWithScore]:
+        return [self.source_nodes[i - 1] for i in self.turn.cited]
+
+
 @dataclass
-class RagoniteChatResponse(AgentChatResponse):
+class RagoniteChatResponse(_TurnView, AgentChatResponse):
     """An ``AgentChatResponse`` with the completed question and the citations mapped to nodes."""
 
     turn: TurnResult = field(default_factory=TurnResult)
 
-    @property
-    def completed_question(self) -> str:
-        return self.turn.completed_question
-
-    @property
-    def cited_nodes(self) -> List[NodeWithScore]:
-        return [self.source_nodes[i - 1] for i in self.turn.cited]
-
 
 @dataclass
-class RagoniteStreamingChatResponse(StreamingAgentChatResponse):
+class RagoniteStreamingChatResponse(_TurnView, StreamingAgentChatResponse):
     """Streams the answer; ``turn`` (citations, follow-ups) is complete once the stream is consumed."""
 
     turn: TurnResult = field(default_factory=TurnResult)
-
-    @property
-    def completed_question(self) -> str:
-        return self.turn.completed_question
-
-    @property
-    def cited_nodes(self) -> List[NodeWithScore]:
-        return [self.source_nodes[i - 1] for i in self.turn.cited]
 
 
 class RagoniteChatEngine(BaseChatEngine):
