@@ -200,14 +200,7 @@ class RagoniteChatEngine(BaseChatEngine):
     # -- sync -------------------------------------------------------------------
     @dispatcher.span
     def chat(self, message: str, chat_history: Optional[List[ChatMessage]] = None) -> RagoniteChatResponse:
-        message = _checked(message)
-        history = self._history(chat_history)
-        turn = TurnResult(
-            completed_question=self._completer.complete(history, message)
-            if self._needs_completion(history)
-            else message
-        )
-        nodes = self._retrieve(turn.completed_question)
+        message, history, turn, nodes = self._begin(message, chat_history)
         if nodes:
             turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
             answer = self._finish(turn, _call(self._llm.complete, turn.prompts["answer"], turn), nodes)
@@ -217,21 +210,19 @@ class RagoniteChatEngine(BaseChatEngine):
         self._memory.put(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
         return self._response(answer, nodes, turn)
 
-    def _retrieve(self, question: str) -> List[NodeWithScore]:
-        return list(self._retriever.retrieve(question))[: self._top_k]
+    def _begin(self, message: str, chat_history: Optional[List[ChatMessage]]):
+        """Check the message, complete it from the history, retrieve for the completed question."""
+        message = _checked(message)
+        history = self._history(chat_history)
+        completed = self._completer.complete(history, message) if self._needs_completion(history) else message
+        turn = TurnResult(completed_question=completed)
+        return message, history, turn, list(self._retriever.retrieve(completed))[: self._top_k]
 
     @dispatcher.span
     def stream_chat(
         self, message: str, chat_history: Optional[List[ChatMessage]] = None
     ) -> RagoniteStreamingChatResponse:
-        message = _checked(message)
-        history = self._history(chat_history)
-        turn = TurnResult(
-            completed_question=self._completer.complete(history, message)
-            if self._needs_completion(history)
-            else message
-        )
-        nodes = self._retrieve(turn.completed_question)
+        message, history, turn, nodes = self._begin(message, chat_history)
         if nodes:
             turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
             deltas = _stream(self._llm, turn.prompts["answer"], turn)
@@ -258,14 +249,7 @@ class RagoniteChatEngine(BaseChatEngine):
     # -- async ------------------------------------------------------------------
     @dispatcher.span
     async def achat(self, message: str, chat_history: Optional[List[ChatMessage]] = None) -> RagoniteChatResponse:
-        message = _checked(message)
-        history = self._history(chat_history)
-        turn = TurnResult(
-            completed_question=await self._completer.acomplete(history, message)
-            if self._needs_completion(history)
-            else message
-        )
-        nodes = await self._aretrieve(turn.completed_question)
+        message, history, turn, nodes = await self._abegin(message, chat_history)
         if nodes:
             turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
             answer = self._finish(turn, await _acall(self._llm.acomplete, turn.prompts["answer"], turn), nodes)
@@ -275,21 +259,19 @@ class RagoniteChatEngine(BaseChatEngine):
         await self._memory.aput(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
         return self._response(answer, nodes, turn)
 
-    async def _aretrieve(self, question: str) -> List[NodeWithScore]:
-        return list(await self._retriever.aretrieve(question))[: self._top_k]
+    async def _abegin(self, message: str, chat_history: Optional[List[ChatMessage]]):
+        message = _checked(message)
+        history = self._history(chat_history)
+        needs = self._needs_completion(history)
+        completed = await self._completer.acomplete(history, message) if needs else message
+        turn = TurnResult(completed_question=completed)
+        return message, history, turn, list(await self._retriever.aretrieve(completed))[: self._top_k]
 
     @dispatcher.span
     async def astream_chat(
         self, message: str, chat_history: Optional[List[ChatMessage]] = None
     ) -> RagoniteStreamingChatResponse:
-        message = _checked(message)
-        history = self._history(chat_history)
-        turn = TurnResult(
-            completed_question=await self._completer.acomplete(history, message)
-            if self._needs_completion(history)
-            else message
-        )
-        nodes = await self._aretrieve(turn.completed_question)
+        message, history, turn, nodes = await self._abegin(message, chat_history)
         if nodes:
             turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
             deltas = _astream(self._llm, turn.prompts["answer"], turn)
