@@ -4,11 +4,14 @@ import hashlib
 import math
 import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
-from typing import List
+from typing import Iterator, List
 
 import pytest
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.schema import Document
 
 from llama_index_ragonite import HTMLEvidenceParser
@@ -60,3 +63,26 @@ class HashingEmbedding(BaseEmbedding):
 
     async def _aget_query_embedding(self, query: str) -> List[float]:
         return self._vec(query)
+
+
+class _Collect(BaseEventHandler):
+    events: list = []
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "Collect"
+
+    def handle(self, event, **kwargs) -> None:
+        self.events.append(event)
+
+
+@contextmanager
+def collected_events() -> Iterator[list]:
+    """Every instrumentation event fired inside the block, in order (root dispatcher)."""
+    handler = _Collect(events=[])
+    root = get_dispatcher()
+    root.add_event_handler(handler)
+    try:
+        yield handler.events
+    finally:
+        root.event_handlers.remove(handler)

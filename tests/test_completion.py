@@ -2,8 +2,7 @@ import asyncio
 from typing import Any, List
 
 import pytest
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from conftest import collected_events
 from llama_index.core.llms import ChatMessage, CompletionResponse, CustomLLM, LLMMetadata, MessageRole
 from llama_index.core.llms.callbacks import llm_completion_callback
 
@@ -52,24 +51,10 @@ class RecordingLLM(CustomLLM):
         raise NotImplementedError
 
 
-class Collect(BaseEventHandler):
-    events: list = []
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "Collect"
-
-    def handle(self, event, **kwargs) -> None:
-        self.events.append(event)
-
-
 @pytest.fixture
 def events():
-    handler = Collect(events=[])
-    root = get_dispatcher()
-    root.add_event_handler(handler)
-    yield handler.events
-    root.event_handlers.remove(handler)
+    with collected_events() as collected:
+        yield collected
 
 
 # ---------------------------------------------------------------- offline

@@ -1,35 +1,17 @@
-from conftest import parse
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from conftest import collected_events, parse
 
 from llama_index_ragonite import EvidenceContextualizer
 from llama_index_ragonite.events import EvidencesContextualizedEvent, EvidencesParsedEvent
 
 
-class Collect(BaseEventHandler):
-    events: list = []
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "Collect"
-
-    def handle(self, event, **kwargs) -> None:
-        self.events.append(event)
-
-
 def test_parse_and_contextualize_fire_events():
-    handler = Collect(events=[])
-    root = get_dispatcher()
-    root.add_event_handler(handler)
-    try:
+    with collected_events() as events:
         nodes = parse("<p>a</p><table><tr><th>K</th></tr><tr><td>v</td></tr></table><ul><li>x</li></ul>", doc_id="ev")
         nodes.pop(0)  # the passage's neighbour is now missing from the batch
         EvidenceContextualizer.from_setting("BEF")(nodes)
-    finally:
-        root.event_handlers.remove(handler)
-    parsed = [e for e in handler.events if isinstance(e, EvidencesParsedEvent)]
+    parsed = [e for e in events if isinstance(e, EvidencesParsedEvent)]
     assert [(e.document_id, e.counts) for e in parsed] == [
         ("ev", {"passage": 1, "table": 1, "table_row": 1, "list": 1})
     ]
-    ctx = [e for e in handler.events if isinstance(e, EvidencesContextualizedEvent)]
+    ctx = [e for e in events if isinstance(e, EvidencesContextualizedEvent)]
     assert [(e.setting, e.nodes, e.missing_neighbours) for e in ctx] == [("BEF", 3, 2)]

@@ -2,9 +2,7 @@ import asyncio
 from typing import List, Optional
 
 import pytest
-from conftest import HashingEmbedding
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from conftest import HashingEmbedding, collected_events
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import Document, NodeWithScore, QueryBundle
 
@@ -101,9 +99,15 @@ def test_a_second_writer_is_refused_and_a_stale_handle_catches_up(tmp_path):
     first = store_at(tmp_path / "s")
     first.ingest(docs())
     holder = subprocess.Popen(  # another process in the middle of an ingest: it holds the writer lock
-        [sys.executable, "-c", "import fcntl,sys,time; f=open(sys.argv[1],'a'); fcntl.flock(f, fcntl.LOCK_EX); "
-         "print('locked', flush=True); time.sleep(60)", str(tmp_path / "s" / ".ingest.lock")],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import fcntl,sys,time; f=open(sys.argv[1],'a'); fcntl.flock(f, fcntl.LOCK_EX); "
+            "print('locked', flush=True); time.sleep(60)",
+            str(tmp_path / "s" / ".ingest.lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "locked"
@@ -194,25 +198,11 @@ def test_rerank_and_rerank_plus_rrf(store):
 
 
 def test_async_matches_sync_and_events_trace_each_step(store):
-    events = []
-
-    class Collect(BaseEventHandler):
-        @classmethod
-        def class_name(cls) -> str:
-            return "Collect"
-
-        def handle(self, event, **kwargs) -> None:
-            if isinstance(event, RetrievalHitsEvent):
-                events.append(event)
-
-    handler = Collect()
-    get_dispatcher().add_event_handler(handler)
-    try:
+    with collected_events() as fired:
         retriever = store.retriever()
         sync = [(h.node.node_id, h.score) for h in retriever.retrieve("installer reboot")]
         async_ = [(h.node.node_id, h.score) for h in asyncio.run(retriever.aretrieve("installer reboot"))]
-    finally:
-        get_dispatcher().event_handlers.remove(handler)
+    events = [e for e in fired if isinstance(e, RetrievalHitsEvent)]
     assert sync == async_
     assert [e.source for e in events[:3]] == ["lexical", "dense", "fused"]
     assert events[2].node_ids == [i for i, _ in sync]
