@@ -1,0 +1,104 @@
+"""``AnswerRegenerator``: the counterfactual LLM call every explainer makes.
+
+Attribution and the RAGE explainers all ask the same thing many times: "what would the
+answer be from *these* evidences, in *this* order?". This module asks it once, the way the
+chat engine does (``prompts.ANSWER_PROMPT``, sources renumbered ``### Source i ###`` in the
+given order, the completed question, no history), concurrently through the LLM's async API
+under a concurrency bound, with one retry per failed call. A call that still fails yields
+``None`` so the caller can mark what it was for as failed instead of crashing or silently
+guessing. ``normalize_answer`` is the comparison RAGE uses to decide whether two answers differ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import string
+from typing import List, Optional, Sequence
+
+from llama_index.core.async_utils import asyncio_run
+from llama_index.core.llms.llm import LLM
+from llama_index.core.prompts import BasePromptTemplate
+from llama_index.core.schema import NodeWithScore
+
+from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, format_sources, strip_citations
+
+logger = logging.getLogger(__name__)
+
+_PUNCTUATION = re.compile(f"[{re.escape(string.punctuation)}\u2018\u2019\u201c\u201d\u2026\u2013\u2014]")
+
+
+def normalize_answer(answer: str) -> str:
+    """Lowercase, ``[Source i]`` markers and punctuation removed, whitespace collapsed (RAGE's comparison)."""
+    return " ".join(_PUNCTUATION.sub(" ", strip_citations(answer).lower()).split())
+
+
+class AnswerRegenerator:
+    """Answers a question from a chosen list of evidences, many lists at a time.
+
+    Args:
+        llm: any LlamaIndex ``LLM``; its async API is used, so a hosted model answers the
+            lists concurrently.
+        prompt: the answer prompt (must keep ``{sources}``, ``{history}``, ``{question}``);
+            use the one the original answer was produced with.
+        max_concurrency: LLM calls in flight at once.
+        retries: extra attempts for a call that raises before it counts as failed.
+    """
+
+    def __init__(
+        self,
+        llm: LLM,
+        prompt: BasePromptTemplate = ANSWER_PROMPT,
+        max_concurrency: int = 16,
+        retries: int = 1,
+    ) -> None:
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be >= 1")
+        if retries < 0:
+            raise ValueError("retries must be >= 0")
+        self.llm, self.prompt = llm, prompt
+        self.max_concurrency, self.retries = max_concurrency, retries
+        self.calls = 0  # LLM calls made (retries included) since construction
+        self.errors: List[str] = []  # one line per call that failed after its retries
+
+    def prompt_for(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
+        return self.prompt.format(sources=format_sources(nodes), history="", question=question)
+
+    async def aanswer(self, question: str, nodes: Sequence[NodeWithScore]) -> Optional[str]:
+        """The answer from ``nodes`` (in this order), or ``None`` when the LLM failed every attempt.
+
+        No evidences at all: the out-of-scope sentence, without an LLM call. An empty reply
+        counts as out of scope, as in the chat engine.
+        """
+        if not nodes:
+            return OUT_OF_SCOPE
+        prompt = self.prompt_for(question, nodes)
+        for attempt in range(self.retries + 1):
+            self.calls += 1
+            try:
+                text = (await self.llm.acomplete(prompt)).text
+                return text.strip() if text and text.strip() else OUT_OF_SCOPE
+            except Exception as err:  # any failure: transport, rate limit, garbled reply
+                if attempt < self.retries:
+                    logger.info("Counterfactual LLM call failed (%s: %s); retrying", type(err).__name__, err)
+                    continue
+                self.errors.append(f"{type(err).__name__}: {err}")
+                logger.warning("Counterfactual LLM call failed after %d attempts: %s", attempt + 1, self.errors[-1])
+        return None
+
+    async def aanswer_many(
+        self, question: str, node_lists: Sequence[Sequence[NodeWithScore]]
+    ) -> List[Optional[str]]:
+        """One answer per list of evidences, at most ``max_concurrency`` calls at a time, in input order."""
+        bound = asyncio.Semaphore(self.max_concurrency)
+
+        async def one(nodes: Sequence[NodeWithScore]) -> Optional[str]:
+            async with bound:
+                return await self.aanswer(question, nodes)
+
+        return list(await asyncio.gather(*(one(nodes) for nodes in node_lists)))
+
+    def answer_many(self, question: str, node_lists: Sequence[Sequence[NodeWithScore]]) -> List[Optional[str]]:
+        """Sync entry point (runs the async calls; works inside a running event loop too)."""
+        return asyncio_run(self.aanswer_many(question, node_lists))
