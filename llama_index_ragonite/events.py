@@ -77,3 +77,29 @@ class QuestionCompletedEvent(BaseEvent):
     @classmethod
     def class_name(cls) -> str:
         return "QuestionCompletedEvent"
+
+
+class AttributionStartEvent(BaseEvent):
+    """An attributor starts explaining an answer."""
+
+    method: str  # "counterfactual", "similarity" or "surrogate"
+    question: str
+    n_evidences: int
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "AttributionStartEvent"
+
+
+class AttributionEndEvent(BaseEvent):
+    """An attribution is done: the evidence shares (None for failed clusters) and its cost."""
+
+    method: str
+    evidence_shares: List[Optional[float]]
+    failed_clusters: List[int]  # 0-based cluster indices whose LLM calls failed
+    llm_calls: int
+    wall_time_s: float
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "AttributionEndEvent"

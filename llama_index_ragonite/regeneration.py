@@ -15,7 +15,7 @@ import asyncio
 import logging
 import re
 import string
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from llama_index.core.async_utils import asyncio_run
 from llama_index.core.llms.llm import LLM
@@ -61,6 +61,7 @@ class AnswerRegenerator:
         self.max_concurrency, self.retries = max_concurrency, retries
         self.calls = 0  # LLM calls made (retries included) since construction
         self.errors: List[str] = []  # one line per call that failed after its retries
+        self.failures: Dict[int, str] = {}  # last aanswer_many: failed list position -> error
 
     def prompt_for(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
         return self.prompt.format(sources=format_sources(nodes), history="", question=question)
@@ -71,33 +72,42 @@ class AnswerRegenerator:
         No evidences at all: the out-of-scope sentence, without an LLM call. An empty reply
         counts as out of scope, as in the chat engine.
         """
+        return (await self._attempts(question, nodes))[0]
+
+    async def _attempts(self, question: str, nodes: Sequence[NodeWithScore]) -> Tuple[Optional[str], Optional[str]]:
+        """(answer, None) or (None, the last error)."""
         if not nodes:
-            return OUT_OF_SCOPE
+            return OUT_OF_SCOPE, None
         prompt = self.prompt_for(question, nodes)
         for attempt in range(self.retries + 1):
             self.calls += 1
             try:
                 text = (await self.llm.acomplete(prompt)).text
-                return text.strip() if text and text.strip() else OUT_OF_SCOPE
+                return (text.strip() if text and text.strip() else OUT_OF_SCOPE), None
             except Exception as err:  # any failure: transport, rate limit, garbled reply
+                error = f"{type(err).__name__}: {err}"
                 if attempt < self.retries:
-                    logger.info("Counterfactual LLM call failed (%s: %s); retrying", type(err).__name__, err)
-                    continue
-                self.errors.append(f"{type(err).__name__}: {err}")
-                logger.warning("Counterfactual LLM call failed after %d attempts: %s", attempt + 1, self.errors[-1])
-        return None
+                    logger.info("Counterfactual LLM call failed (%s); retrying", error)
+        self.errors.append(error)
+        logger.warning("Counterfactual LLM call failed after %d attempts: %s", self.retries + 1, error)
+        return None, error
 
     async def aanswer_many(
         self, question: str, node_lists: Sequence[Sequence[NodeWithScore]]
     ) -> List[Optional[str]]:
-        """One answer per list of evidences, at most ``max_concurrency`` calls at a time, in input order."""
+        """One answer per list of evidences, at most ``max_concurrency`` calls at a time, in input order.
+
+        ``failures`` then maps the positions of the lists whose call failed to the error.
+        """
         bound = asyncio.Semaphore(self.max_concurrency)
 
-        async def one(nodes: Sequence[NodeWithScore]) -> Optional[str]:
+        async def one(nodes: Sequence[NodeWithScore]) -> Tuple[Optional[str], Optional[str]]:
             async with bound:
-                return await self.aanswer(question, nodes)
+                return await self._attempts(question, nodes)
 
-        return list(await asyncio.gather(*(one(nodes) for nodes in node_lists)))
+        results = await asyncio.gather(*(one(nodes) for nodes in node_lists))
+        self.failures = {i: error for i, (_, error) in enumerate(results) if error is not None}
+        return [answer for answer, _ in results]
 
     def answer_many(self, question: str, node_lists: Sequence[Sequence[NodeWithScore]]) -> List[Optional[str]]:
         """Sync entry point (runs the async calls; works inside a running event loop too)."""
