@@ -136,6 +136,31 @@ class HybridRetriever(BaseRetriever):
         _event(query, "fused", out)
         return out
 
+    def stored_embeddings(self, node_ids: Sequence[str]) -> Dict[str, List[float]]:
+        """The vectors the dense index holds for these nodes, so explanations need not re-embed them.
+
+        Reads Chroma collections and ``get``-capable stores (``SimpleVectorStore``); ``{}`` for
+        stores that cannot return vectors (callers then embed the evidences themselves).
+        """
+        store = getattr(self.dense, "_vector_store", None)
+        collection = getattr(store, "_collection", None)
+        if collection is not None:  # Chroma, embedded or client/server
+            got = collection.get(ids=list(node_ids), include=["embeddings"])
+            return {i: [float(x) for x in e] for i, e in zip(got["ids"], got["embeddings"])}
+        out: Dict[str, List[float]] = {}
+        if store is not None and callable(getattr(store, "get", None)):
+            for node_id in node_ids:
+                try:
+                    out[node_id] = list(store.get(node_id))
+                except (KeyError, ValueError):
+                    pass
+        return out
+
+    @property
+    def embed_model(self):
+        """The dense side's embedding model (None if it has none)."""
+        return getattr(self.dense, "_embed_model", None)
+
     def lexical_weight(self, query: str) -> float:
         """1, or ``cross_lingual_lexical_weight`` when the question is not in the corpus language."""
         if self.corpus_language is None or detect_language(query, self.query_languages) == self.corpus_language:

@@ -65,3 +65,5 @@ def test_index_and_query_through_a_chroma_server(chroma_server, tmp_path):
     hits = store.retriever(top_n=2).retrieve("choose erase and install")
     assert hits[0].node.text == "Boot the installer and choose Erase and Install."
     assert hits[0].dense_rank == 1 and hits[0].lexical_rank == 1
+    stored = store.retriever().stored_embeddings([hits[0].node.node_id])
+    assert list(stored) == [hits[0].node.node_id] and len(stored[hits[0].node.node_id]) == HashingEmbedding().dim

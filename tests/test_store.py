@@ -4,10 +4,11 @@ from typing import List, Optional
 import pytest
 from conftest import HashingEmbedding, collected_events
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import Document, NodeWithScore, QueryBundle
+from llama_index.core.schema import Document, MetadataMode, NodeWithScore, QueryBundle
 
 from llama_index_ragonite.events import RetrievalHitsEvent
 from llama_index_ragonite.fusion import rrf_scores
+from llama_index_ragonite.lexical import LexicalIndex
 from llama_index_ragonite.retriever import HybridRetriever
 from llama_index_ragonite.store import EvidenceStore, StoreError
 
@@ -213,3 +214,29 @@ def test_empty_query_is_an_error(store):
         store.retriever().retrieve("  ")
     with pytest.raises(ValueError):
         HybridRetriever(dense=store.retriever().dense, lexical=store.lexical, top_n=0)
+
+
+def test_stored_embeddings_are_the_vectors_the_index_holds(store):
+    retriever = store.retriever()
+    hits = retriever.retrieve("installer reboot")
+    ids = [h.node.node_id for h in hits]
+    vectors = retriever.stored_embeddings(ids + ["no-such-node"])
+    assert sorted(vectors) == sorted(ids)
+    for h in hits:  # what HashingEmbedding gives the EMBED view, i.e. what was indexed
+        expected = HashingEmbedding().get_text_embedding(h.node.get_content(MetadataMode.EMBED))
+        assert vectors[h.node.node_id] == pytest.approx(expected, abs=1e-6)
+    assert retriever.embed_model is store.embed_model
+
+
+def test_stored_embeddings_of_a_simple_vector_store():
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.schema import TextNode
+
+    nodes = [TextNode(id_="a", text="boot the installer"), TextNode(id_="b", text="erase the disk")]
+    index = VectorStoreIndex(nodes, embed_model=HashingEmbedding())
+    lexical = LexicalIndex()
+    lexical.upsert(nodes)
+    retriever = HybridRetriever(dense=index, lexical=lexical)
+    vectors = retriever.stored_embeddings(["a", "missing"])
+    assert list(vectors) == ["a"]
+    assert vectors["a"] == pytest.approx(HashingEmbedding().get_text_embedding("boot the installer"))
