@@ -312,6 +312,23 @@ class BaseAttributor(BaseComponent):
             vectors.update(zip(missing, await self.embed_model.aget_text_embedding_batch(texts)))
         return np.asarray([vectors[i] for i in range(len(nodes))], dtype=float).reshape(len(nodes), -1)
 
+    async def answer_similarities(
+        self, query: str, answer: str, alternatives: Sequence[str], prepend_question: bool = True
+    ) -> List[float]:
+        """cosine(emb(q + a), emb(q + a')) for each alternative answer a', ``[Source n]`` markers stripped.
+
+        Removing a source renumbers the rest, so markers would differ with no change in content.
+        ``prepend_question=False`` embeds the answers alone (the released code). No alternatives:
+        no embedding call.
+        """
+        if not alternatives:
+            return []
+        prefix = f"{query.strip()}\n" if prepend_question else ""
+        vectors = await self.embed_model.aget_text_embedding_batch(
+            [prefix + strip_citations(a) for a in [answer, *alternatives]]
+        )
+        return cosine_matrix(vectors[:1], vectors[1:])[0].tolist()
+
     def _spread(self, clusters: List[ClusterAttribution], n: int) -> List[Optional[float]]:
         shares: List[Optional[float]] = [None] * n
         for c in clusters:
@@ -361,12 +378,8 @@ class CounterfactualAttributor(BaseAttributor):
         answers = await regenerator.aanswer_many(query, without)
         per_cluster = [answers[k * self.rounds : (k + 1) * self.rounds] for k in range(len(groups))]
 
-        prefix = f"{query.strip()}\n" if self.prepend_question else ""
         done = [a for alts in per_cluster if None not in alts for a in alts]
-        vectors = await self.embed_model.aget_text_embedding_batch(
-            [prefix + strip_citations(a) for a in [answer, *done]]
-        )
-        similarity = iter(cosine_matrix(vectors[:1], vectors[1:])[0].tolist() if done else [])
+        similarity = iter(await self.answer_similarities(query, answer, done, self.prepend_question))
 
         clusters = []
         for k, (members, alts) in enumerate(zip(groups, per_cluster)):
