@@ -166,6 +166,36 @@ class RagoniteChatEngine(BaseChatEngine):
     def reset(self) -> None:
         self._memory.reset()
 
+    # -- explanation ------------------------------------------------------------
+    def attributor(self, **kwargs: Any):
+        """A ``CounterfactualAttributor`` on this pipeline: its LLM and answer prompt, the index's
+        embedding model, and the vectors the index already holds for the evidences."""
+        from llama_index_ragonite.attribution import CounterfactualAttributor
+
+        stored = getattr(self._retriever, "stored_embeddings", None)
+        return CounterfactualAttributor(
+            llm=self._llm,
+            embed_model=getattr(self._retriever, "embed_model", None),
+            embedding_lookup=stored,
+            prompt=self._answer_prompt,
+            **kwargs,
+        )
+
+    def explain(self, response: AgentChatResponse, attributor=None):
+        """Which evidences caused this turn's answer (counterfactual attribution by default).
+
+        The ``Attribution`` is returned and attached to ``response.metadata["attribution"]``
+        and to each source node. Regenerations use the completed question, without history.
+        """
+        from llama_index_ragonite.explain import explain_response
+
+        return explain_response(response, attributor or self.attributor())
+
+    async def aexplain(self, response: AgentChatResponse, attributor=None):
+        from llama_index_ragonite.explain import aexplain_response
+
+        return await aexplain_response(response, attributor or self.attributor())
+
     # -- the turn's steps -------------------------------------------------------
     def _history(self, chat_history: Optional[List[ChatMessage]]) -> List[ChatMessage]:
         if chat_history is not None:

@@ -94,6 +94,22 @@ def _source_line(i: int, hit) -> str:
     return f"[Source {i}] {where} ({meta.get('evidence_type', 'text')}) {meta.get('url') or ''}".rstrip()
 
 
+def render_attribution(attribution) -> str:
+    """The paper's attribution lines, then which source each evidence number is."""
+    lines = [f"Counterfactual attribution ({attribution.llm_calls} LLM calls, {attribution.wall_time_s:.1f} s):"]
+    lines += ["  " + line for line in attribution.to_text().splitlines()]
+    for i in attribution.ranking()[:5]:
+        lines.append(f"  Evidence {i + 1} = " + _source_line(i + 1, attribution.nodes[i]))
+    return "\n".join(lines)
+
+
+def _explain(engine, response, chart: Optional[str] = None) -> str:
+    attribution = engine.explain(response)
+    if chart:
+        attribution.plot(chart)
+    return render_attribution(attribution) + (f"\nChart: {chart}" if chart else "")
+
+
 def _chat_engine(args: argparse.Namespace, conversation_id: str):
     from llama_index_ragonite.chat_engine import RagoniteChatEngine
     from llama_index_ragonite.chat_store import SQLiteChatStore
@@ -105,12 +121,15 @@ def _chat_engine(args: argparse.Namespace, conversation_id: str):
 
 def _ask_command(args: argparse.Namespace) -> int:
     engine, _ = _chat_engine(args, args.conversation)
-    print(render_turn(engine.chat(args.question)))
+    response = engine.chat(args.question)
+    print(render_turn(response))
+    if args.explain:
+        print(_explain(engine, response))
     return 0
 
 
 CHAT_HELP = """Commands: /sources (all sources of the last answer), /trace (behind the scenes of the last turn),
-/new (start a new conversation), /history (list conversations), /open ID (continue one), /quit"""
+/explain [CHART.png|.svg] (which evidences caused the last answer), /new (start a new conversation), /history (list conversations), /open ID (continue one), /quit"""
 
 
 def _chat_command(args: argparse.Namespace) -> int:
@@ -137,6 +156,9 @@ def _chat_command(args: argparse.Namespace) -> int:
                     print(_source_line(i, hit))
             elif line == "/trace":
                 print(trace.render() or "(nothing yet)")
+            elif line == "/explain" or line.startswith("/explain "):
+                chart = line.split(maxsplit=1)[1] if " " in line else None
+                print(_explain(engine, last, chart) if last else "(nothing to explain yet)")
             elif line == "/new" or line.startswith("/open "):
                 conversation = line.split(maxsplit=1)[1] if line.startswith("/open ") else uuid.uuid4().hex[:8]
                 if line.startswith("/open "):
@@ -192,6 +214,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=helptext + " (offline extractive answerer over an index)")
         if name == "ask":
             p.add_argument("question")
+            p.add_argument("--explain", action="store_true", help="also attribute the answer to its evidences")
         p.add_argument("--store", required=True)
         p.add_argument("--conversation", default=None if name == "chat" else "cli", help="conversation id")
         p.add_argument("--conversations", default=None, help="SQLite file (default: STORE/conversations.sqlite)")

@@ -5,15 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from typing import Any, List
+from typing import List
 
 import numpy as np
 import pytest
-from conftest import HashingEmbedding, collected_events
-from llama_index.core.base.llms.types import CompletionResponse, CompletionResponseGen, LLMMetadata
-from llama_index.core.llms.callbacks import llm_completion_callback
-from llama_index.core.llms.custom import CustomLLM
-from llama_index.core.schema import TextNode
+from conftest import HashingEmbedding, KeywordLLM, collected_events
+from llama_index.core.schema import NodeWithScore, TextNode
 
 from llama_index_ragonite.attribution import (
     CounterfactualAttributor,
@@ -25,56 +22,8 @@ from llama_index_ragonite.attribution import (
 from llama_index_ragonite.events import AttributionEndEvent, AttributionStartEvent
 from llama_index_ragonite.extractive import parse_prompt
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
-from llama_index.core.schema import NodeWithScore
 
 QUESTION = "Which port does the OTA server use?"
-
-
-class KeywordLLM(CustomLLM):
-    """Answers with the first source containing ``keyword`` (cited by its number), else out of scope.
-
-    ``fail_without``: raise whenever no source contains that text (a flaky cluster).
-    ``delay``: async latency, to observe how many calls run at once.
-    """
-
-    keyword: str = "8443"
-    fail_without: Any = None
-    delay: float = 0.0
-    prompts: List[str] = []
-    in_flight: int = 0
-    max_in_flight: int = 0
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="keyword")
-
-    def _text(self, prompt: str) -> str:
-        self.prompts.append(prompt)
-        sources = parse_prompt(prompt).sources
-        if self.fail_without is not None and not any(self.fail_without in s.evidence for s in sources):
-            raise TimeoutError("stub timed out")
-        for s in sources:
-            if self.keyword in s.evidence:
-                return f"{s.evidence} [Source {s.number}]"
-        return OUT_OF_SCOPE
-
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return CompletionResponse(text=self._text(prompt))
-
-    @llm_completion_callback()
-    async def acomplete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
-            await asyncio.sleep(self.delay)
-            return CompletionResponse(text=self._text(prompt))
-        finally:
-            self.in_flight -= 1
-
-    @llm_completion_callback()
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
-        yield CompletionResponse(text=self._text(prompt), delta=self._text(prompt))
 
 
 class CountingEmbedding(HashingEmbedding):

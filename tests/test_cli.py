@@ -80,11 +80,24 @@ def test_ask_prints_completed_question_answer_and_cited_sources(capsys, sample_s
     assert "] OTA update server > Architecture (passage)" in out.split("Cited sources:")[1]
 
 
-def test_chat_session_with_commands_and_persisted_history(capsys, monkeypatch, sample_store):
+def test_ask_explain_prints_the_counterfactual_attribution(capsys, sample_store):
+    assert main(["ask", "--store", sample_store, "--conversation", "explain", "Who owns the OTA server?", "--explain"]) == 0
+    out = capsys.readouterr().out
+    cited = out.split("Cited sources:\n  [Source ")[1].split("]")[0]
+    attribution = out.split("Counterfactual attribution (")[1]
+    assert attribution.startswith("10 LLM calls")  # ten evidences, no duplicates: one regeneration each
+    first = attribution.splitlines()[1].strip()
+    assert first.startswith("Attributed ") and first.endswith(f"[Evidence {cited}]")  # the cited evidence caused it
+    assert f"Evidence {cited} = [Source {cited}] OTA update server > Architecture" in attribution
+
+
+def test_chat_session_with_commands_and_persisted_history(capsys, monkeypatch, sample_store, tmp_path):
     lines = iter(
         [
+            "/explain",
             "Who owns the OTA server?",
             "What is its default poll interval?",
+            f"/explain {tmp_path / 'why.svg'}",
             "/sources",
             "/trace",
             "/history",
@@ -98,6 +111,9 @@ def test_chat_session_with_commands_and_persisted_history(capsys, monkeypatch, s
     assert main(["chat", "--store", sample_store, "--conversation", "demo"]) == 0
     out = capsys.readouterr().out
     assert out.count("Completed question:") == 2 and "Bob owns the service" in out
+    assert "(nothing to explain yet)" in out
+    assert "Counterfactual attribution (" in out and f"Chart: {tmp_path / 'why.svg'}" in out
+    assert "<svg" in (tmp_path / "why.svg").read_text()[:2000]
     assert "Completion (OfflineQuestionCompleter): 'What is its default poll interval?'" in out  # /trace
     assert "Fused hits" in out and "[Source 10]" in out  # /trace and /sources
     assert "demo    4 messages  Who owns the OTA server?" in out  # /history
