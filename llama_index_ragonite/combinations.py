@@ -98,7 +98,10 @@ class CombinationExplainer(RageExplainer):
         rules = []
         for share, members in self._groups(perturbations, distribution):
             prefix = self._rule_prefix(share, "combinations")
-            for relation, sets in (("include", [p.evidences for p in members]), ("exclude", [p.removed for p in members])):
+            for relation, sets in (
+                ("include", [p.evidences for p in members]),
+                ("exclude", [p.removed for p in members]),
+            ):
                 common = tuple(sorted(set.intersection(*map(set, sets))))
                 if common:
                     text = f"{prefix} {relation} {evidence_labels(common)}"

@@ -41,6 +41,7 @@ __all__ = [
     "relevance",
 ]
 
+
 def evidence_labels(indices: Iterable[int]) -> str:
     """``"Evidence 1, 3"`` for the 0-based indices ``(0, 2)`` (labels are 1-based, as in the paper)."""
     return "Evidence " + ", ".join(str(i + 1) for i in indices)
@@ -135,7 +136,9 @@ def answer_distribution(perturbations: Sequence[Perturbation], original_answer: 
             groups.setdefault(normalize_answer(p.answer), []).append(p.answer)
     total = sum(len(texts) for texts in groups.values())
     original = normalize_answer(original_answer)
-    shares = [AnswerShare(key, texts[0], len(texts), len(texts) / total, key == original) for key, texts in groups.items()]
+    shares = [
+        AnswerShare(key, texts[0], len(texts), len(texts) / total, key == original) for key, texts in groups.items()
+    ]
     return sorted(shares, key=lambda s: -s.count)  # stable: ties in order of first appearance
 
 
@@ -175,9 +178,13 @@ class PerturbationReport:
     def to_text(self) -> str:
         lines = [f"RAGE {self.mode} explanation for: {self.question}", f"Original answer: {self.original_answer}"]
         if self.explanation:
-            lines.append(f"Explanation: {self.explanation.describe()} changes the answer to: {self.counterfactual_answer}")
+            lines.append(
+                f"Explanation: {self.explanation.describe()} changes the answer to: {self.counterfactual_answer}"
+            )
         else:
-            lines.append(f"Explanation: none of the {len(self.perturbations)} evaluated {self.noun} changes the answer.")
+            lines.append(
+                f"Explanation: none of the {len(self.perturbations)} evaluated {self.noun} changes the answer."
+            )
         failed = f", {self.failures} failed" if self.failures else ""
         lines += [f"Answer distribution over {len(self.perturbations)} {self.noun}{failed}:", "  count   share  answer"]
         for s in self.distribution:
@@ -225,7 +232,13 @@ class PerturbationReport:
         ax = fig.add_subplot()
         if self.distribution:
             labels = [_short(s.text, 40) + (" (original)" if s.original else "") for s in self.distribution]
-            ax.pie([s.count for s in self.distribution], labels=labels, autopct="%1.0f%%", startangle=90, counterclock=False)
+            ax.pie(
+                [s.count for s in self.distribution],
+                labels=labels,
+                autopct="%1.0f%%",
+                startangle=90,
+                counterclock=False,
+            )
         else:
             ax.text(0.5, 0.5, "no answers", ha="center", va="center")
             ax.axis("off")
@@ -245,9 +258,13 @@ class RageExplainer(BaseComponent):
     the offline ``ExtractiveAnswerer``; pass the one (and ``prompt``) the answer came from.
     """
 
-    prompt: PromptTemplate = Field(default=ANSWER_PROMPT, description="Answer prompt ({sources}, {history}, {question}).")
+    prompt: PromptTemplate = Field(
+        default=ANSWER_PROMPT, description="Answer prompt ({sources}, {history}, {question})."
+    )
     max_concurrency: int = Field(default=16, ge=1, description="LLM calls in flight at once (also the batch size).")
-    retries: int = Field(default=1, ge=0, description="Extra attempts for a failing LLM call before it counts as failed.")
+    retries: int = Field(
+        default=1, ge=0, description="Extra attempts for a failing LLM call before it counts as failed."
+    )
     max_evaluations: int = Field(default=128, ge=1, description="At most this many perturbations are evaluated.")
     min_rule_support: int = Field(
         default=2, ge=1, description="Answer rules only for answers given by at least this many perturbations."
@@ -276,7 +293,9 @@ class RageExplainer(BaseComponent):
         """Answer rules read off the evaluated perturbations."""
 
     @dispatcher.span
-    def explain(self, question: str, nodes: Sequence[NodeWithScore], answer: Optional[str] = None) -> PerturbationReport:
+    def explain(
+        self, question: str, nodes: Sequence[NodeWithScore], answer: Optional[str] = None
+    ) -> PerturbationReport:
         """Explain ``answer`` to ``question`` from ``nodes`` (in prompt order); ``None``: answer it first."""
 
         async def captured():  # llama-index's asyncio_run rewrites every RuntimeError as "nested async"
@@ -336,7 +355,9 @@ class RageExplainer(BaseComponent):
         """(share, perturbations giving it) for the answers with at least ``min_rule_support`` of them."""
         for share in distribution:
             if share.count >= self.min_rule_support:
-                members = [p for p in perturbations if p.answer is not None and normalize_answer(p.answer) == share.answer]
+                members = [
+                    p for p in perturbations if p.answer is not None and normalize_answer(p.answer) == share.answer
+                ]
                 yield share, members
 
     @staticmethod

@@ -182,7 +182,9 @@ def test_distribution_and_rules_over_all_combinations():
 
 def test_min_rule_support_drops_rules_of_rare_answers():
     llm = KeywordLLM(rule="first")
-    report = CombinationExplainer(llm=llm, max_concurrency=16, min_rule_support=5).explain(QUESTION, CAPITALS, ANSWER_E1)
+    report = CombinationExplainer(llm=llm, max_concurrency=16, min_rule_support=5).explain(
+        QUESTION, CAPITALS, ANSWER_E1
+    )
     assert [(r.support, r.relation) for r in report.rules] == [(7, "include")]
 
 
