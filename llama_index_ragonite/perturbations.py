@@ -227,24 +227,22 @@ class PerturbationReport:
             raise ImportError(
                 "PerturbationReport.plot() needs matplotlib: pip install 'llama-index-ragonite[plots]'"
             ) from err
-        fig = Figure(figsize=(7, 4.5))
+        fig = Figure(figsize=(8, 4))
         FigureCanvasAgg(fig)  # no pyplot, no global backend switch
         ax = fig.add_subplot()
         if self.distribution:
-            labels = [_short(s.text, 40) + (" (original)" if s.original else "") for s in self.distribution]
-            ax.pie(
-                [s.count for s in self.distribution],
-                labels=labels,
-                autopct="%1.0f%%",
-                startangle=90,
-                counterclock=False,
+            wedges, _, _ = ax.pie(
+                [s.count for s in self.distribution], autopct="%1.0f%%", startangle=90, counterclock=False
             )
+            labels = [
+                f"{_short(s.text, 60)} ({s.count}){' — original' if s.original else ''}" for s in self.distribution
+            ]
+            ax.legend(wedges, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
         else:
             ax.text(0.5, 0.5, "no answers", ha="center", va="center")
             ax.axis("off")
         ax.set_title(f"Answers over {len(self.perturbations)} {self.noun} ({self.mode})", fontsize=10)
-        fig.tight_layout()
-        fig.savefig(path, format=fmt)
+        fig.savefig(path, format=fmt, bbox_inches="tight")
         return path
 
 
