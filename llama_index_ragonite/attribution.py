@@ -318,16 +318,22 @@ class BaseAttributor(BaseComponent):
         """cosine(emb(q + a), emb(q + a')) for each alternative answer a', ``[Source n]`` markers stripped.
 
         Removing a source renumbers the rest, so markers would differ with no change in content.
-        ``prepend_question=False`` embeds the answers alone (the released code). No alternatives:
-        no embedding call.
+        ``prepend_question=False`` embeds the answers alone (the released code). Each distinct
+        text is embedded once, and an alternative equal to the answer is similarity 1 without
+        an embedding: most removals leave the answer as it was, so an explanation usually
+        embeds two or three short texts, not one per cluster.
         """
         if not alternatives:
             return []
         prefix = f"{query.strip()}\n" if prepend_question else ""
-        vectors = await self.embed_model.aget_text_embedding_batch(
-            [prefix + strip_citations(a) for a in [answer, *alternatives]]
-        )
-        return cosine_matrix(vectors[:1], vectors[1:])[0].tolist()
+        base = prefix + strip_citations(answer)
+        texts = [prefix + strip_citations(a) for a in alternatives]
+        distinct = list(dict.fromkeys(t for t in texts if t != base))
+        if not distinct:
+            return [1.0] * len(texts)
+        vectors = await self.embed_model.aget_text_embedding_batch([base, *distinct])
+        similarity = dict(zip(distinct, cosine_matrix(vectors[:1], vectors[1:])[0].tolist()))
+        return [1.0 if t == base else similarity[t] for t in texts]
 
     def _spread(self, clusters: List[ClusterAttribution], n: int) -> List[Optional[float]]:
         shares: List[Optional[float]] = [None] * n

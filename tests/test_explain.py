@@ -15,6 +15,7 @@ from llama_index_ragonite.attribution import CounterfactualAttributor, Similarit
 from llama_index_ragonite.chat_engine import RagoniteChatEngine
 from llama_index_ragonite.events import AttributionEndEvent, AttributionStartEvent
 from llama_index_ragonite.explain import AttributedQueryEngine, explain_response
+from llama_index_ragonite.prompts import OUT_OF_SCOPE
 from llama_index_ragonite.store import EvidenceStore
 
 PAGES = {
@@ -55,8 +56,9 @@ def test_chat_engine_explains_a_turn_with_the_index_vectors(store):
     assert attribution.top_evidence == port
     assert attribution.question == response.completed_question
     assert attribution.llm_calls == 4
-    # only the answer and the four counterfactual answers were embedded: evidences came from Chroma
-    assert len(embed.texts) == 5 and all(t.startswith(response.completed_question) for t in embed.texts)
+    # evidences came from Chroma; of the answers only the distinct texts were embedded: the
+    # answer and "out of scope" (three removals left the answer unchanged)
+    assert embed.texts == [f"{response.completed_question}\n{a}" for a in ("The OTA server listens on port 8443.", OUT_OF_SCOPE)]
     assert [type(e) for e in events if isinstance(e, (AttributionStartEvent, AttributionEndEvent))] == [
         AttributionStartEvent,
         AttributionEndEvent,
