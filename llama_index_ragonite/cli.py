@@ -219,6 +219,12 @@ def build_arg_parser() -> argparse.ArgumentParser:
         p.add_argument("--conversation", default=None if name == "chat" else "cli", help="conversation id")
         p.add_argument("--conversations", default=None, help="SQLite file (default: STORE/conversations.sqlite)")
         p.set_defaults(func=_ask_command if name == "ask" else _chat_command)
+
+    from llama_index_ragonite.bench import command as bench
+
+    p = sub.add_parser("bench", help="ConfQuestions benchmark suite: the paper's Tables 2 and 4, resumable")
+    bench.add_arguments(p)
+    p.set_defaults(func=bench.run)
     return ap
 
 

@@ -1,0 +1,1 @@
+"""The ConfQuestions benchmark suite: configurations, runner, metrics, significance and report."""

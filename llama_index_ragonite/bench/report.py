@@ -1,0 +1,250 @@
+"""Aggregate per-question records into the paper's tables: slices, significance marks, markdown, plots.
+
+Numbers come only from the records; the paper's numbers (``config.GROUPS``) sit in their
+own labelled columns. Significance (``*``) is against the baseline configuration, on the
+questions both answered: McNemar for 0/1 metrics, one-tailed paired t-test for graded ones.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from llama_index_ragonite.bench.config import GROUPS, BenchConfig, Row, available
+from llama_index_ragonite.bench.significance import mark, mcnemar, paired_t_one_tailed
+from llama_index_ragonite.metrics import gold_keys, page_key
+
+METRICS = {  # key -> (column label, binary?)
+    "p1": ("P@1", True),
+    "mrr": ("MRR@10", False),
+    "recall": ("Recall@10", False),
+    "token_recall": ("token recall", False),
+    "k_precision": ("K-precision", False),
+    "out_of_scope": ("out of scope", True),
+    "relevance": ("answer relevance (judge)", False),
+}
+SLICES: List[Tuple[str, Callable[[dict], bool]]] = [
+    ("all", lambda r: True),
+    ("simple", lambda r: r["q_type"] == "simple"),
+    ("complex", lambda r: r["q_type"] == "complex"),
+    ("passage", lambda r: r["source"] == "passage"),
+    ("list", lambda r: r["source"] == "list"),
+    ("table", lambda r: r["source"] == "table"),
+    ("EN", lambda r: r["lang"] == "en"),
+    ("DE", lambda r: r["lang"] == "de"),
+    *[(f"turn {t}", lambda r, t=t: r["turn"] == t) for t in range(1, 6)],
+    ("turns 6-10", lambda r: r["turn"] >= 6),
+]
+
+
+def _mean(values: Sequence[float]) -> Optional[float]:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def attribution_hits(record: dict) -> Dict[str, float]:
+    """Per attribution method: 1 when the top-attributed evidence's page is gold (only when gold was retrieved)."""
+    gold = gold_keys(record["gold_urls"])
+    if not record.get("attribution") or not {page_key(u) for u in record["retrieved_urls"]} & gold:
+        return {}
+    return {f"attribution:{m}": float(page_key(url) in gold) for m, url in sorted(record["attribution"].items())}
+
+
+def scores(record: dict) -> Dict[str, Optional[float]]:
+    return {**record["scores"], **attribution_hits(record)}
+
+
+def summarize(records: Sequence[dict]) -> Dict[str, Dict[str, Optional[float]]]:
+    """slice -> metric -> mean (None when no record of the slice has the metric); plus ``n`` per slice."""
+    keys = sorted({k for r in records for k, v in scores(r).items() if v is not None})
+    out = {}
+    for name, keep in SLICES:
+        part = [r for r in records if keep(r)]
+        out[name] = {"n": len(part), **{k: _mean([scores(r).get(k) for r in part]) for k in keys}}
+    return out
+
+
+def significance(records: Sequence[dict], baseline: Sequence[dict]) -> Dict[str, float]:
+    """metric -> p-value against the baseline, over the questions both runs answered."""
+    base = {r["id"]: scores(r) for r in baseline}
+    pairs = [(scores(r), base[r["id"]]) for r in records if r["id"] in base]
+    out = {}
+    for key in sorted({k for a, _ in pairs for k in a}):
+        both = [(a[key], b[key]) for a, b in pairs if a.get(key) is not None and b.get(key) is not None]
+        if len(both) < 2:
+            continue
+        xs, ys = [a for a, _ in both], [b for _, b in both]
+        binary = METRICS.get(key, ("", True))[1] if not key.startswith("attribution:") else True
+        out[key] = mcnemar(xs, ys) if binary else paired_t_one_tailed(xs, ys)
+    return out
+
+
+# ----------------------------------------------------------------------------- markdown
+
+
+def _fmt(value: Optional[float]) -> str:
+    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
+
+
+def _columns(summary: Dict[str, dict]) -> List[str]:
+    present = {k for run in summary.values() for k, v in run["slices"]["all"].items() if v is not None}
+    cols = [k for k in METRICS if k in present]
+    return cols + sorted(k for k in present if k.startswith("attribution:"))
+
+
+def _label(key: str) -> str:
+    return METRICS[key][0] if key in METRICS else f"attribution acc. ({key.split(':', 1)[1]})"
+
+
+def metric_table(
+    rows: List[Tuple[str, Optional[str], Optional[Row]]], summary: Dict[str, dict], baseline: str
+) -> List[str]:
+    """rows: (label, run name or None when not run, paper row or None)."""
+    cols = _columns(summary)
+    lines = [
+        "| setting | " + " | ".join(_label(c) for c in cols) + " | paper P@1 | paper relevance |",
+        "|---|" + "---:|" * (len(cols) + 2),
+    ]
+    for label, name, paper in rows:
+        run = summary.get(name) if name else None
+        if run is None:
+            cells = ["not run"] + [""] * (len(cols) - 1)
+        else:
+            pvals = run.get("p_values", {}) if name != baseline else {}
+            cells = [_fmt(run["slices"]["all"].get(c)) + mark(pvals.get(c, 1.0)) for c in cols]
+        paper_cells = [_fmt(paper.paper_p1), _fmt(paper.paper_relevance)] if paper else ["—", "—"]
+        lines.append(f"| {label} | " + " | ".join(cells + paper_cells) + " |")
+    return lines
+
+
+def slice_table(rows: List[Tuple[str, str]], summary: Dict[str, dict], metric: str, baseline: str) -> List[str]:
+    names = [name for name, _ in SLICES]
+    first = next(iter(summary.values()))
+    header = " | ".join(f"{n} ({first['slices'][n]['n']})" for n in names)
+    lines = [f"| setting | {header} |", "|---|" + "---:|" * len(names)]
+    for label, name in rows:
+        run = summary[name]
+        lines.append(f"| {label} | " + " | ".join(_fmt(run["slices"][n].get(metric)) for n in names) + " |")
+    return lines
+
+
+def group_rows(group: str, base: BenchConfig, summary: Dict[str, dict], reranker: bool = False):
+    """(label, run name or None, paper row) for every row of a paper row group."""
+    out = []
+    for row in GROUPS[group][1]:
+        name = base.with_setting(*row.setting).name(base) if available(row, base, reranker) else None
+        out.append((row.label + ("" if name else f" (needs a {row.needs})"), name if name in summary else None, row))
+    return out
+
+
+def markdown(
+    summary: Dict[str, dict],
+    base: BenchConfig,
+    header: List[str],
+    baseline: str = "default",
+    plots=(),
+    groups: Optional[Sequence[str]] = None,
+) -> str:
+    """The report; ``groups``: the row groups to show (default: those with a run besides the base)."""
+    lines = list(header)
+    lines += [
+        "",
+        f"`*`: significantly different from the baseline configuration `{baseline}` (p < 0.05; McNemar's exact "
+        "test for P@1 and the out-of-scope rate, one-tailed paired t-test for graded scores). "
+        "Paper columns: the paper's numbers for the same row (GPT-4o, bge-m3 + bge-reranker-v2-m3); "
+        "— where the paper's number is not at hand.",
+        "",
+        "## Headline: the base configuration",
+        "",
+        *metric_table(
+            [("default (" + base.name(BenchConfig()) + ")", "default", GROUPS["context"][1][-1])], summary, baseline
+        ),
+    ]
+    for group, (title, _) in GROUPS.items():
+        rows = group_rows(group, base, summary)
+        shown = group in groups if groups is not None else any(name not in (None, "default") for _, name, _ in rows)
+        if not shown:
+            continue
+        lines += ["", f"## {title}", "", *metric_table(rows, summary, baseline)]
+        if group == "context":
+            ran = [(label, name) for label, name, _ in rows if name]
+            lines += ["", "P@1 by slice:", "", *slice_table(ran, summary, "p1", baseline)]
+    if "default" in summary:
+        turns = [f"turn {t}" for t in range(1, 6)] + ["turns 6-10"]
+        run = summary["default"]["slices"]
+        cols = [c for c in _columns({"default": summary["default"]}) if c in METRICS]
+        lines += [
+            "",
+            "## Table 4: turns (base configuration, by position in the conversation)",
+            "",
+            "| turn | questions | " + " | ".join(_label(c) for c in cols) + " |",
+            "|---|---:|" + "---:|" * len(cols),
+            *[f"| {t} | {run[t]['n']} | " + " | ".join(_fmt(run[t].get(c)) for c in cols) + " |" for t in turns],
+            "",
+            "## All slices of the base configuration",
+            "",
+            "| slice | questions | " + " | ".join(_label(c) for c in cols) + " |",
+            "|---|---:|" + "---:|" * len(cols),
+            *[f"| {s} | {run[s]['n']} | " + " | ".join(_fmt(run[s].get(c)) for c in cols) + " |" for s, _ in SLICES],
+        ]
+    for title, file in plots:
+        lines += ["", f"![{title}]({file})"]
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- plots
+
+
+def plots(summary: Dict[str, dict], base: BenchConfig, folder: Path, prefix: str = "confquestions") -> List[tuple]:
+    """PNG bar charts (needs matplotlib, the ``[plots]`` extra); returns (title, file name) pairs."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    out = []
+    if "default" in summary:
+        run = summary["default"]["slices"]
+        names = [n for n, _ in SLICES]
+        fig, ax = plt.subplots(figsize=(11, 3.6))
+        width = 0.4
+        for i, (key, label) in enumerate((("p1", "P@1"), ("token_recall", "token recall"))):
+            ax.bar(
+                [x + (i - 0.5) * width for x in range(len(names))],
+                [run[n].get(key) or 0 for n in names],
+                width,
+                label=label,
+            )
+        ax.set_xticks(range(len(names)), [f"{n}\n({run[n]['n']})" for n in names], fontsize=8)
+        ax.set_ylim(0, 1)
+        ax.set_title("Base configuration by slice")
+        ax.legend(loc="lower right")
+        fig.tight_layout()
+        file = f"{prefix}_slices.png"
+        fig.savefig(folder / file, dpi=110)
+        plt.close(fig)
+        out.append(("Base configuration by slice", file))
+    rows = [(label, name, paper) for label, name, paper in group_rows("context", base, summary) if name]
+    if len(rows) > 1:
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+        width = 0.27
+        series = [
+            ("P@1 (ours)", [summary[n]["slices"]["all"]["p1"] for _, n, _ in rows]),
+            ("token recall (ours)", [summary[n]["slices"]["all"].get("token_recall") or 0 for _, n, _ in rows]),
+            ("P@1 (paper)", [p.paper_p1 or 0 for _, _, p in rows]),
+        ]
+        for i, (label, values) in enumerate(series):
+            ax.bar([x + (i - 1) * width for x in range(len(rows))], values, width, label=label)
+        ax.set_xticks(range(len(rows)), [label for label, _, _ in rows])
+        ax.set_ylim(0, 1)
+        ax.set_title("Evidence contextualization (Table 2)")
+        ax.legend(loc="upper left", fontsize=8)
+        fig.tight_layout()
+        file = f"{prefix}_contextualization.png"
+        fig.savefig(folder / file, dpi=110)
+        plt.close(fig)
+        out.append(("Evidence contextualization", file))
+    return out

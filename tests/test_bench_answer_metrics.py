@@ -1,0 +1,51 @@
+import pytest
+
+from llama_index_ragonite.bench.answer_metrics import (
+    answer_text,
+    is_out_of_scope,
+    k_precision,
+    normalize_answer,
+    token_recall,
+)
+from llama_index_ragonite.prompts import OUT_OF_SCOPE
+
+
+def test_squad_normalization():
+    assert normalize_answer("The  Version, 2.0!") == "version 20"
+    assert normalize_answer("An apple and a theory") == "apple and theory"  # articles only as whole words
+    assert normalize_answer("  ") == ""
+
+
+def test_token_recall_by_hand():
+    # gold "Bruno Keller owns it" -> bruno keller owns it (4 tokens); answer holds bruno, keller
+    assert token_recall("Owner: Bruno Keller.", ["Bruno Keller owns it"]) == pytest.approx(2 / 4)
+    # multiset: a gold token counts as often as it appears in both
+    assert token_recall("yes", ["yes yes"]) == pytest.approx(1 / 2)
+    assert token_recall("yes yes no", ["yes yes"]) == 1.0
+    assert token_recall("nothing shared", ["March 2024"]) == 0.0
+
+
+def test_token_recall_is_the_maximum_over_references():
+    assert token_recall("in March 2024", ["March 2024", "the third month of 2024"]) == 1.0
+    assert token_recall("in March 2024", ["third month of 2024", "March"]) == 1.0
+    assert token_recall("x", []) == 0.0
+
+
+def test_k_precision_by_hand():
+    # answer tokens: it ships in march 2024 (5); evidence holds ships, in, march, 2024 -> 4/5
+    evidence = "The Falcon release ships in March 2024."
+    assert k_precision("It ships in March 2024", [evidence]) == pytest.approx(4 / 5)
+    # Unitxt: each evidence is a reference, the best one counts (no concatenation)
+    assert k_precision("march monday", ["in March", "every Monday"]) == pytest.approx(1 / 2)
+    assert k_precision("anything", []) == 0.0
+
+
+def test_answer_text_drops_label_and_citations():
+    raw = "Extractive answer: It ships in March 2024 [Source 1]. Owner Bruno [Sources 2, 3]"
+    assert answer_text(raw, "Extractive answer: ") == "It ships in March 2024. Owner Bruno"
+    assert answer_text("Extractive answer: x", "") == "Extractive answer: x"
+
+
+def test_out_of_scope():
+    assert is_out_of_scope(OUT_OF_SCOPE) and is_out_of_scope("Sorry. " + OUT_OF_SCOPE.lower())
+    assert not is_out_of_scope("It ships in March.")
