@@ -26,10 +26,11 @@ re-embed the evidences; only the answers are embedded.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence
+from typing import Any, Awaitable, Callable, Dict, List, Literal, Mapping, Optional, Sequence
 
 import numpy as np
 from llama_index.core.async_utils import asyncio_run
@@ -312,8 +313,17 @@ class BaseAttributor(BaseComponent):
             vectors.update(zip(missing, await self.embed_model.aget_text_embedding_batch(texts)))
         return np.asarray([vectors[i] for i in range(len(nodes))], dtype=float).reshape(len(nodes), -1)
 
+    def answer_text(self, query: str, answer: str, prepend_question: bool = True) -> str:
+        """What is embedded for an answer: question + answer (or the answer alone), citations stripped."""
+        return (f"{query.strip()}\n" if prepend_question else "") + strip_citations(answer)
+
     async def answer_similarities(
-        self, query: str, answer: str, alternatives: Sequence[str], prepend_question: bool = True
+        self,
+        query: str,
+        answer: str,
+        alternatives: Sequence[str],
+        prepend_question: bool = True,
+        answer_vector: Optional[Awaitable[List[float]]] = None,
     ) -> List[float]:
         """cosine(emb(q + a), emb(q + a')) for each alternative answer a', ``[Source n]`` markers stripped.
 
@@ -321,17 +331,20 @@ class BaseAttributor(BaseComponent):
         ``prepend_question=False`` embeds the answers alone (the released code). Each distinct
         text is embedded once, and an alternative equal to the answer is similarity 1 without
         an embedding: most removals leave the answer as it was, so an explanation usually
-        embeds two or three short texts, not one per cluster.
+        embeds two or three short texts, not one per cluster. ``answer_vector``: the answer's
+        embedding already under way (started while the LLM calls were in flight).
         """
         if not alternatives:
             return []
-        prefix = f"{query.strip()}\n" if prepend_question else ""
-        base = prefix + strip_citations(answer)
-        texts = [prefix + strip_citations(a) for a in alternatives]
+        base = self.answer_text(query, answer, prepend_question)
+        texts = [self.answer_text(query, a, prepend_question) for a in alternatives]
         distinct = list(dict.fromkeys(t for t in texts if t != base))
         if not distinct:
             return [1.0] * len(texts)
-        vectors = await self.embed_model.aget_text_embedding_batch([base, *distinct])
+        if answer_vector is None:
+            vectors = await self.embed_model.aget_text_embedding_batch([base, *distinct])
+        else:
+            vectors = [await answer_vector, *await self.embed_model.aget_text_embedding_batch(distinct)]
         similarity = dict(zip(distinct, cosine_matrix(vectors[:1], vectors[1:])[0].tolist()))
         return [1.0 if t == base else similarity[t] for t in texts]
 
@@ -381,11 +394,16 @@ class CounterfactualAttributor(BaseAttributor):
             groups = [[i] for i in range(len(nodes))]
         regenerator = AnswerRegenerator(self.llm, self._prompt, self.max_concurrency, self.retries)
         without = [[n for i, n in enumerate(nodes) if i not in set(g)] for g in groups for _ in range(self.rounds)]
+        # embed the answer while the LLM calls are in flight
+        answer_vector = asyncio.ensure_future(
+            self.embed_model.aget_text_embedding(self.answer_text(query, answer, self.prepend_question))
+        )
         answers = await regenerator.aanswer_many(query, without)
         per_cluster = [answers[k * self.rounds : (k + 1) * self.rounds] for k in range(len(groups))]
 
         done = [a for alts in per_cluster if None not in alts for a in alts]
-        similarity = iter(await self.answer_similarities(query, answer, done, self.prepend_question))
+        similarity = iter(await self.answer_similarities(query, answer, done, self.prepend_question, answer_vector))
+        answer_vector.cancel()  # unused when no alternative differed
 
         clusters = []
         for k, (members, alts) in enumerate(zip(groups, per_cluster)):
