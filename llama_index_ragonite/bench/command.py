@@ -187,14 +187,19 @@ def run(args: argparse.Namespace) -> int:
     )
     wall = time.perf_counter() - start
     command = command_line(args)
+    log = args.out / "invocations.jsonl"  # every invocation that wrote into this run folder
+    with open(log, "a") as handle:
+        handle.write(json.dumps({"command": command, "wall_s": round(wall, 1), "load": load}) + "\n")
+    walls = [json.loads(line)["wall_s"] for line in log.read_text().splitlines() if line.strip()]
     n = summary[args.baseline]["slices"]["all"]["n"]
     header = [
         f"# ConfQuestions benchmark ({base.embedding} embeddings, {base.llm} answers)",
         "",
         f"Command: `{command}`  ",
         f"Machine: {machine()}; load average {load:.1f} at start.  ",
-        f"Wall time: {wall:.0f} s for {len(summary)} configurations x {n} questions "
-        "(this invocation; a resumed or cached run is faster).  ",
+        f"Wall time: {wall:.0f} s for {len(summary)} configurations x {n} questions in this invocation; "
+        f"{sum(walls):.0f} s over the {len(walls)} invocation(s) that wrote this run folder.  ",
+        f"Base configuration: {report.describe(base)}.  ",
         f"Commit: {_git_commit()}.",
     ]
     if args.compare:
@@ -228,9 +233,11 @@ def _git_commit() -> str:
         return "unknown"
 
 
-def main(argv: Optional[Sequence[str]] = None, prog: str = "ragonite bench") -> int:
+def main(argv: Optional[Sequence[str]] = None, prog: str = "ragonite bench", **defaults) -> int:
+    """The command line; ``defaults`` replace argument defaults (e.g. a script's ``data=`` and ``cache=``)."""
     ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     add_arguments(ap)
+    ap.set_defaults(**defaults)
     args = ap.parse_args(argv)
     args.prog = prog
     return run(args)

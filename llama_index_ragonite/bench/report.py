@@ -83,6 +83,15 @@ def significance(records: Sequence[dict], baseline: Sequence[dict]) -> Dict[str,
 # ----------------------------------------------------------------------------- markdown
 
 
+def describe(config: BenchConfig) -> str:
+    """The configuration in words, for report headers."""
+    return (
+        f"{config.context} context, {config.corpus} evidence types, {config.completion} completion, "
+        f"{config.linearizer} tables indexed as {config.tables}, {config.ranking} ranking with {config.fusion}, "
+        f"{config.llm} answers, {config.embedding} embeddings, top {config.top_k}"
+    )
+
+
 def _fmt(value: Optional[float]) -> str:
     return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
 
@@ -157,9 +166,7 @@ def markdown(
         "",
         "## Headline: the base configuration",
         "",
-        *metric_table(
-            [("default (" + base.name(BenchConfig()) + ")", "default", GROUPS["context"][1][-1])], summary, baseline
-        ),
+        *metric_table([("base configuration", "default", GROUPS["context"][1][-1])], summary, baseline),
     ]
     for group, (title, _) in GROUPS.items():
         rows = group_rows(group, base, summary)
