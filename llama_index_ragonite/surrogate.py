@@ -32,7 +32,7 @@ dropped (or never kept) among the answered masks gets ``None`` too: its weight i
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 from llama_index.core.bridge.pydantic import Field
@@ -167,7 +167,9 @@ class SurrogateAttributor(BaseAttributor):
     )
     anchor: bool = Field(default=True, description="Add the original answer (all kept, similarity 1) as a free row.")
     seed: int = Field(default=0, description="Seed of the mask sampler.")
-    prepend_question: bool = Field(default=True, description="Embed question+answer (as Algorithm 1), not the answer alone.")
+    prepend_question: bool = Field(
+        default=True, description="Embed question+answer (as Algorithm 1), not the answer alone."
+    )
     min_success_rate: float = Field(
         default=0.5, ge=0, le=1, description="Below this share of answered masks, no shares are given."
     )
@@ -191,10 +193,8 @@ class SurrogateAttributor(BaseAttributor):
         failures = dict(regenerator.failures)
         ok = [i for i, a in enumerate(answers) if a is not None]
 
-        # each distinct answer is embedded once (a deterministic LLM repeats itself a lot)
-        distinct = list(dict.fromkeys(answers[i] for i in ok))
-        sims_of = dict(zip(distinct, await self.answer_similarities(query, answer, distinct, self.prepend_question)))
-        y_masks = [sims_of[answers[i]] for i in ok]
+        y_masks = await self.answer_similarities(query, answer, [answers[i] for i in ok], self.prepend_question)
+        sim: Dict[int, float] = dict(zip(ok, y_masks))
 
         clusters = []
         for j in range(n):
@@ -204,12 +204,12 @@ class SurrogateAttributor(BaseAttributor):
                     [j],
                     None,
                     counterfactual_answers=[answers[i] for i in dropped],
-                    similarities=[sims_of[answers[i]] for i in dropped],
+                    similarities=[sim[i] for i in dropped],
                 )
             )
         fit: Dict[str, Any] = {
             "masks": ["".join(str(int(v)) for v in mask) for mask in masks],
-            "similarities": [sims_of[a] if a is not None else None for a in answers],
+            "similarities": [sim.get(i) for i in range(len(masks))],
             "failed_masks": {int(i): e for i, e in failures.items()},
             "intercept": None,
             "r2": None,
