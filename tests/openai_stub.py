@@ -162,7 +162,8 @@ class OpenAIStub:
 
     def start(self) -> "OpenAIStub":
         handler = type("Handler", (_Handler,), {"stub": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server_class = type("Server", (ThreadingHTTPServer,), {"request_queue_size": 128})  # concurrent clients
+        self._server = server_class(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._server.block_on_close = False  # a handler still sleeping in delay() must not block stop()
         self._thread = threading.Thread(
