@@ -156,6 +156,8 @@ async def explain(question: Question, hits, answer: str, attributors: Dict[str, 
             "calls": result.llm_calls,
             "seconds": result.wall_time_s,
             "r2": result.settings.get("fit", {}).get("r2"),
+            "top_share": result.evidence_shares[top] if top is not None else None,
+            "clusters": len(result.clusters),
             "cluster_size": len(members),
             "cluster_pages": len({page_key(hits[i].node.metadata.get("url", "")) for i in members}),
         }
@@ -178,6 +180,11 @@ async def evaluate(questions, retriever, regenerator, attributors):
             done = {n: mean([float(r["methods"][n]["correct"]) for r in rows]) for n in names}
             print(f"{k}/{len(questions)} " + " ".join(f"{n}={v:.3f}" for n, v in done.items()), file=sys.stderr)
     return rows, skipped
+
+
+def share(rows, name: str) -> str:
+    values = [r["methods"][name]["top_share"] for r in rows if r["methods"][name]["top_share"] is not None]
+    return f"{mean(values):.2f}" if values else "—"
 
 
 def accuracy_table(rows, names, key: str, paper: Optional[Dict[str, float]] = None) -> List[str]:
@@ -295,18 +302,24 @@ def main() -> int:
         "",
         "## Cost per explanation",
         "",
-        "| method | mean LLM calls | mean wall time (ms) | p95 wall time (ms) | ties at the top | no share |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| method | mean LLM calls | mean wall time (ms) | p95 wall time (ms) | mean clusters | mean top share "
+        "| top share when right / wrong | ties at the top | no share |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for n in names:
         secs = sorted(r["methods"][n]["seconds"] for r in rows)
         p95 = secs[int(0.95 * (len(secs) - 1))] if secs else float("nan")
         lines.append(
             f"| {n} | {mean([r['methods'][n]['calls'] for r in rows]):.1f} | "
-            f"{1000 * mean(secs):.0f} | {1000 * p95:.0f} | "
+            f"{1000 * mean(secs):.0f} | {1000 * p95:.0f} | {mean([r['methods'][n]['clusters'] for r in rows]):.1f} | "
+            f"{share(rows, n)} | {share([r for r in rows if r['methods'][n]['correct']], n)} / "
+            f"{share([r for r in rows if not r['methods'][n]['correct']], n)} | "
             f"{sum(r['methods'][n]['tie'] for r in rows)} | {sum(r['methods'][n]['none'] for r in rows)} |"
         )
     lines += [
+        "",
+        "Top share: the share of the top-attributed evidence (softmax with t above; an evidence in a cluster "
+        "inherits the cluster's share). A distribution that is sure when right and unsure when wrong is useful.",
         "",
         "Wall time includes embedding the answers (cached across methods within the run, so a later method "
         "may find an earlier one's answer vectors: compare calls, not milliseconds, across methods) and, "
