@@ -104,11 +104,11 @@ class CachedEmbedding(BaseEmbedding):
         return self._get_query_embedding(query)
 
 
-def make_llm(name: str):
+def make_llm(name: str, api_base: Optional[str] = None):
     if name == "openai":
         from llama_index_ragonite.llms import openai_llm
 
-        return openai_llm(model="gpt-4o-mini")
+        return openai_llm(model="gpt-4o-mini", **({"api_base": api_base} if api_base else {}))
     from llama_index_ragonite.extractive import ExtractiveAnswerer
 
     return ExtractiveAnswerer()
@@ -207,6 +207,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--limit", type=int, help="only the first N questions (before the top-10 filter)")
     ap.add_argument("--llm", choices=("offline", "openai"), default="offline")
+    ap.add_argument("--api-base", help="with --llm openai: an OpenAI-compatible server instead of api.openai.com")
     ap.add_argument("--masks", default="16,32", help="surrogate mask counts to compare, comma-separated")
     ap.add_argument(
         "--alpha", type=float, help="surrogate Lasso alpha (fraction of alpha_max); default: the attributor's"
@@ -222,7 +223,7 @@ def main() -> int:
     retriever = store.retriever(k_lexical=10, k_dense=10, top_n=10)
     lookup = getattr(retriever, "stored_embeddings", None) or chroma_lookup(store)
     embed = CachedEmbedding(store.embed_model)
-    llm = make_llm(args.llm)
+    llm = make_llm(args.llm, args.api_base)
     regenerator = AnswerRegenerator(llm, max_concurrency=args.concurrency)
     common = dict(llm=llm, embed_model=embed, embedding_lookup=lookup)
     attributors: Dict[str, Any] = {
