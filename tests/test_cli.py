@@ -138,6 +138,10 @@ def test_examples_run_as_is(tmp_path):
     completed = follow_up.split("Completed question: ")[1].split("\n")[0]
     assert "Aurora 2.0" in completed and "UEFI" in completed and completed.endswith("Which firmware does it run?")
     assert "Firmware is 1.32" in follow_up
+    owner = out.stdout.split("--- Turn 3")[1].split("--- Turn 4")[0]
+    cited = owner.split("Cited sources:\n  [Source ")[1].split("]")[0]
+    explained = owner.split("Counterfactual attribution (")[1].splitlines()
+    assert explained[1].strip().endswith(f"[Evidence {cited}]")  # the cited evidence caused the answer
     german = out.stdout.split("--- Turn 5")[1].split("--- Turn 6")[0]
     assert "Granted by is Dana (IT)" in german
     assert out.stdout.split("--- Turn 6")[1].count("The desired information cannot be found") == 1
@@ -147,3 +151,19 @@ def test_examples_run_as_is(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "Bob owns the service" in out.stdout and "cited: OTA update server" in out.stdout
     compile(Path(REPO / "examples" / "openai_app.py").read_text(), "openai_app.py", "exec")  # needs keys: not run
+
+
+def test_render_attribution_says_when_no_removal_changed_the_answer():
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from llama_index_ragonite.attribution import Attribution, ClusterAttribution
+    from llama_index_ragonite.cli import render_attribution
+
+    nodes = [NodeWithScore(node=TextNode(text=t, metadata={"title": t}), score=1.0) for t in ("table", "row")]
+    clusters = [ClusterAttribution([0], 0.5, 0.0), ClusterAttribution([1], 0.5, 0.0)]
+    same = Attribution("counterfactual", "q", "a", nodes, [0.5, 0.5], clusters, llm_calls=2)
+    text = render_attribution(same)
+    assert "Attributed 50.00% to cluster 1 [Evidence 1]" in text and "No single removal changed the answer" in text
+    clusters[0].contribution = 0.2
+    assert "No single removal" not in render_attribution(same)
+
