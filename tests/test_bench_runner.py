@@ -148,7 +148,8 @@ def test_human_and_no_completion_send_the_gold_or_raw_turn(toy, tmp_path):
 
 
 def test_resume_after_interruption_replays_history_and_gives_the_same_records(toy, tmp_path):
-    full = records(tmp_path / "full") if bench(toy, tmp_path / "full", tmp_path / "cache") else None
+    bench(toy, tmp_path / "full", tmp_path / "cache")
+    full = records(tmp_path / "full")
     calls = []
 
     def interrupt_second_turn(question, response):
@@ -176,6 +177,8 @@ def test_second_run_in_a_fresh_folder_has_identical_metrics(toy, tmp_path):
     first = bench(toy, tmp_path / "a", tmp_path / "cache", presets=["ranking"])
     second = bench(toy, tmp_path / "b", tmp_path / "fresh-cache", presets=["ranking"])
     assert compare(second, tmp_path / "a") == []
+    second["ranking=dense"]["slices"]["all"]["p1"] += 0.001
+    assert compare(second, tmp_path / "a") == ["ranking=dense: slices differ"]
     assert set(first) == {"default", "ranking=lexical", "ranking=dense"}
     assert records(tmp_path / "a", "ranking=lexical")["1/1/en"]["retrieved_ids"] != []
 
@@ -294,7 +297,7 @@ def test_cli_bench_writes_report_with_paper_columns(toy, tmp_path):
     assert "Command: `ragonite bench" in text and "Wall time:" in text
     assert (report / "toy_slices.png").stat().st_size > 1000
     assert cli_main(argv + ["--compare", str(out)]) == 0
-    assert "every metric and p-value is identical" in (report / "toy.md").read_text()
+    assert "every metric and p-value of the 3 configurations is identical" in (report / "toy.md").read_text()
 
 
 def test_embedding_cache_computes_each_text_once_per_model(tmp_path):

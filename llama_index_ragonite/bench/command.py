@@ -114,12 +114,15 @@ def _slug(name: str) -> str:
 
 
 def compare(summary: Dict[str, dict], other: Path) -> List[str]:
-    """Differences between the metrics (slices and p-values) of two runs; [] when identical."""
+    """Differences between this run's metrics (slices and p-values) and another run's; [] when identical.
+
+    Every configuration of this run must be in the other one (which may hold more).
+    """
     theirs = json.loads((other / SUMMARY).read_text())
     diffs = []
-    for name in sorted(set(summary) | set(theirs)):
-        if name not in summary or name not in theirs:
-            diffs.append(f"{name}: only in one run")
+    for name in sorted(summary):
+        if name not in theirs:
+            diffs.append(f"{name}: not in {other}")
             continue
         for part in ("slices", "p_values"):
             if summary[name][part] != theirs[name][part]:
@@ -207,7 +210,11 @@ def run(args: argparse.Namespace) -> int:
         header += [
             "",
             f"Determinism: compared with the run in `{args.compare}`: "
-            + ("every metric and p-value is identical." if not diffs else "DIFFERENCES: " + "; ".join(diffs)),
+            + (
+                f"every metric and p-value of the {len(summary)} configurations is identical."
+                if not diffs
+                else "DIFFERENCES: " + "; ".join(diffs)
+            ),
         ]
     folder = args.report or args.out
     folder.mkdir(parents=True, exist_ok=True)
