@@ -183,7 +183,9 @@ def main() -> None:
         nodes = store.retriever(top_n=10).retrieve(QUESTION)
         rows = []
         log = CallLog()
-        rows.append(measure("in-process", FixedLatencyLLM(latency=args.latency, log=log), store, nodes, args.repeats, log))
+        rows.append(
+            measure("in-process", FixedLatencyLLM(latency=args.latency, log=log), store, nodes, args.repeats, log)
+        )
         transport = openai_transport(args.latency, log)
         if transport is not None:
             llm, stub = transport

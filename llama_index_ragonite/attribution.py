@@ -156,7 +156,10 @@ class Attribution:
 
     def ranking(self) -> List[int]:
         """Evidence positions by decreasing share (ties: prompt order); failed evidences last."""
-        return sorted(range(len(self.nodes)), key=lambda i: (self.evidence_shares[i] is None, -(self.evidence_shares[i] or 0.0), i))
+        return sorted(
+            range(len(self.nodes)),
+            key=lambda i: (self.evidence_shares[i] is None, -(self.evidence_shares[i] or 0.0), i),
+        )
 
     @property
     def top_evidence(self) -> Optional[int]:
@@ -408,7 +411,11 @@ class CounterfactualAttributor(BaseAttributor):
         clusters = []
         for k, (members, alts) in enumerate(zip(groups, per_cluster)):
             if None in alts:
-                error = next(regenerator.failures[j] for j in range(k * self.rounds, (k + 1) * self.rounds) if j in regenerator.failures)
+                error = next(
+                    regenerator.failures[j]
+                    for j in range(k * self.rounds, (k + 1) * self.rounds)
+                    if j in regenerator.failures
+                )
                 clusters.append(ClusterAttribution(members, None, counterfactual_answers=alts, error=error))
                 continue
             sims = [next(similarity) for _ in alts]

@@ -53,7 +53,9 @@ def attach_attribution(response: Any, attribution: Attribution) -> Any:
     return response
 
 
-def explain_response(response: Any, attributor: Optional[BaseAttributor] = None, question: Optional[str] = None) -> Attribution:
+def explain_response(
+    response: Any, attributor: Optional[BaseAttributor] = None, question: Optional[str] = None
+) -> Attribution:
     """Attribute ``response``'s answer to its source nodes and attach the result (see module doc).
 
     ``question``: the question the answer was produced for; our chat engine's responses carry

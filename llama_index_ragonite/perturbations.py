@@ -216,19 +216,10 @@ class PerturbationReport:
 
     def plot(self, path: Union[str, Path]) -> Path:
         """Pie chart of the answer distribution, PNG or SVG by the file extension."""
-        path = Path(path)
-        fmt = path.suffix.lower().lstrip(".")
-        if fmt not in ("png", "svg"):
-            raise ValueError(f"plot() writes .png or .svg files, not {path.name!r}")
-        try:
-            from matplotlib.backends.backend_agg import FigureCanvasAgg
-            from matplotlib.figure import Figure
-        except ImportError as err:  # optional dependency
-            raise ImportError(
-                "PerturbationReport.plot() needs matplotlib: pip install 'llama-index-ragonite[plots]'"
-            ) from err
-        fig = Figure(figsize=(8, 4))
-        FigureCanvasAgg(fig)  # no pyplot, no global backend switch
+        from llama_index_ragonite.charts import chart_path, figure, save
+
+        path = chart_path(path)
+        fig = figure(8, 4)
         ax = fig.add_subplot()
         if self.distribution:
             wedges, _, _ = ax.pie(
@@ -242,8 +233,7 @@ class PerturbationReport:
             ax.text(0.5, 0.5, "no answers", ha="center", va="center")
             ax.axis("off")
         ax.set_title(f"Answers over {len(self.perturbations)} {self.noun} ({self.mode})", fontsize=10)
-        fig.savefig(path, format=fmt, bbox_inches="tight")
-        return path
+        return save(fig, path)
 
 
 class RageExplainer(BaseComponent):

@@ -92,9 +92,7 @@ class AnswerRegenerator:
         logger.warning("Counterfactual LLM call failed after %d attempts: %s", self.retries + 1, error)
         return None, error
 
-    async def aanswer_many(
-        self, question: str, node_lists: Sequence[Sequence[NodeWithScore]]
-    ) -> List[Optional[str]]:
+    async def aanswer_many(self, question: str, node_lists: Sequence[Sequence[NodeWithScore]]) -> List[Optional[str]]:
         """One answer per list of evidences, at most ``max_concurrency`` calls at a time, in input order.
 
         ``failures`` then maps the positions of the lists whose call failed to the error.

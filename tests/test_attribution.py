@@ -168,7 +168,9 @@ def test_failed_cluster_is_marked_and_left_out_of_the_distribution():
     assert sum(result.evidence_shares[:2]) == pytest.approx(1.0)
     assert result.top_evidence == 1
     assert result.llm_calls == 4  # 2 good calls + 1 failed call + its retry
-    assert "Not attributed: cluster 3 [Evidence 3]: the LLM call failed (TimeoutError: stub timed out)" in result.to_text()
+    assert (
+        "Not attributed: cluster 3 [Evidence 3]: the LLM call failed (TimeoutError: stub timed out)" in result.to_text()
+    )
     assert result.to_text().splitlines()[-1].startswith("Not attributed")
 
 
@@ -242,7 +244,8 @@ def test_events_and_renderings(tmp_path):
     assert data["evidences"][1]["url"] == "https://wiki.example/pages/1"
     assert data["evidences"][0]["share"] == pytest.approx(share)
 
-    png, svg = result.plot(tmp_path / "a.png"), tmp_path / "a.svg"
+    svg = tmp_path / "a.svg"
+    result.plot(tmp_path / "a.png")
     result.plot(svg)
     assert (tmp_path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<svg" in svg.read_text()[:2000] and "Evidence 1, 3" in svg.read_text()
@@ -261,11 +264,15 @@ def test_offline_defaults_explain_an_extractive_answer():
     from llama_index_ragonite.extractive import ExtractiveAnswerer
 
     nodes = evidences(OTHER, PORT, THIRD)
-    answer = ExtractiveAnswerer().complete(
-        __import__("llama_index_ragonite.regeneration", fromlist=["x"]).AnswerRegenerator(KeywordLLM()).prompt_for(
-            QUESTION, nodes
+    answer = (
+        ExtractiveAnswerer()
+        .complete(
+            __import__("llama_index_ragonite.regeneration", fromlist=["x"])
+            .AnswerRegenerator(KeywordLLM())
+            .prompt_for(QUESTION, nodes)
         )
-    ).text
+        .text
+    )
     assert "[Source 2]" in answer
     result = CounterfactualAttributor(embed_model=HashingEmbedding()).attribute(QUESTION, nodes, answer)
     assert result.top_evidence == 1

@@ -54,7 +54,9 @@ def test_prompts_arrive_and_the_llm_completes_follow_ups(store, stub):
     stub.script(reply("Which BIOS did the HP EliteDesk 800 run?"), reply("2.61 [Source 2]"))
     second = chat.chat("And the HP?")
     completion_prompt = stub.requests[1].messages[-1]["content"]
-    assert "User: Which BIOS did the Dell OptiPlex 7040 run?" in completion_prompt and "And the HP?" in completion_prompt
+    assert (
+        "User: Which BIOS did the Dell OptiPlex 7040 run?" in completion_prompt and "And the HP?" in completion_prompt
+    )
     assert second.completed_question == "Which BIOS did the HP EliteDesk 800 run?"
     assert "User: Which BIOS did the HP EliteDesk 800 run?\nAssistant:" in stub.requests[2].messages[-1]["content"]
 

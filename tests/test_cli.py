@@ -81,7 +81,10 @@ def test_ask_prints_completed_question_answer_and_cited_sources(capsys, sample_s
 
 
 def test_ask_explain_prints_the_counterfactual_attribution(capsys, sample_store):
-    assert main(["ask", "--store", sample_store, "--conversation", "explain", "Who owns the OTA server?", "--explain"]) == 0
+    assert (
+        main(["ask", "--store", sample_store, "--conversation", "explain", "Who owns the OTA server?", "--explain"])
+        == 0
+    )
     out = capsys.readouterr().out
     cited = out.split("Cited sources:\n  [Source ")[1].split("]")[0]
     attribution = out.split("Counterfactual attribution (")[1]
@@ -166,4 +169,3 @@ def test_render_attribution_says_when_no_removal_changed_the_answer():
     assert "Attributed 50.00% to cluster 1 [Evidence 1]" in text and "No single removal changed the answer" in text
     clusters[0].contribution = 0.2
     assert "No single removal" not in render_attribution(same)
-

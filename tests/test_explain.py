@@ -58,7 +58,9 @@ def test_chat_engine_explains_a_turn_with_the_index_vectors(store):
     assert attribution.llm_calls == 4
     # evidences came from Chroma; of the answers only the distinct texts were embedded: the
     # answer and "out of scope" (three removals left the answer unchanged)
-    assert embed.texts == [f"{response.completed_question}\n{a}" for a in ("The OTA server listens on port 8443.", OUT_OF_SCOPE)]
+    assert embed.texts == [
+        f"{response.completed_question}\n{a}" for a in ("The OTA server listens on port 8443.", OUT_OF_SCOPE)
+    ]
     assert [type(e) for e in events if isinstance(e, (AttributionStartEvent, AttributionEndEvent))] == [
         AttributionStartEvent,
         AttributionEndEvent,
