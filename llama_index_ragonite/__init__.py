@@ -21,6 +21,7 @@ from llama_index_ragonite.permutations import PermutationExplainer
 from llama_index_ragonite.perturbations import PerturbationReport
 from llama_index_ragonite.retriever import FusedNode, HybridRetriever
 from llama_index_ragonite.store import EvidenceStore, StoreError
+from llama_index_ragonite.surrogate import SurrogateAttributor
 from llama_index_ragonite.trace import TraceRecorder
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "SQLiteChatStore",
     "SimilarityAttributor",
     "StoreError",
+    "SurrogateAttributor",
     "TraceRecorder",
     "UnknownConversationError",
     "bge_m3_embedding",
