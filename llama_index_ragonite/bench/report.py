@@ -176,7 +176,8 @@ def markdown(
         lines += ["", f"## {title}", "", *metric_table(rows, summary, baseline)]
         if group == "context":
             ran = [(label, name) for label, name, _ in rows if name]
-            lines += ["", "P@1 by slice:", "", *slice_table(ran, summary, "p1", baseline)]
+            for metric in ("p1", "token_recall"):
+                lines += ["", f"{_label(metric)} by slice:", "", *slice_table(ran, summary, metric, baseline)]
     if "default" in summary:
         turns = [f"turn {t}" for t in range(1, 6)] + ["turns 6-10"]
         run = summary["default"]["slices"]
@@ -194,6 +195,19 @@ def markdown(
             "| slice | questions | " + " | ".join(_label(c) for c in cols) + " |",
             "|---|---:|" + "---:|" * len(cols),
             *[f"| {s} | {run[s]['n']} | " + " | ".join(_fmt(run[s].get(c)) for c in cols) + " |" for s, _ in SLICES],
+        ]
+    timed = [(name, run["timing"]) for name, run in summary.items() if run.get("timing")]
+    if timed:
+        lines += [
+            "",
+            "## Runs",
+            "",
+            "| configuration | evidences | index build or load (s) | seconds per question |",
+            "|---|---:|---:|---:|",
+            *[f"| {n} | {t['evidences']} | {t['index_s']:.1f} | {t['answer_s_mean']:.3f} |" for n, t in timed],
+            "",
+            "Seconds per question: the whole turn (completion, retrieval, answer) as recorded when each question "
+            "was answered; the machine was shared with other jobs, so times are indicative only.",
         ]
     for title, file in plots:
         lines += ["", f"![{title}]({file})"]
