@@ -217,6 +217,15 @@ def test_index_and_embeddings_are_cached_and_shared(toy, tmp_path):
     assert len(list((tmp_path / "cache" / "indexes").iterdir())) == 3
 
 
+def test_a_finished_run_is_summarized_without_rebuilding_its_index(toy, tmp_path):
+    first = bench(toy, tmp_path / "out", tmp_path / "cache")
+    for folder in (tmp_path / "cache" / "indexes").iterdir():
+        (folder / "index.json").unlink()  # a rebuild would be needed if the index were touched
+    again = bench(toy, tmp_path / "out", tmp_path / "cache")
+    assert again == first
+    assert not any((folder / "index.json").exists() for folder in (tmp_path / "cache" / "indexes").iterdir())
+
+
 def test_a_run_folder_refuses_another_configuration(toy, tmp_path):
     bench(toy, tmp_path / "out", tmp_path / "cache")
     with pytest.raises(ValueError, match="another configuration"):

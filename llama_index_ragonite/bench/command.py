@@ -28,7 +28,7 @@ from llama_index_ragonite.bench import report
 from llama_index_ragonite.bench.config import PRESETS, BenchConfig, base_config, expand
 from llama_index_ragonite.bench.embed_cache import EmbeddingCache
 from llama_index_ragonite.bench.index import BenchIndex, index_folder_name, make_embedding
-from llama_index_ragonite.bench.runner import AttributionHook, ConfigRun, run_config
+from llama_index_ragonite.bench.runner import AttributionHook, ConfigRun, finished, run_config
 from llama_index_ragonite.confquestions import load_corpus, load_questions
 
 DEFAULT_DATA = Path("../shared/datasets/confquestions")
@@ -81,18 +81,20 @@ def run_benchmark(
     timings: Dict[str, dict] = {}
     for config in configs:
         name = config.name(base)
-        model = embed_model or models.setdefault(config.embedding, make_embedding(config.embedding))
-        start = time.perf_counter()
-        index = BenchIndex.build(documents, config, model, embeddings, cache / "indexes" / index_folder_name(config))
-        built = time.perf_counter() - start
         run = ConfigRun(out / "runs" / _slug(name), config, name)
-        records[name] = run_config(run, questions, index.retriever(), llm, judge_llm, attribute, show_progress)
-        seconds = [r["seconds"] for r in records[name]]
-        timings[name] = {
-            "evidences": len(index),
-            "index_s": round(built, 1),
-            "answer_s_mean": sum(seconds) / len(seconds),
-        }
+        timing_file = run.folder / "timing.json"
+        recs = finished(run, questions)
+        if recs is None or not timing_file.exists():  # something to answer: build or load the index
+            model = embed_model or models.setdefault(config.embedding, make_embedding(config.embedding))
+            start = time.perf_counter()
+            folder = cache / "indexes" / index_folder_name(config)
+            index = BenchIndex.build(documents, config, model, embeddings, folder)
+            timing = {"evidences": len(index), "index_s": round(time.perf_counter() - start, 1)}
+            timing_file.write_text(json.dumps(timing))
+            recs = run_config(run, questions, index.retriever(), llm, judge_llm, attribute, show_progress)
+        records[name] = recs
+        seconds = [r["seconds"] for r in recs]
+        timings[name] = {**json.loads(timing_file.read_text()), "answer_s_mean": sum(seconds) / len(seconds)}
     embeddings.close()
     if baseline not in records:
         raise ValueError(f"Baseline {baseline!r} is not among the runs {sorted(records)}")

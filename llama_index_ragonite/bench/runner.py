@@ -90,6 +90,14 @@ class ConfigRun:
         return read_records(self.answers)
 
 
+def finished(run: ConfigRun, questions: Sequence[Question]) -> Optional[List[dict]]:
+    """The run's records in question order when every question is answered, else None."""
+    done = {r["id"]: r for r in run.records()}
+    if any(question_id(q) not in done for q in questions):
+        return None
+    return [done[question_id(q)] for q in questions]
+
+
 def make_engine(config: BenchConfig, retriever, llm: Optional[LLM]) -> RagoniteChatEngine:
     completer = None
     if config.completion == "offline":
