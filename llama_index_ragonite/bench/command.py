@@ -203,7 +203,8 @@ def run(args: argparse.Namespace) -> int:
         f"Command: `{command}`  ",
         f"Machine: {machine()}; load average {load:.1f} at start.  ",
         f"Wall time: {wall:.0f} s for {len(summary)} configurations x {n} questions in this invocation; "
-        f"{sum(walls):.0f} s over the {len(walls)} invocation(s) that wrote this run folder.  ",
+        f"{sum(walls):.0f} s summed over the {len(walls)} invocation(s) that wrote this run folder "
+        "(listed in OUT/invocations.jsonl; invocations with disjoint presets may run in parallel).  ",
         f"Base configuration: {report.describe(base)}.  ",
         f"Commit: {_git_commit()}.",
     ]
