@@ -156,7 +156,13 @@ class SurrogateAttributor(BaseAttributor):
     reproducible.
     """
 
-    n_masks: int = Field(default=16, ge=1, description="Random masks, i.e. LLM calls (fewer when 2**n - 1 is smaller).")
+    n_masks: int = Field(
+        default=16,
+        ge=1,
+        description="Random masks, i.e. LLM calls (fewer when 2**n - 1 is smaller). 16: about Algorithm 1's cost "
+        "for 10 evidences and one concurrent wave at max_concurrency=16; 32 doubles the cost for a gain that "
+        "was not significant on ConfQuestions (benchmarks/results/attribution_confquestions.md).",
+    )
     keep_probability: float = Field(default=0.5, gt=0, lt=1, description="Chance that a mask keeps an evidence.")
     alpha: float = Field(
         default=0.05,
