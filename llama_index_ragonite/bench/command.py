@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
         f"{sum(walls):.0f} s summed over the {len(walls)} invocation(s) that wrote this run folder "
         "(listed in OUT/invocations.jsonl; invocations with disjoint presets may run in parallel).  ",
         f"Base configuration: {report.describe(base)}.  ",
-        f"Commit: {_git_commit()}.",
+        f"Commit (HEAD when this report was written): {_git_commit()}.",
     ]
     if args.compare:
         diffs = compare(summary, args.compare)
