@@ -58,7 +58,7 @@ def test_significance_marks_in_the_paper_layout():
     assert "| lexical (BM25) | 0.167* |" in text  # 5/30, significantly below the baseline
     assert "| dense | 0.967 |" in text and "| 0.465 |" in text  # no mark; the paper's dense P@1 beside it
     assert "| hybrid | 1.000 |" in text  # the baseline row carries no mark
-    assert "| reranker (needs a reranker) | not run |" in text and "| RRF | 1.000 |" in text
+    assert "| reranker (needs a reranker model) | not run |" in text and "| RRF | 1.000 |" in text
     assert "## Table 2" not in text
 
 

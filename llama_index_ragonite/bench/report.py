@@ -143,7 +143,8 @@ def group_rows(group: str, base: BenchConfig, summary: Dict[str, dict], reranker
     out = []
     for row in GROUPS[group][1]:
         name = base.with_setting(*row.setting).name(base) if available(row, base, reranker) else None
-        out.append((row.label + ("" if name else f" (needs a {row.needs})"), name if name in summary else None, row))
+        missing = {"llm": " (needs an LLM: --llm)", "reranker": " (needs a reranker model)"}.get(row.needs, "")
+        out.append((row.label + ("" if name else missing), name if name in summary else None, row))
     return out
 
 
