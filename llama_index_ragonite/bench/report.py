@@ -241,9 +241,9 @@ def plots(summary: Dict[str, dict], base: BenchConfig, folder: Path, prefix: str
                 label=label,
             )
         ax.set_xticks(range(len(names)), [f"{n}\n({run[n]['n']})" for n in names], fontsize=8)
-        ax.set_ylim(0, 1)
+        ax.set_ylim(0, 1.1)
         ax.set_title("Base configuration by slice")
-        ax.legend(loc="lower right")
+        ax.legend(loc="upper right", ncol=2, fontsize=8)
         fig.tight_layout()
         file = f"{prefix}_slices.png"
         fig.savefig(folder / file, dpi=110)
