@@ -92,7 +92,9 @@ def run_benchmark(
         timing_file = run.folder / "timing.json"
         recs = finished(run, questions)
         if recs is None or not timing_file.exists():  # something to answer: build or load the index
-            model = embed_model or models.setdefault(config.embedding, make_embedding(config.embedding))
+            if embed_model is None and config.embedding not in models:  # load each model once
+                models[config.embedding] = make_embedding(config.embedding)
+            model = embed_model or models[config.embedding]
             start = time.perf_counter()
             folder = cache / "indexes" / index_folder_name(config)
             index = BenchIndex.build(documents, config, model, embeddings, folder)
