@@ -176,7 +176,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
 
-    started = time.perf_counter()
+    started, load = time.perf_counter(), os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         store = EvidenceStore(Path(tmp) / "store")
         store.ingest(load_pages(ROOT / "examples" / "sample_wiki"), show_progress=False)
@@ -193,20 +193,20 @@ def main() -> None:
                 rows.append(measure("openai-client", llm, store, nodes, args.repeats, log))
             finally:
                 stub.stop()
-    report = render(args, rows, len(nodes), time.perf_counter() - started)
+    report = render(args, rows, len(nodes), time.perf_counter() - started, load)
     print(report)
     if args.out:
         args.out.write_text(report, encoding="utf-8")
 
 
-def render(args, rows, n_nodes: int, total: float) -> str:
+def render(args, rows, n_nodes: int, total: float, load: float) -> str:
     L = args.latency
     lines = [
         "# Attribution latency: one explanation vs one answer",
         "",
         f"Command: `python benchmarks/attribution_latency.py --latency {L} --repeats {args.repeats}`  ",
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"total run {total:.0f} s.  ",
+        f"load average {load:.1f} at the start; total run {total:.0f} s.  ",
         f"Setting: {n_nodes} evidences (sample wiki, embedded default index), m = 1, t = 0.05, eps = 0.005, "
         f"question prepended, LLM latency L = {L} s per call, concurrency bound 16; medians of {args.repeats} runs "
         "(sequential: one run).",
