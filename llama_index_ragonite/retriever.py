@@ -142,6 +142,8 @@ class HybridRetriever(BaseRetriever):
         Reads Chroma collections and ``get``-capable stores (``SimpleVectorStore``); ``{}`` for
         stores that cannot return vectors (callers then embed the evidences themselves).
         """
+        if callable(getattr(self.dense, "stored_embeddings", None)):  # a dense retriever that knows its vectors
+            return dict(self.dense.stored_embeddings(node_ids))
         store = getattr(self.dense, "_vector_store", None)
         collection = getattr(store, "_collection", None)
         if collection is not None:  # Chroma, embedded or client/server

@@ -289,6 +289,18 @@ def test_attribution_hook_feeds_accuracy_over_questions_with_gold_retrieved(toy,
     )  # every gold page was retrieved
 
 
+def test_real_attributors_run_on_every_answer_with_the_index_vectors(toy, tmp_path):
+    summary = bench(toy, tmp_path / "out", tmp_path / "cache", attributions=["naive", "counterfactual+clusters"])
+    got = records(tmp_path / "out")
+    for record in got.values():
+        assert set(record["attribution"]) == {"naive", "counterfactual+clusters"}
+        assert all(url in record["retrieved_urls"] for url in record["attribution"].values())
+    everything = summary["default"]["slices"]["all"]
+    assert 0.0 <= everything["attribution:counterfactual+clusters"] <= 1.0 and "attribution:naive" in everything
+    with pytest.raises(ValueError, match="Unknown attribution"):
+        bench(toy, tmp_path / "out2", tmp_path / "cache", attributions=["magic"])
+
+
 def test_cli_bench_writes_report_with_paper_columns(toy, tmp_path):
     out, report = tmp_path / "out", tmp_path / "report"
     argv = [

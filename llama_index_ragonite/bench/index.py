@@ -13,7 +13,7 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -73,7 +73,14 @@ class ExactDenseRetriever(BaseRetriever):
         norms = np.linalg.norm(matrix, axis=1, keepdims=True) if len(matrix) else 1.0
         self._nodes, self._matrix = list(nodes), matrix / np.maximum(norms, 1e-12)
         self._model, self._cache, self._top_k = embed_model, cache, top_k
+        self._rows: Optional[Dict[str, int]] = None
         super().__init__()
+
+    def stored_embeddings(self, node_ids: Sequence[str]) -> Dict[str, List[float]]:
+        """The (normalized) vectors of these nodes, so explanations need not re-embed evidences."""
+        if self._rows is None:
+            self._rows = {n.node_id: i for i, n in enumerate(self._nodes)}
+        return {i: self._matrix[self._rows[i]].tolist() for i in node_ids if i in self._rows}
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         if not self._nodes:
