@@ -351,6 +351,22 @@ class BaseAttributor(BaseComponent):
         similarity = dict(zip(distinct, cosine_matrix(vectors[:1], vectors[1:])[0].tolist()))
         return [1.0 if t == base else similarity[t] for t in texts]
 
+    def _result(
+        self, query: str, nodes: List[NodeWithScore], answer: str, clusters: List[ClusterAttribution], **extra: Any
+    ) -> Attribution:
+        """The ``Attribution`` of these clusters, shares spread to evidences, settings recorded."""
+        settings = {**self._settings(), **extra.pop("settings", {})}
+        return Attribution(
+            method=self.method_name(),
+            question=query,
+            answer=answer,
+            nodes=nodes,
+            evidence_shares=self._spread(clusters, len(nodes)),
+            clusters=clusters,
+            settings=settings,
+            **extra,
+        )
+
     def _spread(self, clusters: List[ClusterAttribution], n: int) -> List[Optional[float]]:
         shares: List[Optional[float]] = [None] * n
         for c in clusters:
@@ -422,16 +438,7 @@ class CounterfactualAttributor(BaseAttributor):
             contribution = 1.0 - float(np.mean(sims))
             clusters.append(ClusterAttribution(members, None, contribution, alts, sims))
         self._normalize(clusters)
-        return Attribution(
-            method=self.method_name(),
-            question=query,
-            answer=answer,
-            nodes=nodes,
-            evidence_shares=self._spread(clusters, len(nodes)),
-            clusters=clusters,
-            llm_calls=regenerator.calls,
-            settings=self._settings(),
-        )
+        return self._result(query, nodes, answer, clusters, llm_calls=regenerator.calls)
 
     def _normalize(self, clusters: List[ClusterAttribution]) -> None:
         """Softmax over the contributions of the clusters that did not fail (and, if masking, changed something)."""
@@ -464,12 +471,4 @@ class SimilarityAttributor(BaseAttributor):
             sims = cosine_matrix(np.asarray([answer_vector]), evidence)[0]
             for c, sim, share in zip(clusters, sims, softmax(sims, self.temperature)):
                 c.contribution, c.share = float(sim), float(share)
-        return Attribution(
-            method=self.method_name(),
-            question=query,
-            answer=answer,
-            nodes=nodes,
-            evidence_shares=self._spread(clusters, len(nodes)),
-            clusters=clusters,
-            settings=self._settings(),
-        )
+        return self._result(query, nodes, answer, clusters)

@@ -248,13 +248,4 @@ class SurrogateAttributor(BaseAttributor):
             live = [c for c in clusters if not c.failed]
             for c, share in zip(live, softmax([c.contribution for c in live], self.temperature)):
                 c.share = float(share)
-        return Attribution(
-            method=self.method_name(),
-            question=query,
-            answer=answer,
-            nodes=nodes,
-            evidence_shares=self._spread(clusters, n),
-            clusters=clusters,
-            llm_calls=regenerator.calls,
-            settings={**self._settings(), "fit": fit},
-        )
+        return self._result(query, nodes, answer, clusters, llm_calls=regenerator.calls, settings={"fit": fit})
