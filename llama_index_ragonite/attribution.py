@@ -412,7 +412,7 @@ class CounterfactualAttributor(BaseAttributor):
         else:
             groups = [[i] for i in range(len(nodes))]
         regenerator = AnswerRegenerator(self.llm, self._prompt, self.max_concurrency, self.retries)
-        without = [[n for i, n in enumerate(nodes) if i not in set(g)] for g in groups for _ in range(self.rounds)]
+        without = [[n for i, n in enumerate(nodes) if i not in g] for g in groups for _ in range(self.rounds)]
         # embed the answer while the LLM calls are in flight
         answer_vector = asyncio.ensure_future(
             self.embed_model.aget_text_embedding(self.answer_text(query, answer, self.prepend_question))

@@ -17,7 +17,6 @@ import re
 import string
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from llama_index.core.async_utils import asyncio_run
 from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import NodeWithScore
@@ -106,7 +105,3 @@ class AnswerRegenerator:
         results = await asyncio.gather(*(one(nodes) for nodes in node_lists))
         self.failures = {i: error for i, (_, error) in enumerate(results) if error is not None}
         return [answer for answer, _ in results]
-
-    def answer_many(self, question: str, node_lists: Sequence[Sequence[NodeWithScore]]) -> List[Optional[str]]:
-        """Sync entry point (runs the async calls; works inside a running event loop too)."""
-        return asyncio_run(self.aanswer_many(question, node_lists))
