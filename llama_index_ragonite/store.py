@@ -25,6 +25,7 @@ from llama_index.core.schema import BaseNode, Document, MetadataMode
 from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_ragonite.contextualizer import EvidenceContextualizer
+from llama_index_ragonite.latent import LatentTermIndex
 from llama_index_ragonite.lexical import LexicalIndex
 from llama_index_ragonite.parser import HTMLEvidenceParser
 
@@ -117,6 +118,7 @@ class EvidenceStore:
                 "open it with the same model or build a new store"
             )
         self.lexical = lexical or self._load_lexical()
+        self.latent = LatentTermIndex.load(self.path)
         self._chroma_client = chroma_client
         self._collection_name = collection
         self._vector_store = None
@@ -153,7 +155,10 @@ class EvidenceStore:
                 except Exception as err:  # chromadb raises its own types for locked/corrupt files
                     raise StoreError(f"{self.path / CHROMA_DIR}: cannot open the Chroma database ({err})") from err
             collection = client.get_or_create_collection(
-                self._collection_name, metadata={"hnsw:space": "cosine"}, embedding_function=None
+                self._collection_name,
+                # search_ef 100 (Chroma's default is 10): near-exact top-10, dense P@1 +0.01 on ConfQuestions
+                metadata={"hnsw:space": "cosine", "hnsw:search_ef": 100},
+                embedding_function=None,
             )
             self._vector_store = ChromaVectorStore(chroma_collection=collection)
         return self._vector_store
@@ -188,6 +193,7 @@ class EvidenceStore:
             on_disk = self._read_manifest()
             if on_disk != self.manifest:  # another process wrote since we opened: start from its state
                 self.manifest, self.lexical = on_disk, self._load_lexical()
+                self.latent = LatentTermIndex.load(self.path)
             return self._ingest(documents, ids, remove_missing, show_progress)
 
     @contextmanager
@@ -224,7 +230,7 @@ class EvidenceStore:
         for doc in get_tqdm_iterable(changed, show_progress, "Parsing pages"):
             nodes.extend(self.contextualizer(self.parser.get_nodes_from_documents([doc])))
         clock.lap("parse + contextualize")
-        self._embed(nodes, show_progress)
+        terms = self._embed(nodes, show_progress)
         clock.lap("embed")
 
         # Remove old evidences first, then write; the manifest is written last, so an
@@ -232,6 +238,7 @@ class EvidenceStore:
         for doc_id in report.updated + report.removed:
             self.vector_store.delete(ref_doc_id=doc_id)
             self.lexical.delete_ref_doc(doc_id)
+            self.latent.delete_ref_doc(doc_id)
             pages.pop(doc_id, None)
         if nodes:
             self.vector_store.add(nodes)
@@ -239,6 +246,8 @@ class EvidenceStore:
         if nodes:
             self.lexical.upsert(nodes)
             self.lexical.search("warm up the index", 1)  # builds BM25 now, not on the first query
+            if terms is not None:
+                self.latent.upsert(nodes, terms)
         clock.lap("lexical index")
         report.nodes_written = len(nodes)
         pages.update(new_fingerprints)
@@ -247,14 +256,23 @@ class EvidenceStore:
         clock.lap("persist")
         return report
 
-    def _embed(self, nodes: List[BaseNode], show_progress: bool) -> None:
+    def _embed(self, nodes: List[BaseNode], show_progress: bool) -> Optional[list]:
+        """Set each node's embedding; returns latent terms too when the model makes them (else None)."""
         texts = [node.get_content(MetadataMode.EMBED) for node in nodes]
+        with_terms = callable(getattr(self.embed_model, "get_text_embeddings_and_terms", None))
         batch = max(1, getattr(self.embed_model, "embed_batch_size", 32))
+        terms: list = []
         starts = get_tqdm_iterable(range(0, len(texts), batch), show_progress, "Embedding evidences")
         for start in starts:
-            vectors = self.embed_model.get_text_embedding_batch(texts[start : start + batch])
+            chunk = texts[start : start + batch]
+            if with_terms:
+                vectors, chunk_terms = self.embed_model.get_text_embeddings_and_terms(chunk)
+                terms.extend(chunk_terms)
+            else:
+                vectors = self.embed_model.get_text_embedding_batch(chunk)
             for node, vector in zip(nodes[start : start + batch], vectors):
                 node.embedding = vector
+        return terms if with_terms else None
 
     def _make_folder(self) -> None:
         try:
@@ -267,6 +285,7 @@ class EvidenceStore:
     def _write(self, pages: Dict[str, str]) -> None:
         self._make_folder()
         self.lexical.persist(self.path / LEXICAL_DIR)
+        self.latent.persist(self.path)
         self.manifest = {
             "format": FORMAT_VERSION,
             "embed_model": embedding_id(self.embed_model),
@@ -294,4 +313,6 @@ class EvidenceStore:
         if not self.manifest.get("pages"):
             raise StoreError(f"{self.path} holds no pages yet: run `ragonite index SOURCE --store {self.path}` first")
         index = VectorStoreIndex.from_vector_store(self.vector_store, embed_model=self.embed_model)
+        if len(self.latent) == len(self.lexical) and callable(getattr(self.embed_model, "get_query_terms", None)):
+            kwargs.setdefault("latent", self.latent)  # only when every evidence has its vector
         return HybridRetriever(dense=index, lexical=self.lexical, **kwargs)
