@@ -4,7 +4,7 @@ Usage:
     python benchmarks/completion_confquestions.py [--data DIR] [--store DIR] [--out FILE.md]
 
 All 600 questions (300 turns x EN/DE). Each is retrieved three ways with the hybrid
-retriever (10 lexical + 10 dense, RRF, top 10) of the ALL-contextualized store: as asked
+retriever (10 lexical + 10 dense + 10 latent-term, RRF, top 10) of the ALL-contextualized store: as asked
 in the conversation (raw), completed by ``OfflineQuestionCompleter``, and as completed by
 the benchmark's annotators (gold). The completer's history is the previous turns' raw
 user questions of the same conversation in the same language, as USER messages; the
@@ -159,7 +159,8 @@ def main() -> int:
         f"Machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"load average {load_before:.1f} at start. Wall time {wall:.0f} s for {len(ranked)} distinct queries "
         f"(completion itself: {completion_ms:.2f} ms per question).",
-        f"Store: `{shown(args.store)}` ({len(store)} evidences); hybrid retriever, 10 lexical + 10 dense, RRF, top 10.",
+        f"Store: `{shown(args.store)}` ({len(store)} evidences); hybrid retriever, 10 lexical + 10 dense"
+        f"{' + 10 latent-term' if retriever.latent else ''}, RRF, top 10.",
         "",
         "600 questions (300 EN + 300 DE). The completer sees, as history, the previous turns' raw user",
         "questions of the same conversation and language as USER messages — no assistant messages,",

