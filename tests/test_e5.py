@@ -25,7 +25,8 @@ def reference():
 
 
 def test_tokenizer_counts_match_the_c_engine(encoder, reference):
-    for text in TEXTS + ["a  b   c", "x" * 300, "passage: passage"]:
+    edge = ["a  b   c", "x" * 300, "passage: passage", "abc ", " abc", "a\tb", "a\nb\n", "  ", "x\u3000y", "🙂 emoji"]
+    for text in TEXTS + edge:
         for is_query in (False, True):
             assert encoder.token_count(text, is_query) == reference.token_count(text, is_query), text
 
