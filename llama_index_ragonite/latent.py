@@ -93,7 +93,7 @@ class LatentTermIndex:
     def persist(self, folder) -> None:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        node_ids = sorted(self._vectors)
+        node_ids, matrix = self._csr()  # the same arrays search uses: one place that lays them out
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npz.tmp")
         try:
             with os.fdopen(fd, "wb") as f:
@@ -102,9 +102,9 @@ class LatentTermIndex:
                     dim=np.array(self.dim),
                     node_ids=np.array(node_ids, dtype=str),
                     pages=np.array([self._pages[n] or "" for n in node_ids], dtype=str),
-                    lengths=np.array([len(self._vectors[n][0]) for n in node_ids], np.int64),
-                    ids=np.concatenate([self._vectors[n][0] for n in node_ids] or [np.zeros(0, np.int32)]),
-                    weights=np.concatenate([self._vectors[n][1] for n in node_ids] or [np.zeros(0, np.float32)]),
+                    indptr=matrix.indptr,
+                    ids=matrix.indices,
+                    weights=matrix.data,
                 )
             os.replace(tmp, folder / FILE_NAME)
         except BaseException:
@@ -120,8 +120,7 @@ class LatentTermIndex:
         try:
             with np.load(file, allow_pickle=False) as data:
                 index = cls(int(data["dim"]))
-                bounds = np.concatenate([[0], np.cumsum(data["lengths"])])
-                ids, weights = data["ids"], data["weights"]
+                bounds, ids, weights = data["indptr"], data["ids"], data["weights"]
                 for n, (node_id, page) in enumerate(zip(data["node_ids"].tolist(), data["pages"].tolist())):
                     index._vectors[node_id] = (ids[bounds[n] : bounds[n + 1]], weights[bounds[n] : bounds[n + 1]])
                     index._pages[node_id] = page or None
