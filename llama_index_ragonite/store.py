@@ -315,4 +315,6 @@ class EvidenceStore:
         index = VectorStoreIndex.from_vector_store(self.vector_store, embed_model=self.embed_model)
         if len(self.latent) == len(self.lexical) and callable(getattr(self.embed_model, "get_query_terms", None)):
             kwargs.setdefault("latent", self.latent)  # only when every evidence has its vector
+        if not self.manifest.get("contextualizer", {}).get("title", True):
+            kwargs.setdefault("title_weight", 0.0)  # built without page titles as context: no title ranking either
         return HybridRetriever(dense=index, lexical=self.lexical, **kwargs)

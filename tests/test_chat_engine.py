@@ -232,7 +232,12 @@ def test_trace_shows_every_step(store):
         chat.chat("And who ranks?")
     names = [e.class_name() for e in trace.events]
     assert names[0] == "QuestionCompletedEvent" and names[-2:] == ["AnswerPromptEvent", "AnswerEvent"]
-    assert {e.source for e in trace.events if e.class_name() == "RetrievalHitsEvent"} == {"lexical", "dense", "fused"}
+    assert {e.source for e in trace.events if e.class_name() == "RetrievalHitsEvent"} == {
+        "lexical",
+        "dense",
+        "title",
+        "fused",
+    }
     text = trace.render()
     for part in (
         "Completion (RecordingCompleter)",

@@ -24,3 +24,10 @@ def test_rrf_weights_k_and_ties():
         rrf_scores([["x"]], weights=[1.0, 2.0])
     with pytest.raises(ValueError):
         rrf_scores([["x"]], k=-1)
+
+
+def test_rrf_ranking_given_as_ranks_lets_items_tie():
+    # page-title ranks: the two nodes of page 1 share rank 1
+    scores = rrf_scores([["a", "b", "c"], {"a": 1, "c": 1, "b": 2}], k=60, weights=[1.0, 0.5])
+    assert scores == pytest.approx({"a": 1 / 61 + 0.5 / 61, "b": 1 / 62 + 0.5 / 62, "c": 1 / 63 + 0.5 / 61})
+    assert [i for i, _ in rrf_fuse([["a", "b", "c"], {"c": 1, "b": 2, "a": 3}])] == ["a", "c", "b"]

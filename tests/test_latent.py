@@ -97,11 +97,22 @@ def test_latent_side_is_a_third_rrf_ranking_sync_and_async(tmp_path, embed_model
     question = "Welche TPM-Version hat der Dell OptiPlex 7040?"
     with collected_events() as events:
         hits = retriever.retrieve(question)
-    assert [e.source for e in events if isinstance(e, RetrievalHitsEvent)] == ["lexical", "dense", "latent", "fused"]
+    assert [e.source for e in events if isinstance(e, RetrievalHitsEvent)] == [
+        "lexical",
+        "dense",
+        "latent",
+        "title",
+        "fused",
+    ]
     assert "OptiPlex 7040" in hits[0].node.get_content()
     assert any(h.latent_rank for h in hits)
-    weights = {"lexical": retriever.lexical_weight(question), "dense": 1.0, "latent": retriever.latent_weight}
-    for h in hits:  # RRF, k=60, over the three rankings
+    weights = {
+        "lexical": retriever.lexical_weight(question),
+        "dense": 1.0,
+        "latent": retriever.latent_weight,
+        "title": retriever.title_weight,
+    }
+    for h in hits:  # RRF, k=60, over the three rankings and the page titles
         ranks = {side: getattr(h, f"{side}_rank") for side in weights}
         expected = sum(w / (60 + ranks[side]) for side, w in weights.items() if ranks[side])
         assert h.score == pytest.approx(expected)

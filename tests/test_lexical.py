@@ -435,3 +435,79 @@ def test_default_stopwords_are_english_and_german():
     assert "die" in LexicalIndex(stopwords="en")._tokenize([german_question])[0]
     with pytest.raises(ValueError, match="stopwords"):
         LexicalIndex(stopwords="en+xx")
+
+
+# ---------------------------------------------------------------- tokens and titles
+
+
+def test_wiki_tokens_keep_versions_and_single_characters():
+    index = LexicalIndex()
+    assert index._tokenize(["OpenXT 7.0, Stable-9 rc0. See ./build.sh"])[0] == [
+        "openxt", "7.0", "7", "0", "stabl", "9", "rc0", "see", "build.sh", "build", "sh"
+    ]  # fmt: skip
+    index.upsert([node("six", "OpenXT 6.0 hardware tests"), node("seven", "OpenXT 7.0 hardware tests")])
+    assert ids(index.search("Which laptops passed the OpenXT 7.0 hardware tests?"))[0] == "seven"
+    legacy = LexicalIndex(tokenizer="bm25s")  # bm25s's pattern: "7.0" and "6.0" are no tokens at all
+    legacy.upsert([node("six", "OpenXT 6.0 hardware tests"), node("seven", "OpenXT 7.0 hardware tests")])
+    [first, second] = legacy.search("OpenXT 7.0 hardware tests")
+    assert first.score == second.score
+    with pytest.raises(ValueError, match="tokenizer"):
+        LexicalIndex(tokenizer="whitespace")
+
+
+def test_indexes_written_before_the_tokenizer_option_load_with_bm25s_tokens(tmp_path):
+    index = LexicalIndex(tokenizer="bm25s")
+    index.upsert([node("a", "OpenXT 7.0 notes"), node("b", "Release notes")])
+    index.persist(tmp_path / "lex")
+    manifest = json.loads((tmp_path / "lex" / MANIFEST_NAME).read_text())
+    del manifest["config"]["tokenizer"]
+    (tmp_path / "lex" / MANIFEST_NAME).write_text(json.dumps(manifest))
+    loaded = LexicalIndex.load(tmp_path / "lex")
+    assert loaded.tokenizer == "bm25s"  # queries are tokenized as the matrix was
+    assert [(r.node.node_id, r.score) for r in loaded.search("7.0 notes")] == [
+        (r.node.node_id, r.score) for r in index.search("7.0 notes")
+    ]
+
+
+def _titled(node_id: str, doc: str, title: str | None, text: str = "body") -> TextNode:
+    return node(node_id, text, doc=doc, **({"title": title} if title is not None else {}))
+
+
+def test_search_titles_ranks_documents_by_bm25_over_their_titles():
+    index = plain()
+    index.upsert(
+        [
+            _titled("p1-a", "p1", "Stable-9 rc0 Test Matrix"),
+            _titled("p1-b", "p1", "Stable-9 rc0 Test Matrix"),
+            _titled("p2-a", "p2", "Stable-9 rc2 Test Matrix (results)"),
+            _titled("p3-a", "p3", "Community Calls"),
+            _titled("p4-a", "p4", None, text="rc0 matrix without a title"),
+            node("loose", "rc0", title="rc0 loose node"),  # no source document: not ranked
+        ]
+    )
+    hits = index.search_titles("Which guest OSs were tested for Stable-9 rc0?")
+    assert [doc for doc, _ in hits] == ["p1", "p2"]
+    # by hand: titles as documents, N=3, avgdl=(5+6+2)/3; query terms stable, 9, rc0 (which, guest... match nothing)
+    corpus = [
+        ["stable", "9", "rc0", "test", "matrix"],
+        ["stable", "9", "rc2", "test", "matrix", "results"],
+        ["community", "calls"],
+    ]
+    expected = _lucene_bm25(["stable", "9", "rc0"], corpus[0], corpus, 1.5, 0.75)
+    assert hits[0][1] == pytest.approx(expected, rel=1e-6)
+    assert [doc for doc, _ in index.search_titles("community calls", k=1)] == ["p3"]
+    assert index.search_titles("   ") == [] and index.search_titles("nothing matches") == []
+    with pytest.raises(ValueError):
+        index.search_titles("rc0", k=0)
+
+
+def test_search_titles_follows_upserts_deletes_and_load(tmp_path):
+    index = plain()
+    index.upsert([_titled("a", "p1", "Old name"), _titled("b", "p2", "Other page")])
+    assert [d for d, _ in index.search_titles("new name")] == ["p1"]
+    index.upsert([_titled("a", "p1", "Renamed page")])  # same text, new title
+    assert [d for d, _ in index.search_titles("renamed")] == ["p1"] and index.search_titles("old") == []
+    index.delete_ref_doc("p1")
+    assert [d for d, _ in index.search_titles("renamed page")] == ["p2"]
+    index.persist(tmp_path / "lex")
+    assert LexicalIndex.load(tmp_path / "lex").search_titles("other page") == index.search_titles("other page")

@@ -186,13 +186,52 @@ def test_cross_lingual_questions_weigh_the_lexical_ranking_less(store):
         store.retriever(cross_lingual_lexical_weight=2)
 
 
+COPIES = {  # the same table on two pages; only the title says which release it belongs to
+    f"hw{v}": f"<title>OpenXT {v}.0 Hardware Testing</title><h1>Results</h1><table><tr><th>Laptop</th><th>Result</th></tr>"
+    "<tr><td>Dell Latitude</td><td>passed</td></tr><tr><td>HP EliteBook</td><td>passed</td></tr></table>"
+    for v in (6, 7)
+}
+
+
+def test_the_page_title_ranking_tells_page_copies_apart(tmp_path):
+    from llama_index_ragonite import EvidenceContextualizer
+
+    questions = {v: f"Did the Dell Latitude pass the OpenXT {v}.0 hardware testing?" for v in (6, 7)}
+    store = store_at(tmp_path / "ALL")
+    store.ingest(docs(dict(PAGES, **COPIES)))
+    for v, question in questions.items():
+        hits = store.retriever(top_n=4).retrieve(question)
+        assert hits[0].node.ref_doc_id == f"hw{v}"
+        assert {h.title_rank for h in hits if h.node.ref_doc_id == f"hw{v}"} == {1}  # a page's nodes share its rank
+        for h in hits:  # RRF over lexical, dense and page-title ranks
+            ranks = [r for r in (h.lexical_rank, h.dense_rank, h.title_rank) if r is not None]
+            assert h.score == pytest.approx(sum(1 / (60 + r) for r in ranks))
+        assert all(h.title_rank is None for h in store.retriever(title_weight=0).retrieve(question))
+
+    # Without context the two copies' evidences are the same text: only the title ranking can tell
+    # them apart, and a store built without titles as context leaves it off unless asked.
+    bare = store_at(tmp_path / "NONE", contextualizer=EvidenceContextualizer.from_setting("NONE"))
+    bare.ingest(docs(dict(PAGES, **COPIES)))
+    assert bare.retriever().title_weight == 0
+    firsts = {v: bare.retriever(top_n=2).retrieve(q)[0].node.ref_doc_id for v, q in questions.items()}
+    assert firsts[6] == firsts[7]
+    assert {
+        v: bare.retriever(top_n=2, title_weight=1).retrieve(q)[0].node.ref_doc_id for v, q in questions.items()
+    } == {
+        6: "hw6",
+        7: "hw7",
+    }
+    with pytest.raises(ValueError, match="title_weight"):
+        store.retriever(title_weight=-1)
+
+
 def test_rerank_and_rerank_plus_rrf(store):
     reranked = store.retriever(fusion="rerank", reranker=KeywordReranker()).retrieve("erase install")
     assert reranked[0].node.text.startswith("1. Boot the installer") and reranked[0].rerank_rank == 1
     assert reranked[0].score == reranked[0].rerank_score == 2.0
     both = store.retriever(fusion="rerank+rrf", reranker=KeywordReranker()).retrieve("erase install")
     h = both[0]
-    ranks = [r for r in (h.lexical_rank, h.dense_rank, h.rerank_rank) if r is not None]
+    ranks = [r for r in (h.lexical_rank, h.dense_rank, h.rerank_rank, h.title_rank) if r is not None]
     assert h.score == pytest.approx(sum(1 / (60 + r) for r in ranks))
     with pytest.raises(ValueError, match="needs a reranker"):
         store.retriever(fusion="rerank")
@@ -205,8 +244,8 @@ def test_async_matches_sync_and_events_trace_each_step(store):
         async_ = [(h.node.node_id, h.score) for h in asyncio.run(retriever.aretrieve("installer reboot"))]
     events = [e for e in fired if isinstance(e, RetrievalHitsEvent)]
     assert sync == async_
-    assert [e.source for e in events[:3]] == ["lexical", "dense", "fused"]
-    assert events[2].node_ids == [i for i, _ in sync]
+    assert [e.source for e in events[:4]] == ["lexical", "dense", "title", "fused"]
+    assert events[3].node_ids == [i for i, _ in sync]
 
 
 def test_empty_query_is_an_error(store):
