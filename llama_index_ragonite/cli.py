@@ -69,7 +69,9 @@ def _search_command(args: argparse.Namespace) -> int:
     retriever = HybridRetriever.from_store(args.store, top_n=args.top)
     for rank, hit in enumerate(retriever.retrieve(args.query), start=1):
         meta = hit.node.metadata
-        sides = f"lexical #{hit.lexical_rank or '-'}, dense #{hit.dense_rank or '-'}, latent #{hit.latent_rank or '-'}"
+        sides = ", ".join(
+            f"{side} #{getattr(hit, side + '_rank') or '-'}" for side in ("lexical", "dense", "latent", "title")
+        )
         print(f"{rank:2d}. {hit.score:.4f} ({sides}) {meta.get('title', '')} · {meta['evidence_type']}")
         print("    " + hit.node.get_content()[:300].replace("\n", "\n    "))
     return 0

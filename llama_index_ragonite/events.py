@@ -31,7 +31,7 @@ class EvidencesContextualizedEvent(BaseEvent):
 
 
 class RetrievalHitsEvent(BaseEvent):
-    """One retrieval step's ranking: ``source`` is "lexical", "dense", "latent", "rerank" or "fused"."""
+    """One retrieval step's ranking: ``source`` is "lexical", "dense", "latent", "title", "rerank" or "fused"."""
 
     query: str
     source: str

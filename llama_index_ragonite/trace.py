@@ -2,7 +2,7 @@
 
 ``TraceRecorder`` is an ordinary LlamaIndex event handler: attach it to the root
 dispatcher (``with TraceRecorder.attached() as trace:``) and it keeps the events our
-components fire — question completion, lexical / dense / latent / reranked / fused hits, the
+components fire — question completion, lexical / dense / latent / title / reranked / fused hits, the
 answer prompt and the answer. ``render()`` prints them as text, as the paper's demo
 showed them next to the conversation.
 """
