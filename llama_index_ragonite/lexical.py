@@ -219,11 +219,9 @@ class LexicalIndex:
         Returns fewer than ``k`` results when fewer nodes match, and ``[]`` for a blank query,
         an empty index, or a query whose terms are all unknown.
         """
-        if k < 1:
-            raise ValueError(f"k must be >= 1; got {k!r}")
-        if not query or not query.strip():
+        query_tokens = self._query_tokens(query, k)
+        if not query_tokens:
             return []
-        query_tokens = self._tokenize([query])[0]
         with self._lock:
             self._ensure_built()
             best = _best_rows(self._bm25, query_tokens, self._row_rank, k)
@@ -240,11 +238,9 @@ class LexicalIndex:
         The title is the ``title`` metadata of a document's nodes (the parser's page title);
         documents without one, and nodes without a source document, are not ranked.
         """
-        if k < 1:
-            raise ValueError(f"k must be >= 1; got {k!r}")
-        if not query or not query.strip():
+        query_tokens = self._query_tokens(query, k)
+        if not query_tokens:
             return []
-        query_tokens = self._tokenize([query])[0]
         with self._lock:
             if self._titles is None:
                 titles: dict[str, str] = {}
@@ -256,6 +252,11 @@ class LexicalIndex:
             bm25, doc_ids = self._titles
             best = _best_rows(bm25, query_tokens, np.arange(len(doc_ids)), k)
         return [(doc_ids[row], float(score * self._score_scale)) for row, score in best]
+
+    def _query_tokens(self, query: str, k: int) -> list[str]:
+        if k < 1:
+            raise ValueError(f"k must be >= 1; got {k!r}")
+        return self._tokenize([query])[0] if query and query.strip() else []
 
     def _ensure_built(self) -> None:
         """Rebuild the bm25s matrix if nodes changed since the last build (caller holds the lock)."""
