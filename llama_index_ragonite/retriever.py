@@ -58,7 +58,7 @@ class HybridRetriever(BaseRetriever):
     (``LexicalIndex.search_titles``, top ``k_titles`` pages), counted ``title_weight`` in RRF.
     All nodes of a page share its title rank. This ranking re-orders the pool and adds no
     nodes to it. ``title_weight=0`` turns it off. Questions often name their page; on
-    ConfQuestions this lifts P@1 from 0.843 to 0.867.
+    ConfQuestions this lifts P@1 from 0.842 to 0.863 (benchmarks/results/retrieval_confquestions.md).
 
     Cross-lingual questions: when a question's language (``detect_language`` over
     ``query_languages``) differs from ``corpus_language``, the lexical ranking counts
