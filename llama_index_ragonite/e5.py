@@ -119,14 +119,14 @@ class E5Encoder:
         self._onnx_layers = self._onnx_term_peaks = None
         if backend != "numpy":
             try:
-                self._onnx_layers = onnx_layers(self._layers, self.n_heads, self.eps)
-                self._onnx_term_peaks = onnx_term_peaks(self._sae_w, self._sae_b)
-                self._layers = self._sae_w = None  # the sessions hold their own copies
+                sessions = onnx_layers(self._layers, self.n_heads, self.eps), onnx_term_peaks(self._sae_w, self._sae_b)
             except Exception as err:  # ImportError, or an onnxruntime too old for the graph
                 if backend == "onnxruntime":
                     raise
-                self._onnx_layers = self._onnx_term_peaks = None
                 logger.info("E5Encoder: onnxruntime unavailable (%r); the numpy pass runs the layers", err)
+            else:
+                self._onnx_layers, self._onnx_term_peaks = sessions
+                self._layers = self._sae_w = None  # the sessions hold their own copies
         self.backend = "onnxruntime" if self._onnx_layers is not None else "numpy"
 
     # -- loading --------------------------------------------------------------
