@@ -37,12 +37,13 @@ from typing import Any, Callable, Dict, List, Optional
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
 
-from llama_index_ragonite.attribution import CounterfactualAttributor, SimilarityAttributor
-from llama_index_ragonite.confquestions import Question, load_questions
-from llama_index_ragonite.metrics import gold_keys, mean, page_key
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
+from llama_index_ragonite.explain.attribution import CounterfactualAttributor, SimilarityAttributor
+from llama_index_ragonite.bench.confquestions import Question, load_questions
+from llama_index_ragonite.bench.metrics import gold_keys, mean, page_key
 from llama_index_ragonite.prompts import OUT_OF_SCOPE, cited_sources
-from llama_index_ragonite.regeneration import AnswerRegenerator
-from llama_index_ragonite.surrogate import SurrogateAttributor
+from llama_index_ragonite.explain.regeneration import AnswerRegenerator
+from llama_index_ragonite.explain.surrogate import SurrogateAttributor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from completion_confquestions import mcnemar_p, open_store, shown  # noqa: E402
@@ -106,10 +107,10 @@ class CachedEmbedding(BaseEmbedding):
 
 def make_llm(name: str, api_base: Optional[str] = None):
     if name == "openai":
-        from llama_index_ragonite.llms import openai_llm
+        from llama_index_ragonite.models.llms import openai_llm
 
         return openai_llm(model="gpt-4o-mini", **({"api_base": api_base} if api_base else {}))
-    from llama_index_ragonite.extractive import ExtractiveAnswerer
+    from llama_index_ragonite.models.extractive import ExtractiveAnswerer
 
     return ExtractiveAnswerer()
 
@@ -250,7 +251,7 @@ def main() -> int:
     load_before = os.getloadavg()[0]
     questions = load_questions(args.data)[: args.limit]
     store = open_store(args.cache / "retrieval-ALL", args.data)
-    retriever = store.retriever(k_lexical=10, k_dense=10, top_n=10)
+    retriever = HybridRetriever.from_store(store, k_lexical=10, k_dense=10, top_n=10)
     lookup = getattr(retriever, "stored_embeddings", None) or chroma_lookup(store)
     embed = CachedEmbedding(store.embed_model)
     llm = make_llm(args.llm, args.api_base)

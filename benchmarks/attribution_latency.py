@@ -38,11 +38,12 @@ from llama_index.core.base.llms.types import CompletionResponse, CompletionRespo
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
 
-from llama_index_ragonite.attribution import CounterfactualAttributor
-from llama_index_ragonite.extractive import ExtractiveAnswerer
-from llama_index_ragonite.loaders import load_pages
-from llama_index_ragonite.regeneration import AnswerRegenerator
-from llama_index_ragonite.store import EvidenceStore
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
+from llama_index_ragonite.explain.attribution import CounterfactualAttributor
+from llama_index_ragonite.models.extractive import ExtractiveAnswerer
+from llama_index_ragonite.parsing.loaders import load_pages
+from llama_index_ragonite.explain.regeneration import AnswerRegenerator
+from llama_index_ragonite.index.store import EvidenceStore
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "Which firmware does Aurora 2.0 run on the Lenovo T14?"
@@ -106,7 +107,7 @@ def openai_transport(latency: float, log: CallLog):
         sys.path.insert(0, str(ROOT / "tests"))
         from openai_stub import OpenAIStub
 
-        from llama_index_ragonite.llms import openai_llm
+        from llama_index_ragonite.models.llms import openai_llm
     except ImportError:
         return None
 
@@ -136,7 +137,7 @@ async def one_attribution(attributor, nodes, answer: str, log: CallLog):
 
 
 def measure(name: str, llm, store, nodes, repeats: int, log: CallLog) -> dict:
-    retriever = store.retriever()
+    retriever = HybridRetriever.from_store(store)
     prompt = AnswerRegenerator(llm).prompt_for(QUESTION, nodes)
     answer = asyncio.run(AnswerRegenerator(llm).aanswer(QUESTION, nodes))
 
@@ -180,7 +181,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = EvidenceStore(Path(tmp) / "store")
         store.ingest(load_pages(ROOT / "examples" / "sample_wiki"), show_progress=False)
-        nodes = store.retriever(top_n=10).retrieve(QUESTION)
+        nodes = HybridRetriever.from_store(store, top_n=10).retrieve(QUESTION)
         rows = []
         log = CallLog()
         rows.append(

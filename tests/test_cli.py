@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from fakes import REPO
 
 from llama_index_ragonite.cli import main
 
@@ -159,7 +159,7 @@ def test_examples_run_as_is(tmp_path):
 def test_render_attribution_says_when_no_removal_changed_the_answer():
     from llama_index.core.schema import NodeWithScore, TextNode
 
-    from llama_index_ragonite.attribution import Attribution, ClusterAttribution
+    from llama_index_ragonite.explain.attribution import Attribution, ClusterAttribution
     from llama_index_ragonite.cli import render_attribution
 
     nodes = [NodeWithScore(node=TextNode(text=t, metadata={"title": t}), score=1.0) for t in ("table", "row")]

@@ -1,4 +1,4 @@
-from conftest import collected_events, parse
+from fakes import collected_events, parse
 
 from llama_index_ragonite import EvidenceContextualizer
 from llama_index_ragonite.events import EvidencesContextualizedEvent, EvidencesParsedEvent

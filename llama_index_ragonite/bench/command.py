@@ -30,7 +30,7 @@ from llama_index_ragonite.bench.config import PRESETS, BenchConfig, base_config,
 from llama_index_ragonite.bench.embed_cache import EmbeddingCache
 from llama_index_ragonite.bench.index import BenchIndex, index_folder_name, make_embedding
 from llama_index_ragonite.bench.runner import AttributionHook, ConfigRun, finished, run_config
-from llama_index_ragonite.confquestions import load_corpus, load_questions
+from llama_index_ragonite.bench.confquestions import load_corpus, load_questions
 
 DEFAULT_DATA = Path("../shared/datasets/confquestions")
 DEFAULT_CACHE = Path.home() / ".cache" / "ragonite-bench"
@@ -42,7 +42,7 @@ def make_llm(name: str) -> Optional[LLM]:
     if name == "extractive":
         return None
     if name.startswith("openai:"):
-        from llama_index_ragonite.llms import openai_llm
+        from llama_index_ragonite.models.llms import openai_llm
 
         return openai_llm(name.split(":", 1)[1], temperature=0.0)
     raise ValueError(f"Unknown LLM {name!r}: use 'extractive' or 'openai:<model>'")

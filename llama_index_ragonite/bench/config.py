@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Dict, List, Optional, Tuple
 
-from llama_index_ragonite.contextualizer import SETTINGS as CONTEXTS
-from llama_index_ragonite.linearize import LINEARIZERS
+from llama_index_ragonite.parsing.contextualizer import SETTINGS as CONTEXTS
+from llama_index_ragonite.parsing.linearize import LINEARIZERS
 
 CORPORA = {"all": None, "passages": ("passage",), "lists": ("list",), "tables": ("table", "table_row")}
 COMPLETIONS = ("none", "offline", "llm", "human")

@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from llama_index_ragonite.bench.config import GROUPS, BenchConfig, Row, available
 from llama_index_ragonite.bench.significance import mark, mcnemar, paired_t_one_tailed
-from llama_index_ragonite.metrics import gold_keys, page_key
+from llama_index_ragonite.bench.metrics import gold_keys, page_key
 
 METRICS = {  # key -> (column label, binary?)
     "p1": ("P@1", True),

@@ -26,9 +26,9 @@ from llama_index.core.schema import MetadataMode
 from llama_index_ragonite.bench.answer_metrics import answer_text, is_out_of_scope, k_precision, token_recall
 from llama_index_ragonite.bench.config import BenchConfig
 from llama_index_ragonite.bench.judge import judge
-from llama_index_ragonite.chat_engine import RagoniteChatEngine
-from llama_index_ragonite.confquestions import Question
-from llama_index_ragonite.metrics import gold_keys, mrr_at_k, precision_at_1, recall_at_k
+from llama_index_ragonite.chat.engine import RagoniteChatEngine
+from llama_index_ragonite.bench.confquestions import Question
+from llama_index_ragonite.bench.metrics import gold_keys, mrr_at_k, precision_at_1, recall_at_k
 
 logger = logging.getLogger(__name__)
 
@@ -101,11 +101,11 @@ def finished(run: ConfigRun, questions: Sequence[Question]) -> Optional[List[dic
 def make_engine(config: BenchConfig, retriever, llm: Optional[LLM]) -> RagoniteChatEngine:
     completer = None
     if config.completion == "offline":
-        from llama_index_ragonite.completion import OfflineQuestionCompleter
+        from llama_index_ragonite.chat.completion import OfflineQuestionCompleter
 
         completer = OfflineQuestionCompleter()
     elif config.completion == "llm":
-        from llama_index_ragonite.completion import LLMQuestionCompleter
+        from llama_index_ragonite.chat.completion import LLMQuestionCompleter
 
         completer = LLMQuestionCompleter(llm=llm)
     return RagoniteChatEngine(

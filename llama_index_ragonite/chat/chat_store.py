@@ -1,0 +1,488 @@
+"""``SQLiteChatStore``: conversation history and answer feedback in one SQLite file.
+
+The paper's demo kept its conversations in SQLite: a sidebar lists them, a user opens,
+deletes and restores them, and rates answers. This module is that store, shaped as a
+LlamaIndex ``BaseChatStore`` so any ``BaseChatStoreMemory`` (``ChatMemoryBuffer``,
+``ChatSummaryMemoryBuffer``) persists through it::
+
+    store = SQLiteChatStore("chats.sqlite")
+    memory = ChatMemoryBuffer.from_defaults(chat_store=store, chat_store_key="conv-1", token_limit=3000)
+
+The chat-store key is the conversation id. ``memory.get()`` trims to the token limit;
+the store keeps the whole conversation.
+
+Design notes:
+
+* Stdlib ``sqlite3`` only. WAL journal, one connection per store object guarded by a
+  lock (so one store can be shared by threads and by ``asyncio.to_thread``), writes in
+  ``BEGIN IMMEDIATE`` transactions with a busy timeout (so several store objects or
+  processes can share a file). The schema is created on first open and versioned with
+  ``PRAGMA user_version``.
+* Each message is one row holding ``ChatMessage.model_dump_json()``: roles, content
+  blocks and ``additional_kwargs`` round-trip. Row ids never repeat (``AUTOINCREMENT``),
+  so a message index is its rank in id order and feedback points at the row, not at an
+  index that shifts when an earlier message is deleted.
+* ``set_messages`` keeps the rows of the unchanged leading messages and rewrites the
+  rest, so re-setting a history (as memories do) keeps the feedback given to its answers.
+* Soft delete hides a conversation from ``get_keys`` and ``list_conversations`` and keeps
+  its messages and feedback; ``get_messages`` still reads it (to show a trash view), but
+  writes are refused (``ConversationDeletedError``) until it is restored.
+  ``delete_messages`` is BaseChatStore's "forget this key": a hard delete, like ``purge_conversation``.
+* Ratings are thumbs: ``1`` (helpful) or ``-1`` (not helpful); one rating per answer,
+  a new one replaces the old.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, List, Optional, Union
+
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.storage.chat_store.base import BaseChatStore
+from llama_index_ragonite.errors import ChatStoreError, ConversationDeletedError, UnknownConversationError
+
+__all__ = [
+    "ChatStoreError",
+    "ConversationDeletedError",
+    "ConversationInfo",
+    "Feedback",
+    "SCHEMA_VERSION",
+    "SQLiteChatStore",
+    "UnknownConversationError",
+]
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+MEMORY = ":memory:"
+RATINGS = (-1, 1)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    deleted_at REAL
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    role TEXT NOT NULL,
+    message TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);
+CREATE TABLE IF NOT EXISTS feedback (
+    message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+    rating INTEGER NOT NULL CHECK (rating IN (-1, 1)),
+    comment TEXT,
+    created_at REAL NOT NULL
+);
+"""
+
+
+
+
+
+@dataclass(frozen=True)
+class ConversationInfo:
+    """One row of the conversation list."""
+
+    id: str
+    title: str  # the first user message, whitespace collapsed and truncated ("" before the first one)
+    created_at: datetime  # UTC
+    updated_at: datetime  # UTC, last change to the messages
+    message_count: int
+    deleted: bool
+    deleted_at: Optional[datetime] = None
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """A user's rating of one answer."""
+
+    conversation_id: str
+    message_index: int  # index of the rated assistant message in ``get_messages(conversation_id)``
+    rating: int  # 1 = helpful, -1 = not helpful
+    comment: Optional[str]
+    created_at: datetime  # UTC
+
+
+def _utc(ts: Optional[float]) -> Optional[datetime]:
+    return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+def _check_id(key: Any) -> str:
+    if not isinstance(key, str) or not key.strip():
+        raise ValueError(f"A conversation id must be a non-empty string, got {key!r}")
+    return key
+
+
+def _title(message_json: Optional[str], limit: int) -> str:
+    if message_json is None:
+        return ""
+    text = " ".join((ChatMessage.model_validate_json(message_json).content or "").split())
+    return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"
+
+
+class SQLiteChatStore(BaseChatStore):
+    """Chat histories keyed by conversation id, with conversation management and feedback, in SQLite.
+
+    Args:
+        path: The database file (created with its parent folders when missing), or ``":memory:"``.
+        busy_timeout: Seconds to wait for another connection's write lock before failing.
+        title_chars: Length at which conversation titles are cut.
+
+    Raises:
+        ChatStoreError: ``path`` is a folder, not a SQLite database, or written by a newer schema.
+    """
+
+    path: str = Field(description="SQLite database file, or ':memory:'.")
+    busy_timeout: float = Field(default=30.0, gt=0, description="Seconds to wait for a write lock.")
+    title_chars: int = Field(default=60, ge=1, description="Maximum length of a conversation title.")
+
+    _conn: Optional[sqlite3.Connection] = PrivateAttr(default=None)
+    _lock: Any = PrivateAttr(default_factory=threading.RLock)
+
+    def __init__(self, path: Union[str, Path] = MEMORY, **kwargs: Any) -> None:
+        super().__init__(path=str(path), **kwargs)
+        self._conn = self._open()
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "SQLiteChatStore"
+
+    # -- connection -------------------------------------------------------------------
+    def _open(self) -> sqlite3.Connection:
+        target = self.path
+        if target != MEMORY:
+            file = Path(target).expanduser()
+            if file.is_dir():
+                raise ChatStoreError(f"{file} is a folder; SQLiteChatStore needs a database file path")
+            file.parent.mkdir(parents=True, exist_ok=True)
+            target = str(file)
+        conn = sqlite3.connect(target, timeout=self.busy_timeout, check_same_thread=False, isolation_level=None)
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA journal_mode = WAL")  # stays "memory" for ":memory:"
+            conn.execute("PRAGMA synchronous = NORMAL")  # durable enough with WAL, much faster
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version > SCHEMA_VERSION:
+                    raise ChatStoreError(
+                        f"{target} has chat store schema version {version}; this version of "
+                        f"llama-index-ragonite reads up to {SCHEMA_VERSION}: upgrade the package"
+                    )
+                if version < SCHEMA_VERSION:
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.DatabaseError as err:
+            conn.close()
+            raise ChatStoreError(f"{target} is not a usable SQLite chat store database ({err})") from err
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def close(self) -> None:
+        """Close the database connection; the store cannot be used afterwards."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> "SQLiteChatStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._conn is None:
+                raise ChatStoreError(f"The chat store {self.path} is closed")
+            yield self._conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One transaction, holding SQLite's write lock from the start (no lock upgrades, no deadlocks)."""
+        with self._read() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    # -- helpers (call inside _read/_write) -------------------------------------------
+    @staticmethod
+    def _row(conn: sqlite3.Connection, key: str) -> Optional[tuple]:
+        return conn.execute("SELECT id, deleted_at FROM conversations WHERE id = ?", (key,)).fetchone()
+
+    def _existing(self, conn: sqlite3.Connection, key: str) -> tuple:
+        row = self._row(conn, _check_id(key))
+        if row is None:
+            raise UnknownConversationError(f"No conversation with id {key!r} in {self.path}")
+        return row
+
+    def _writable(self, conn: sqlite3.Connection, key: str, create: bool) -> bool:
+        """Whether the conversation exists (creating it if asked); refuses deleted ones."""
+        row = self._row(conn, _check_id(key))
+        if row is None:
+            if create:
+                now = time.time()
+                conn.execute("INSERT INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)", (key, now, now))
+            return create
+        if row[1] is not None:
+            raise ConversationDeletedError(
+                f"Conversation {key!r} is deleted; restore_conversation({key!r}) before writing to it"
+            )
+        return True
+
+    @staticmethod
+    def _touch(conn: sqlite3.Connection, key: str) -> None:
+        conn.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (time.time(), key))
+
+    @staticmethod
+    def _message_rows(conn: sqlite3.Connection, key: str) -> List[tuple]:
+        return conn.execute(
+            "SELECT id, role, message FROM messages WHERE conversation_id = ? ORDER BY id", (key,)
+        ).fetchall()
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, key: str, messages: List[ChatMessage]) -> None:
+        now = time.time()
+        conn.executemany(
+            "INSERT INTO messages (conversation_id, role, message, created_at) VALUES (?, ?, ?, ?)",
+            [(key, MessageRole(m.role).value, m.model_dump_json(), now) for m in messages],
+        )
+
+    # -- BaseChatStore ------------------------------------------------------------------
+    def set_messages(self, key: str, messages: List[ChatMessage]) -> None:
+        """Replace the conversation's messages (creating it); unchanged leading messages keep their feedback."""
+        new = [m.model_dump_json() for m in messages]
+        with self._write() as conn:
+            self._writable(conn, key, create=True)
+            old = self._message_rows(conn, key)
+            keep = 0
+            while keep < min(len(old), len(new)) and old[keep][2] == new[keep]:
+                keep += 1
+            conn.executemany("DELETE FROM messages WHERE id = ?", [(row[0],) for row in old[keep:]])
+            self._insert(conn, key, list(messages[keep:]))
+            self._touch(conn, key)
+
+    def get_messages(self, key: str) -> List[ChatMessage]:
+        """The conversation's messages in order (also of a soft-deleted one); ``[]`` for an unknown id."""
+        _check_id(key)
+        with self._read() as conn:
+            rows = self._message_rows(conn, key)
+        return [ChatMessage.model_validate_json(row[2]) for row in rows]
+
+    def add_message(self, key: str, message: ChatMessage) -> None:
+        """Append a message (creating the conversation)."""
+        with self._write() as conn:
+            self._writable(conn, key, create=True)
+            self._insert(conn, key, [message])
+            self._touch(conn, key)
+
+    def delete_messages(self, key: str) -> Optional[List[ChatMessage]]:
+        """Forget the conversation (hard delete, feedback included); its messages, or ``None`` if unknown."""
+        _check_id(key)
+        with self._write() as conn:
+            if self._row(conn, key) is None:
+                return None
+            rows = self._message_rows(conn, key)
+            conn.execute("DELETE FROM conversations WHERE id = ?", (key,))
+        return [ChatMessage.model_validate_json(row[2]) for row in rows]
+
+    def delete_message(self, key: str, idx: int) -> Optional[ChatMessage]:
+        """Remove and return message ``idx`` (negative counts from the end); ``None`` if there is none."""
+        with self._write() as conn:
+            if not self._writable(conn, key, create=False):
+                return None
+            rows = self._message_rows(conn, key)
+            if idx < 0:
+                idx += len(rows)
+            if not 0 <= idx < len(rows):
+                return None
+            conn.execute("DELETE FROM messages WHERE id = ?", (rows[idx][0],))
+            self._touch(conn, key)
+        return ChatMessage.model_validate_json(rows[idx][2])
+
+    def delete_last_message(self, key: str) -> Optional[ChatMessage]:
+        """Remove and return the last message; ``None`` for an unknown or empty conversation."""
+        return self.delete_message(key, -1)
+
+    def get_keys(self) -> List[str]:
+        """Ids of the conversations that are not deleted, oldest first."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT id FROM conversations WHERE deleted_at IS NULL ORDER BY created_at, rowid"
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    # -- conversations --------------------------------------------------------------------
+    def list_conversations(self, include_deleted: bool = False) -> List[ConversationInfo]:
+        """The conversations, most recently updated first; deleted ones only when asked."""
+        return self._infos("" if include_deleted else "WHERE c.deleted_at IS NULL", ())
+
+    def get_conversation(self, conversation_id: str) -> ConversationInfo:
+        """The list entry of one conversation (deleted or not)."""
+        infos = self._infos("WHERE c.id = ?", (_check_id(conversation_id),))
+        if not infos:
+            raise UnknownConversationError(f"No conversation with id {conversation_id!r} in {self.path}")
+        return infos[0]
+
+    def _infos(self, where: str, params: tuple) -> List[ConversationInfo]:
+        with self._read() as conn:
+            rows = conn.execute(
+                f"""
+                SELECT c.id, c.created_at, c.updated_at, c.deleted_at,
+                       (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id),
+                       (SELECT m.message FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user'
+                        ORDER BY m.id LIMIT 1),
+                       (SELECT MAX(m.id) FROM messages m WHERE m.conversation_id = c.id) AS last_id
+                FROM conversations c {where}
+                ORDER BY c.updated_at DESC, last_id DESC, c.rowid DESC
+                """,
+                params,
+            ).fetchall()
+        return [
+            ConversationInfo(
+                id=cid,
+                title=_title(first_user, self.title_chars),
+                created_at=_utc(created),
+                updated_at=_utc(updated),
+                message_count=count,
+                deleted=deleted is not None,
+                deleted_at=_utc(deleted),
+            )
+            for cid, created, updated, deleted, count, first_user, _ in rows
+        ]
+
+    def delete_conversation(self, conversation_id: str) -> None:
+        """Soft delete: hide the conversation, keep its messages and feedback (idempotent)."""
+        with self._write() as conn:
+            self._existing(conn, conversation_id)
+            conn.execute(
+                "UPDATE conversations SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL",
+                (time.time(), conversation_id),
+            )
+
+    def restore_conversation(self, conversation_id: str) -> None:
+        """Undo a soft delete (idempotent)."""
+        with self._write() as conn:
+            self._existing(conn, conversation_id)
+            conn.execute("UPDATE conversations SET deleted_at = NULL WHERE id = ?", (conversation_id,))
+
+    def purge_conversation(self, conversation_id: str) -> None:
+        """Hard delete: the conversation, its messages and its feedback are gone."""
+        with self._write() as conn:
+            self._existing(conn, conversation_id)
+            conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+
+    # -- feedback ---------------------------------------------------------------------------
+    def add_feedback(
+        self, conversation_id: str, message_index: int, rating: int, comment: Optional[str] = None
+    ) -> Feedback:
+        """Rate the assistant message at ``message_index`` (negative counts from the end).
+
+        Args:
+            conversation_id: An existing, not deleted conversation.
+            message_index: Index into ``get_messages(conversation_id)``; must be an assistant message.
+            rating: ``1`` (helpful) or ``-1`` (not helpful). Rating an answer again replaces its feedback.
+            comment: Optional free text.
+
+        Raises:
+            UnknownConversationError: No such conversation.
+            ConversationDeletedError: The conversation is soft-deleted.
+            IndexError: ``message_index`` is out of range.
+            ValueError: Bad rating, or the message is not an assistant message.
+        """
+        if isinstance(rating, bool) or not isinstance(rating, int) or rating not in RATINGS:
+            raise ValueError(f"rating must be 1 (helpful) or -1 (not helpful), got {rating!r}")
+        if comment is not None and not isinstance(comment, str):
+            raise ValueError(f"comment must be a string or None, got {type(comment).__name__}")
+        with self._write() as conn:
+            self._existing(conn, conversation_id)
+            self._writable(conn, conversation_id, create=False)
+            rows = self._message_rows(conn, conversation_id)
+            index = message_index + len(rows) if message_index < 0 else message_index
+            if not 0 <= index < len(rows):
+                raise IndexError(
+                    f"message_index {message_index} is out of range: conversation {conversation_id!r} "
+                    f"has {len(rows)} messages"
+                )
+            message_id, role, _ = rows[index]
+            if role != MessageRole.ASSISTANT.value:
+                raise ValueError(
+                    f"Message {index} of conversation {conversation_id!r} is a {role!r} message; "
+                    "feedback rates assistant answers"
+                )
+            now = time.time()
+            conn.execute(
+                "INSERT OR REPLACE INTO feedback (message_id, rating, comment, created_at) VALUES (?, ?, ?, ?)",
+                (message_id, rating, comment, now),
+            )
+        return Feedback(conversation_id, index, rating, comment, _utc(now))
+
+    def get_feedback(self, conversation_id: str) -> List[Feedback]:
+        """The conversation's feedback in message order (also of a soft-deleted conversation)."""
+        with self._read() as conn:
+            self._existing(conn, conversation_id)
+            ids = [row[0] for row in self._message_rows(conn, conversation_id)]
+            rows = conn.execute(
+                """
+                SELECT f.message_id, f.rating, f.comment, f.created_at FROM feedback f
+                JOIN messages m ON m.id = f.message_id WHERE m.conversation_id = ? ORDER BY m.id
+                """,
+                (conversation_id,),
+            ).fetchall()
+        index = {message_id: i for i, message_id in enumerate(ids)}
+        return [Feedback(conversation_id, index[mid], rating, comment, _utc(ts)) for mid, rating, comment, ts in rows]
+
+    # -- async ------------------------------------------------------------------------------
+    # BaseChatStore already runs its seven methods in a thread (asyncio.to_thread); these are the rest.
+    async def alist_conversations(self, include_deleted: bool = False) -> List[ConversationInfo]:
+        return await asyncio.to_thread(self.list_conversations, include_deleted)
+
+    async def aget_conversation(self, conversation_id: str) -> ConversationInfo:
+        return await asyncio.to_thread(self.get_conversation, conversation_id)
+
+    async def adelete_conversation(self, conversation_id: str) -> None:
+        await asyncio.to_thread(self.delete_conversation, conversation_id)
+
+    async def arestore_conversation(self, conversation_id: str) -> None:
+        await asyncio.to_thread(self.restore_conversation, conversation_id)
+
+    async def apurge_conversation(self, conversation_id: str) -> None:
+        await asyncio.to_thread(self.purge_conversation, conversation_id)
+
+    async def aadd_feedback(
+        self, conversation_id: str, message_index: int, rating: int, comment: Optional[str] = None
+    ) -> Feedback:
+        return await asyncio.to_thread(self.add_feedback, conversation_id, message_index, rating, comment)
+
+    async def aget_feedback(self, conversation_id: str) -> List[Feedback]:
+        return await asyncio.to_thread(self.get_feedback, conversation_id)

@@ -1,0 +1,51 @@
+"""Every exception the package raises on purpose, in one hierarchy.
+
+Catch ``RagoniteError`` for "anything this package refused, with a message that says why and
+what to do next". Each class also derives from the built-in type callers caught before the
+hierarchy existed (``ValueError``, ``RuntimeError``, ``KeyError``), so old ``except`` clauses keep working.
+"""
+
+from __future__ import annotations
+
+
+class RagoniteError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class PageLoadError(RagoniteError, ValueError):
+    """A page file that cannot be read as a wiki page (the message names the file and why)."""
+
+
+class StoreError(RagoniteError, RuntimeError):
+    """The store folder cannot be used as asked (the message says why and what to do)."""
+
+
+class StoreCorruptError(StoreError, ValueError):
+    """A persisted file of the store is missing, truncated, fails its checksum or does not parse."""
+
+
+class StoreVersionError(StoreError, ValueError):
+    """A persisted file was written in a format this code cannot read (usually a newer one)."""
+
+
+class StoreLockedError(StoreError):
+    """Another process is writing to the store."""
+
+
+class LLMCallError(RagoniteError, RuntimeError):
+    """The LLM could not be reached or did not answer in time (the message names the cause)."""
+
+
+class ChatStoreError(RagoniteError, RuntimeError):
+    """The chat store file cannot be used (the message names the file and says why)."""
+
+
+class ConversationDeletedError(ChatStoreError):
+    """The conversation is soft-deleted: restore it before writing to it."""
+
+
+class UnknownConversationError(RagoniteError, KeyError):
+    """No conversation has this id."""
+
+    def __str__(self) -> str:  # KeyError would print the repr of its argument
+        return str(self.args[0]) if self.args else "unknown conversation"

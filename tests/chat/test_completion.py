@@ -1,0 +1,244 @@
+import asyncio
+from typing import Any, List
+
+import pytest
+from fakes import collected_events
+from llama_index.core.llms import ChatMessage, CompletionResponse, CustomLLM, LLMMetadata, MessageRole
+from llama_index.core.llms.callbacks import llm_completion_callback
+
+from llama_index_ragonite import LLMQuestionCompleter, OfflineQuestionCompleter, QuestionCompleter
+from llama_index_ragonite.chat.completion import carried_terms, clean_completion, content_terms
+from llama_index_ragonite.events import QuestionCompletedEvent
+
+
+def user(text: str) -> ChatMessage:
+    return ChatMessage(role=MessageRole.USER, content=text)
+
+
+def assistant(text: str) -> ChatMessage:
+    return ChatMessage(role=MessageRole.ASSISTANT, content=text)
+
+
+EN = [
+    user("Which hypervisor version does the Falcon 3 build server run?"),
+    assistant("Falcon 3 runs Xen 4.14 [Source 1]."),
+    user("And the kernel?"),
+    assistant("Linux 5.10 [Source 2]."),
+]
+DE = [
+    user("Welche Hypervisor-Version läuft auf dem Falcon 3 Buildserver?"),
+    assistant("Xen 4.14 [Source 1]."),
+]
+
+
+class RecordingLLM(CustomLLM):
+    """Answers with a fixed text and remembers the prompts it was given."""
+
+    reply: str = "What does the Falcon 3 build server log?"
+    prompts: List[str] = []
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata()
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        self.prompts.append(prompt)
+        return CompletionResponse(text=self.reply)
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
+        raise NotImplementedError
+
+
+@pytest.fixture
+def events():
+    with collected_events() as collected:
+        yield collected
+
+
+# ---------------------------------------------------------------- offline
+
+
+def test_first_turn_is_returned_unchanged():
+    completer = OfflineQuestionCompleter()
+    message = "Which hypervisor version does the Falcon 3 build server run?"
+    assert completer.complete([], message) == message
+    # Assistant messages alone are not a conversation to complete from.
+    assert completer.complete([assistant("Hello! Ask me about the wiki.")], message) == message
+
+
+def carried(completed: str, message: str) -> list:
+    """The words the completer put in front of the (verbatim) new turn."""
+    assert completed.endswith(" " + message)
+    return completed[: -len(message)].split()
+
+
+def test_pronoun_follow_up_gets_the_topic_en():
+    message = "Where are its logs stored?"
+    added = carried(OfflineQuestionCompleter().complete(EN, message), message)
+    # First turn (the topic), then the previous turn; question and function words stay behind.
+    assert added == ["hypervisor", "version", "Falcon", "3", "build", "server", "run", "kernel"]
+
+
+def test_pronoun_follow_up_gets_the_topic_de():
+    message = "Wo liegen dort die Logdateien?"
+    added = carried(OfflineQuestionCompleter().complete(DE, message), message)
+    assert added == ["Hypervisor-Version", "läuft", "Falcon", "3", "Buildserver"]
+    message = "Und was ist mit dem Kernel?"
+    history = DE + [user("Wie heißt der Bootloader dort?")]
+    assert carried(OfflineQuestionCompleter().complete(history, message), message) == [
+        "Hypervisor-Version",
+        "läuft",
+        "Falcon",
+        "3",
+        "Buildserver",
+        "heißt",
+        "Bootloader",
+    ]
+
+
+def test_ellipsis_carries_first_and_previous_turn():
+    history = [user("Which BIOS version did the Dell Optiplex 7040 use in the OpenXT 9.0 tests?"), user("And TPM?")]
+    added = carried(OfflineQuestionCompleter().complete(history, "and for 9.0.2?"), "and for 9.0.2?")
+    assert added == ["BIOS", "version", "Dell", "Optiplex", "7040", "OpenXT", "9.0", "tests", "TPM"]
+
+
+def test_self_contained_turn_stays_intact_and_gains_little():
+    history = [user("Who maintains the Falcon build server?")]
+    message = "Which ports does the Falcon build server open?"
+    # Every topic term is already there: only "maintains" is new.
+    assert OfflineQuestionCompleter().complete(history, message) == f"maintains {message}"
+    assert OfflineQuestionCompleter().complete(history + [user(message)], "Which ports?") == (
+        "maintains Falcon build server open Which ports?"
+    )
+    # The new turn is never rewritten, only prefixed, and the prefix is capped.
+    long_history = [user(" ".join(f"term{i}" for i in range(50)))]
+    capped = OfflineQuestionCompleter(max_terms=5).complete(long_history, message)
+    assert capped == "term0 term1 term2 term3 term4 " + message
+
+
+def test_offline_is_deterministic_and_configurable():
+    a = OfflineQuestionCompleter().complete(EN, "What about the firmware?")
+    assert a == OfflineQuestionCompleter().complete(EN, "What about the firmware?")
+    after = OfflineQuestionCompleter(context_first=False).complete(EN, "What about the firmware?")
+    assert after.startswith("What about the firmware? ")
+    assert sorted(after.split()) == sorted(a.split())
+    without = OfflineQuestionCompleter(extra_stopwords=["falcon"]).complete(EN, "What about the firmware?")
+    assert "Falcon" not in without
+    assert OfflineQuestionCompleter().to_dict()["class_name"] == "OfflineQuestionCompleter"
+
+
+def test_content_terms_keep_identifiers_and_drop_stopwords():
+    assert content_terms("Did the OXT-243 Repro test pass on 9.0.2 with DISTRO_FEATURE?") == [
+        "OXT-243",
+        "Repro",
+        "test",
+        "pass",
+        "9.0.2",
+        "DISTRO_FEATURE",
+    ]
+    assert content_terms("Was ist mit dem TPM dafür?") == ["TPM"]
+
+
+def test_carried_terms_topic_first_then_previous_turn_skipping_known_terms():
+    turns = ["Which kernel runs on Falcon?", "What about the bootloader?", "And the firmware of Falcon?"]
+    assert carried_terms(turns, "Is the kernel signed?") == ["runs", "Falcon", "firmware"]  # not turn 2
+    assert carried_terms(turns, "Is it signed?", max_terms=2) == ["kernel", "runs"]
+    assert carried_terms(turns[:1], "Where?") == ["kernel", "runs", "Falcon"]
+
+
+# ---------------------------------------------------------------- LLM
+
+
+def test_llm_prompt_has_history_new_turn_and_instruction():
+    llm = RecordingLLM(prompts=[])
+    completed = LLMQuestionCompleter(llm=llm).complete(EN, "Where are its logs stored?")
+    assert completed == "What does the Falcon 3 build server log?"
+    (prompt,) = llm.prompts
+    assert "User: Which hypervisor version does the Falcon 3 build server run?" in prompt
+    assert "Assistant: Falcon 3 runs Xen 4.14 [Source 1]." in prompt
+    assert "User: And the kernel?" in prompt
+    assert "User: Where are its logs stored?" in prompt
+    assert "Rephrase the user's last statement into an independent question or statement." in prompt
+    assert prompt.index("User: And the kernel?") < prompt.index("User: Where are its logs stored?")
+
+
+def test_llm_history_is_cut_to_max_turns():
+    llm = RecordingLLM(prompts=[])
+    history = EN + [user("And the bootloader?"), assistant("GRUB 2 [Source 3].")]
+    LLMQuestionCompleter(llm=llm, max_history_turns=1).complete(history, "Where?")
+    assert "kernel" not in llm.prompts[0]  # the middle turn is cut, the first (the topic) and the last stay
+    assert (
+        "User: Which hypervisor version does the Falcon 3 build server run?\n"
+        "Assistant: Falcon 3 runs Xen 4.14 [Source 1].\n"
+        "User: And the bootloader?\nAssistant: GRUB 2 [Source 3].\n"
+    ) in llm.prompts[0]
+
+
+def test_llm_first_turn_skips_the_llm():
+    llm = RecordingLLM(prompts=[])
+    assert LLMQuestionCompleter(llm=llm).complete([], "Where?") == "Where?"
+    assert llm.prompts == []
+
+
+@pytest.mark.parametrize(
+    "raw, clean",
+    [
+        ('"Where are the Falcon 3 logs stored?"', "Where are the Falcon 3 logs stored?"),
+        ("Question: Where are the Falcon 3 logs stored?", "Where are the Falcon 3 logs stored?"),
+        ("  Rephrased question: „Wo liegen die Logs?“ ", "Wo liegen die Logs?"),
+        ("Frage: Wo liegen die Logs?", "Wo liegen die Logs?"),
+        ("Umformulierte Frage: 'Wo liegen die Logs?'", "Wo liegen die Logs?"),
+        ("Which question: is it?", "Which question: is it?"),
+        ("", ""),
+    ],
+)
+def test_clean_completion(raw, clean):
+    assert clean_completion(raw) == clean
+
+
+def test_llm_output_is_cleaned_and_empty_output_falls_back():
+    quoted = RecordingLLM(prompts=[], reply='Question: "Where are the Falcon 3 logs stored?"\n')
+    assert LLMQuestionCompleter(llm=quoted).complete(EN, "Where?") == "Where are the Falcon 3 logs stored?"
+    empty = RecordingLLM(prompts=[], reply="  \n")
+    assert LLMQuestionCompleter(llm=empty).complete(EN, "Where are its logs?") == "Where are its logs?"
+
+
+def test_llm_async_path_uses_acomplete():
+    llm = RecordingLLM(prompts=[])
+    completed = asyncio.run(LLMQuestionCompleter(llm=llm).acomplete(DE, "Wo liegen dort die Logs?"))
+    assert completed == "What does the Falcon 3 build server log?"
+    assert "User: Welche Hypervisor-Version läuft auf dem Falcon 3 Buildserver?" in llm.prompts[0]
+
+
+# ---------------------------------------------------------------- base class and events
+
+
+def test_events_carry_message_and_completion(events):
+    offline = OfflineQuestionCompleter()
+    completed = offline.complete(EN, "Where are its logs stored?")
+    asyncio.run(offline.acomplete([], "First question?"))
+    LLMQuestionCompleter(llm=RecordingLLM(prompts=[])).complete(EN, "Where?")
+    fired = [e for e in events if isinstance(e, QuestionCompletedEvent)]
+    assert [(e.message, e.completed, e.completer) for e in fired] == [
+        ("Where are its logs stored?", completed, "OfflineQuestionCompleter"),
+        ("First question?", "First question?", "OfflineQuestionCompleter"),
+        ("Where?", "What does the Falcon 3 build server log?", "LLMQuestionCompleter"),
+    ]
+
+
+def test_subclass_implements_only_the_private_hook(events):
+    class Shout(QuestionCompleter):
+        @classmethod
+        def class_name(cls) -> str:
+            return "Shout"
+
+        def _complete(self, history, message):
+            return message.upper()
+
+    assert Shout().complete(EN, "where?") == "WHERE?"
+    assert asyncio.run(Shout().acomplete(EN, "where?")) == "WHERE?"  # default async: a thread
+    assert [e.completer for e in events if isinstance(e, QuestionCompletedEvent)] == ["Shout", "Shout"]
+    with pytest.raises(TypeError):
+        QuestionCompleter()

