@@ -45,9 +45,10 @@ from typing import Any
 
 import bm25s
 import numpy as np
-from bm25s.tokenization import _infer_stopwords
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
 from llama_index.core.storage.docstore.utils import doc_to_json, json_to_doc
+
+from llama_index_ragonite.text import stopword_list
 
 __all__ = ["FORMAT_VERSION", "TOKENIZERS", "LexicalIndex", "LexicalIndexError"]
 
@@ -131,7 +132,7 @@ class LexicalIndex:
         self.tokenizer = tokenizer
         self._stemmer = _make_stemmer(stemmer)
         try:  # fail now, not on the first upsert, if bm25s does not know these stopwords
-            self._stopword_list = _stopword_list(stopwords)
+            self._stopword_list = stopword_list(stopwords)
             self._stopword_set = frozenset(self._stopword_list)
             self._tokenize(["probe"])
         except (TypeError, ValueError) as exc:
@@ -477,18 +478,6 @@ def _best_rows(bm25: bm25s.BM25 | None, query_tokens: list[str], row_rank: np.nd
         rows, row_scores = rows[keep], row_scores[keep]
     order = np.lexsort((row_rank[rows], -row_scores))[:k]
     return [(int(rows[i]), float(row_scores[i])) for i in order]
-
-
-def _stopword_list(stopwords: str | list[str] | None) -> list[str]:
-    """Resolve ``stopwords`` (codes joined by ``+``, one code, a list, None) to one word list."""
-    if stopwords is None:
-        return []
-    if isinstance(stopwords, str):
-        words: list[str] = []
-        for code in stopwords.split("+"):
-            words.extend(_infer_stopwords(code.strip()))
-        return sorted(set(words))
-    return list(stopwords)
 
 
 def _make_stemmer(language: str | None) -> Any:
