@@ -37,6 +37,7 @@ from typing import Any, Callable, Dict, List, Optional
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
 
+from llama_index_ragonite.retrieval.protocols import StoredEmbeddingsRetriever
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 from llama_index_ragonite.explain.attribution import CounterfactualAttributor, SimilarityAttributor
 from llama_index_ragonite.bench.confquestions import Question, load_questions
@@ -252,7 +253,7 @@ def main() -> int:
     questions = load_questions(args.data)[: args.limit]
     store = open_store(args.cache / "retrieval-ALL", args.data)
     retriever = HybridRetriever.from_store(store, k_lexical=10, k_dense=10, top_n=10)
-    lookup = getattr(retriever, "stored_embeddings", None) or chroma_lookup(store)
+    lookup = retriever.stored_embeddings if isinstance(retriever, StoredEmbeddingsRetriever) else chroma_lookup(store)
     embed = CachedEmbedding(store.embed_model)
     llm = make_llm(args.llm, args.api_base)
     texts = page_texts(store)

@@ -12,7 +12,7 @@ benchmark has no assistant answers, so none are given. Page-level P@1 and MRR@10
 by language, turn and question type; McNemar's exact test on P@1.
 
 ``--store`` defaults to the retrieval benchmark's cached ALL store; when that folder is
-missing it is built with the retrieval benchmark's ``build`` (about 7 minutes on 2 cores).
+missing it is built as the retrieval benchmark builds it (``bench.store.build_store``, (about 7 minutes on 2 cores).
 An existing store is opened as is, never re-ingested.
 """
 
@@ -28,35 +28,19 @@ from typing import Callable, Dict, List
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
-from llama_index_ragonite.retrieval.retriever import HybridRetriever
-from llama_index_ragonite import EvidenceContextualizer, OfflineQuestionCompleter
-from llama_index_ragonite.bench.significance import mcnemar as mcnemar_p
+from llama_index_ragonite import OfflineQuestionCompleter
 from llama_index_ragonite.bench.confquestions import Question, load_questions
 from llama_index_ragonite.bench.metrics import gold_keys, mean, mrr_at_k, precision_at_1
-from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.bench.scripts import default_data, finish_report, repository, shown
+from llama_index_ragonite.bench.significance import mcnemar
+from llama_index_ragonite.bench.slices import question_slices
+from llama_index_ragonite.bench.store import ALL_STORE, open_all_store
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from retrieval_confquestions import DEFAULT_DATA, ROOT, build  # noqa: E402
-
-DEFAULT_STORE = ROOT / "benchmarks" / ".cache" / "retrieval-ALL"
+ROOT = repository(__file__)
+DEFAULT_DATA = default_data(ROOT)
+DEFAULT_STORE = ROOT / "benchmarks" / ".cache" / ALL_STORE
 PAPER = {"LLM completion (GPT-4o)": 0.528, "human completion": 0.658}
-
-
-def open_store(store: Path, data: Path) -> EvidenceStore:
-    if store.is_dir():
-        return EvidenceStore(store, contextualizer=EvidenceContextualizer.from_setting("ALL"))
-    if store.name != "retrieval-ALL":
-        raise SystemExit(f"{store} does not exist; only a folder named retrieval-ALL is built automatically")
-    print(f"building {store} (parse, contextualize, embed 215 pages)", file=sys.stderr)
-    return build(data, store.parent, "ALL")[0]
-
-
-def shown(path: Path) -> str:
-    """``path`` relative to the repository when it is inside it."""
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
 
 
 def histories(questions: List[Question]) -> List[List[ChatMessage]]:
@@ -76,15 +60,7 @@ def prefix(history: List[ChatMessage], message: str) -> str:
     return " ".join(asked[:1] + asked[1:][-1:] + [message])
 
 
-SLICES: Dict[str, Callable[[Question], bool]] = {
-    "all": lambda q: True,
-    "en": lambda q: q.lang == "en",
-    "de": lambda q: q.lang == "de",
-    "turn 1": lambda q: q.turn == 1,
-    "turns 2+": lambda q: q.turn > 1,
-    "simple": lambda q: q.q_type == "simple",
-    "complex": lambda q: q.q_type == "complex",
-}
+SLICES = question_slices("all", "en", "de", "turn 1", "turns 2+", "simple", "complex")
 
 
 def moved_on(questions: List[Question]) -> set:
@@ -112,7 +88,7 @@ def main() -> int:
     start = time.perf_counter()
     load_before = os.getloadavg()[0]
     questions = load_questions(args.data)
-    store = open_store(args.store, args.data)
+    store = open_all_store(args.store, args.data)
     retriever = HybridRetriever.from_store(store, k_lexical=10, k_dense=10, top_n=10)
     completer = OfflineQuestionCompleter()
 
@@ -160,7 +136,7 @@ def main() -> int:
         f"Machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"load average {load_before:.1f} at start. Wall time {wall:.0f} s for {len(ranked)} distinct queries "
         f"(completion itself: {completion_ms:.2f} ms per question).",
-        f"Store: `{shown(args.store)}` ({len(store)} evidences); hybrid retriever, 10 lexical + 10 dense"
+        f"Store: `{shown(args.store, ROOT)}` ({len(store)} evidences); hybrid retriever, 10 lexical + 10 dense"
         f"{' + 10 latent-term' if retriever.latent else ''}, RRF, top 10.",
         "",
         "600 questions (300 EN + 300 DE). The completer sees, as history, the previous turns' raw user",
@@ -178,8 +154,8 @@ def main() -> int:
         "",
         '"2+, topic page": follow-ups answered on a gold page of the conversation\'s first turn; '
         '"2+, other page": follow-ups after the conversation moved to another page.',
-        f"McNemar exact p (P@1, 600 paired questions): offline vs raw {mcnemar_p(off, raw):.2g}, "
-        f"offline vs gold {mcnemar_p(off, gold):.2g}.",
+        f"McNemar exact p (P@1, 600 paired questions): offline vs raw {mcnemar(off, raw):.2g}, "
+        f"offline vs gold {mcnemar(off, gold):.2g}.",
         f"Paper (bge-m3 + reranker, GPT-4o): P@1 {PAPER['LLM completion (GPT-4o)']} with LLM completion, "
         f"{PAPER['human completion']} with human completion.",
         "",
@@ -193,11 +169,7 @@ def main() -> int:
         "|---|---:|---|---|",
         *[f"| {q.lang} | {q.turn} | {q.question} | {text} |" for q, text in examples],
     ]
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.out:
-        args.out.write_text(report)
-    return 0
+    return finish_report(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -25,14 +25,16 @@ import sys
 import time
 from pathlib import Path
 
-from llama_index_ragonite import EvidenceContextualizer, HybridRetriever
-from llama_index_ragonite.bench.confquestions import load_corpus, load_questions
-from llama_index_ragonite.index.lexical import LexicalIndex
+from llama_index_ragonite import HybridRetriever
+from llama_index_ragonite.bench.confquestions import load_questions
 from llama_index_ragonite.bench.metrics import gold_keys, mean, mrr_at_k, precision_at_1, recall_at_k
+from llama_index_ragonite.bench.scripts import default_data, finish_report, repository
+from llama_index_ragonite.bench.store import build_store
+from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "datasets" / "confquestions"
+ROOT = repository(__file__)
+DEFAULT_DATA = default_data(ROOT)
 SETTINGS = ("NONE", "TTL", "ALL")
 # hybrid-rrf fuses every ranking the store has: lexical + dense + latent terms + page titles on the
 # embedded default (titles only where the store was built with them as context: TTL, ALL)
@@ -50,17 +52,6 @@ def embedding(name: str):
     from llama_index_ragonite.bench.index import make_embedding
 
     return ("minilm" if name == "minilm" else Path(name).name) + "-", make_embedding(name)
-
-
-def build(data: Path, cache: Path, setting: str, embed_model=None, label: str = ""):
-    """The store for one contextualization, built unless cached; returns (store, seconds per step)."""
-    store = EvidenceStore(
-        cache / f"retrieval-{label}{setting}",
-        embed_model=embed_model,
-        contextualizer=EvidenceContextualizer.from_setting(setting),
-    )
-    report = store.ingest(load_corpus(data), remove_missing=True, show_progress=True)
-    return store, report.seconds if report.nodes_written else {}
 
 
 def evaluate(store: EvidenceStore, questions, latencies: list | None = None, ablations: bool = False):
@@ -178,7 +169,7 @@ def main() -> int:
     load_before = os.getloadavg()[0]
     results, builds, latencies = {}, {}, []
     for setting in SETTINGS:
-        store, timings = build(args.data, args.cache, setting, embed_model, label)
+        store, timings = build_store(args.data, args.cache, setting, embed_model, label)
         builds[setting] = (timings, len(store))
         on_all = setting == "ALL"
         results[setting] = evaluate(store, questions, latencies if on_all else None, ablations=on_all)
@@ -251,11 +242,7 @@ def main() -> int:
         f"p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms (query embedding{' and latent terms' if latent_on else ''} "
         f"+ BM25 + Chroma{' + latent-term search' if latent_on else ''} + RRF).",
     ]
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.out:
-        args.out.write_text(report)
-    return 0
+    return finish_report(lines, args.out)
 
 
 if __name__ == "__main__":

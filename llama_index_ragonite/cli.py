@@ -10,13 +10,13 @@ from typing import List, Optional
 
 from llama_index.core.schema import MetadataMode
 
-from llama_index_ragonite.chat.engine import LLMCallError
 from llama_index_ragonite.chat.chat_store import ChatStoreError, UnknownConversationError
+from llama_index_ragonite.chat.engine import LLMCallError
+from llama_index_ragonite.index.store import StoreError
 from llama_index_ragonite.parsing.contextualizer import SETTINGS, EvidenceContextualizer
 from llama_index_ragonite.parsing.linearize import LINEARIZERS
 from llama_index_ragonite.parsing.loaders import PageLoadError, load_pages
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
-from llama_index_ragonite.index.store import StoreError
 
 
 def _parse_command(args: argparse.Namespace) -> int:
@@ -122,8 +122,8 @@ def _explain(engine, response, chart: Optional[str] = None) -> str:
 
 
 def _chat_engine(args: argparse.Namespace, conversation_id: str):
-    from llama_index_ragonite.chat.engine import RagoniteChatEngine
     from llama_index_ragonite.chat.chat_store import SQLiteChatStore
+    from llama_index_ragonite.chat.engine import RagoniteChatEngine
 
     chats = SQLiteChatStore(args.conversations or Path(args.store) / "conversations.sqlite")
     engine = RagoniteChatEngine.from_store(args.store, chat_store=chats, conversation_id=conversation_id)

@@ -20,11 +20,19 @@ class StoreError(RagoniteError, RuntimeError):
     """The store folder cannot be used as asked (the message says why and what to do)."""
 
 
-class StoreCorruptError(StoreError, ValueError):
+class StoreFileError(StoreError, ValueError):
+    """A persisted file or folder of the store cannot be read or written as asked.
+
+    Base of the corrupt and version errors (``LexicalIndexError`` is this class); raised as
+    itself when writing would overwrite a folder that holds something else.
+    """
+
+
+class StoreCorruptError(StoreFileError):
     """A persisted file of the store is missing, truncated, fails its checksum or does not parse."""
 
 
-class StoreVersionError(StoreError, ValueError):
+class StoreVersionError(StoreFileError):
     """A persisted file was written in a format this code cannot read (usually a newer one)."""
 
 

@@ -1,22 +1,27 @@
-"""One rule for the words of a text: stopword lists, and which language a short question is in.
+"""One rule for the words of a text: stopword lists, which words carry content, and which
+language a short question is in.
 
 Every stage that needs either asks here: the lexical index (which words BM25 drops), the
-retriever (is the question in the corpus language?), the question completer and the offline
-answerer (which words carry content). The lists are bm25s's public NLTK-derived ones.
+retriever, the question completer and the offline answerer (is the question in the corpus'
+or the sources' language? ``detect_language``; which words carry content? ``content_words``).
+The lists are bm25s's public NLTK-derived ones; the two small word sets below add what they
+lack for questions and conversations.
 
 Language is told from function words (no model, deterministic). On ConfQuestions' 600 completed
-questions the stopword vote picks the right language for 98.5%.
+questions the stopword vote picks the right language for 98.5% (raw turns: 587 of 600).
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import FrozenSet, List, Sequence, Union
+from typing import FrozenSet, Iterable, List, Optional, Sequence, Union
 
 from bm25s import stopwords as _lists
 
 _WORD = re.compile(r"\w+")
+# Identifiers stay whole: "9.0.2", "OXT-243", "DISTRO_FEATURE", "TXT-Testing".
+_TERM = re.compile(r"\w+(?:[.\-_/]\w+)*")
 
 STOPWORD_LISTS = {
     "en": _lists.STOPWORDS_EN,
@@ -67,8 +72,56 @@ def words(text: str) -> List[str]:
     return _WORD.findall(text.lower())
 
 
-def detect_language(text: str, languages: Sequence[str] = ("en", "de")) -> str:
-    """The language in ``languages`` whose stopwords occur most often in ``text``; ties go to the first."""
+def detect_language(text: str, languages: Sequence[str] = ("en", "de"), tie: Optional[str] = None) -> str:
+    """The language in ``languages`` whose stopwords occur most often in ``text``.
+
+    Ties go to the first of the tied languages, or to ``tie`` when given: the retriever must
+    pick a side, the answerer abstains (``tie=""``) rather than guess.
+    """
     tokens = words(text)
     counts = [sum(word in stopwords(lang) for word in tokens) for lang in languages]
-    return languages[counts.index(max(counts))]
+    best = max(counts)
+    if tie is not None and counts.count(best) > 1:
+        return tie
+    return languages[counts.index(best)]
+
+
+# ---------------------------------------------------------------------- content words
+
+# Questions and conversations come in English and German (ConfQuestions asks in both), so the
+# content-word rule drops the function words of both, whatever the question's language.
+CONTENT_STOPWORDS = "en_plus+de"
+# Interrogatives and auxiliaries the stock lists lack: they shape a question, not its answer.
+QUESTION_WORDS = frozenset(
+    "whose many much wer wen wem wessen wann warum wieso weshalb viele wieviel wieviele gibt gab wurde wurden worden".split()
+)
+# Conversational filler, English and German: never what a follow-up's topic is ("tell me",
+# "thanks", "übrigens", "erzähl mal"), so the question completer does not carry it over.
+CONVERSATION_WORDS = frozenset(
+    """actually another anything anyway back benutzt bit bitte coming could dabei dafür daran darauf darf darüber
+    davon denke done dürfen eigentlich eingesetzt erfahren erzähl erzähle even genutzt gern gerne get give glaube
+    got guess interessiert interested ja know konnte like lot made mag make mal may mehr mention mentioned might
+    must möchte müssen neben need nein nenne nennen oh ok okay one ones please really sag sage sagen scheint schon
+    seem seemed seems seid seit shall show something still sollen tell thank thanks thing things think tun us use
+    used using verwendet want wanted way weiß well whether wissen wodurch wofür woher wohin womit worauf worüber
+    would wozu yes zurück übrigens""".split()
+)
+
+
+@lru_cache(maxsize=64)
+def _dropped(extra: FrozenSet[str]) -> FrozenSet[str]:
+    return stopwords(CONTENT_STOPWORDS) | extra
+
+
+def content_words(text: str, extra: Iterable[str] = (), *, whole_identifiers: bool = False) -> List[str]:
+    """The words of ``text`` that carry content: no English or German stopword, no word in
+    ``extra`` (case-insensitive), no single letter (single digits stay), no bare underscores.
+
+    ``whole_identifiers=False`` gives lower-cased ``\\w+`` words, for matching; ``True`` gives
+    the tokens as written with identifiers kept whole ("OXT-243", "9.0.2"), for quoting them
+    into a query. Callers that also drop question words or conversational filler pass
+    ``QUESTION_WORDS`` / ``CONVERSATION_WORDS`` as ``extra``.
+    """
+    drop = _dropped(extra if isinstance(extra, frozenset) else frozenset(w.lower() for w in extra))
+    tokens = _TERM.findall(text) if whole_identifiers else words(text)
+    return [t for t in tokens if t.lower() not in drop and (len(t) > 1 or t.isdigit()) and t.strip("_")]

@@ -9,7 +9,7 @@ import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, List
+from typing import Any, Iterator, List, Optional
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import CompletionResponse, CompletionResponseGen, LLMMetadata
@@ -92,12 +92,19 @@ class KeywordLLM(CustomLLM):
 
     Prompts without ``### Source i ###`` blocks (stock LlamaIndex prompts): the line holding it.
 
+    ``ignore_case``: match the keyword in any case. ``fixed_answer``: answer this (cited by the
+    first matching source) instead of the source's text, so the answer survives while any
+    matching source remains. ``fail_on``: raise on prompts containing that text.
     ``fail_without``: raise whenever no source contains that text (a flaky cluster).
-    ``delay``: async latency, to observe how many calls run at once.
+    ``delay``: async latency, to observe how many calls run at once (``max_in_flight``).
+    ``prompts``: every prompt seen.
     """
 
     keyword: str = "8443"
-    fail_without: Any = None
+    ignore_case: bool = False
+    fixed_answer: Optional[str] = None
+    fail_on: Optional[str] = None
+    fail_without: Optional[str] = None
     delay: float = 0.0
     prompts: List[str] = []
     in_flight: int = 0
@@ -107,16 +114,21 @@ class KeywordLLM(CustomLLM):
     def metadata(self) -> LLMMetadata:
         return LLMMetadata(model_name="keyword")
 
+    def _matches(self, text: str) -> bool:
+        return self.keyword.lower() in text.lower() if self.ignore_case else self.keyword in text
+
     def _text(self, prompt: str) -> str:
         self.prompts.append(prompt)
+        if self.fail_on is not None and self.fail_on in prompt:
+            raise RuntimeError(f"cannot answer prompts with {self.fail_on!r}")
         sources = parse_prompt(prompt).sources
         if self.fail_without is not None and not any(self.fail_without in s.evidence for s in sources):
             raise TimeoutError("stub timed out")
         for s in sources:
-            if self.keyword in s.evidence:
-                return f"{s.evidence} [Source {s.number}]"
+            if self._matches(s.evidence):
+                return f"{self.fixed_answer or s.evidence} [Source {s.number}]"
         if not sources:  # a stock prompt without numbered sources: quote the line
-            return next((line.strip() for line in prompt.splitlines() if self.keyword in line), OUT_OF_SCOPE)
+            return next((line.strip() for line in prompt.splitlines() if self._matches(line)), OUT_OF_SCOPE)
         return OUT_OF_SCOPE
 
     @llm_completion_callback()

@@ -14,23 +14,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms.llm import LLM
+from llama_index.core.schema import Document
 
 from llama_index_ragonite.bench import report
 from llama_index_ragonite.bench.attribution import METHODS, attribution_hook
 from llama_index_ragonite.bench.config import PRESETS, BenchConfig, base_config, expand
+from llama_index_ragonite.bench.confquestions import Question, load_corpus, load_questions
 from llama_index_ragonite.bench.embed_cache import EmbeddingCache
 from llama_index_ragonite.bench.index import BenchIndex, index_folder_name, make_embedding
+from llama_index_ragonite.bench.provenance import command_line, git_commit, machine
 from llama_index_ragonite.bench.runner import AttributionHook, ConfigRun, finished, run_config
-from llama_index_ragonite.bench.confquestions import load_corpus, load_questions
 
 DEFAULT_DATA = Path("../shared/datasets/confquestions")
 DEFAULT_CACHE = Path.home() / ".cache" / "ragonite-bench"
@@ -73,59 +74,124 @@ def run_benchmark(
     the configurations answered in this call, with the run's LLM, embedding model and index vectors.
     """
     base = base or base_config()
-    configs = expand(list(presets), base)
-    if only:
-        unknown = set(only) - {c.name(base) for c in configs}
-        if unknown:
-            raise ValueError(f"--only {sorted(unknown)}: not among {[c.name(base) for c in configs]}")
-        configs = [c for c in configs if c == base or c.name(base) in only]
+    configs = selected_configs(presets, base, only)
     documents = load_corpus(data)
-    questions = load_questions(data)
-    if limit is not None:
-        keep = list(dict.fromkeys(q.conv_id for q in questions))[:limit]
-        questions = [q for q in questions if q.conv_id in keep]
+    questions = first_conversations(load_questions(data), limit)
     cache = Path(cache or DEFAULT_CACHE)
-    embeddings = EmbeddingCache(cache / "embeddings.sqlite")
-    models: Dict[str, BaseEmbedding] = {}
-    llm = llm if llm is not None else make_llm(base.llm)
+    session = _Session(
+        out=out,
+        documents=documents,
+        questions=questions,
+        cache=cache,
+        embeddings=EmbeddingCache(cache / "embeddings.sqlite"),
+        llm=llm if llm is not None else make_llm(base.llm),
+        judge_llm=judge_llm,
+        embed_model=embed_model,
+        attribute=attribute,
+        attributions=attributions,
+        show_progress=show_progress,
+    )
     records: Dict[str, List[dict]] = {}
     timings: Dict[str, dict] = {}
     for config in configs:
         name = config.name(base)
-        run = ConfigRun(out / "runs" / _slug(name), config, name)
+        records[name], timings[name] = session.run(config, name)
+    session.embeddings.close()
+    summary = summarize_runs(configs, base, records, timings, baseline)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / SUMMARY).write_text(json.dumps(summary, indent=1, sort_keys=True))
+    return summary
+
+
+def selected_configs(presets: Sequence[str], base: BenchConfig, only: Optional[Sequence[str]]) -> List[BenchConfig]:
+    """The configurations the presets need, base first; with ``only``, just those named (and the base)."""
+    configs = expand(list(presets), base)
+    if not only:
+        return configs
+    unknown = set(only) - {c.name(base) for c in configs}
+    if unknown:
+        raise ValueError(f"--only {sorted(unknown)}: not among {[c.name(base) for c in configs]}")
+    return [c for c in configs if c == base or c.name(base) in only]
+
+
+def first_conversations(questions: List[Question], limit: Optional[int]) -> List[Question]:
+    """The questions of the first ``limit`` conversations (both languages); all when ``limit`` is None."""
+    if limit is None:
+        return questions
+    keep = list(dict.fromkeys(q.conv_id for q in questions))[:limit]
+    return [q for q in questions if q.conv_id in keep]
+
+
+@dataclass
+class _Session:
+    """What every configuration of one invocation shares: data, caches, models, options."""
+
+    out: Path
+    documents: List[Document]
+    questions: List[Question]
+    cache: Path
+    embeddings: EmbeddingCache
+    llm: Optional[LLM]
+    judge_llm: Optional[LLM]
+    embed_model: Optional[BaseEmbedding]  # overrides the configurations' models when given
+    attribute: Optional[AttributionHook]
+    attributions: Sequence[str]
+    show_progress: bool
+    models: Dict[str, BaseEmbedding] = field(default_factory=dict)
+
+    def run(self, config: BenchConfig, name: str) -> Tuple[List[dict], dict]:
+        """(records, timing) of one configuration, answering only what its run folder lacks."""
+        run = ConfigRun(self.out / "runs" / _slug(name), config, name)
         timing_file = run.folder / "timing.json"
-        recs = finished(run, questions)
-        if recs is None or not timing_file.exists():  # something to answer: build or load the index
-            if embed_model is None and config.embedding not in models:  # load each model once
-                models[config.embedding] = make_embedding(config.embedding)
-            model = embed_model or models[config.embedding]
-            start = time.perf_counter()
-            folder = cache / "indexes" / index_folder_name(config)
-            index = BenchIndex.build(documents, config, model, embeddings, folder)
-            timing = {"evidences": len(index), "index_s": round(time.perf_counter() - start, 1)}
-            timing_file.write_text(json.dumps(timing))
-            retriever = index.retriever()
-            hook = attribute
-            if hook is None and attributions:
-                hook = attribution_hook(attributions, llm, model, retriever.stored_embeddings)
-            recs = run_config(run, questions, retriever, llm, judge_llm, hook, show_progress)
-        records[name] = recs
-        seconds = [r["seconds"] for r in recs]
-        timings[name] = {**json.loads(timing_file.read_text()), "answer_s_mean": sum(seconds) / len(seconds)}
-    embeddings.close()
+        records = finished(run, self.questions)
+        if records is None or not timing_file.exists():  # something to answer: build or load the index
+            records = self._answer(run, timing_file)
+        seconds = [r["seconds"] for r in records]
+        return records, {**json.loads(timing_file.read_text()), "answer_s_mean": sum(seconds) / len(seconds)}
+
+    def _answer(self, run: ConfigRun, timing_file: Path) -> List[dict]:
+        config = run.config
+        model = self._embedding(config.embedding)
+        start = time.perf_counter()
+        folder = self.cache / "indexes" / index_folder_name(config)
+        index = BenchIndex.build(self.documents, config, model, self.embeddings, folder)
+        timing = {"evidences": len(index), "index_s": round(time.perf_counter() - start, 1)}
+        timing_file.write_text(json.dumps(timing))
+        retriever = index.retriever()
+        hook = self.attribute
+        if hook is None and self.attributions:
+            hook = attribution_hook(self.attributions, self.llm, model, retriever.stored_embeddings)
+        return run_config(run, self.questions, retriever, self.llm, self.judge_llm, hook, self.show_progress)
+
+    def _embedding(self, name: str) -> BaseEmbedding:
+        """The override model, else each named model loaded once per invocation."""
+        if self.embed_model is not None:
+            return self.embed_model
+        if name not in self.models:
+            self.models[name] = make_embedding(name)
+        return self.models[name]
+
+
+def summarize_runs(
+    configs: Sequence[BenchConfig],
+    base: BenchConfig,
+    records: Dict[str, List[dict]],
+    timings: Dict[str, dict],
+    baseline: str,
+) -> Dict[str, dict]:
+    """Per configuration: its settings, metrics by slice, p-values against ``baseline`` and timing."""
     if baseline not in records:
         raise ValueError(f"Baseline {baseline!r} is not among the runs {sorted(records)}")
-    summary = {}
-    for name, recs in records.items():
-        summary[name] = {
-            "config": configs[[c.name(base) for c in configs].index(name)].to_dict(),
+    by_name = {c.name(base): c for c in configs}
+    return {
+        name: {
+            "config": by_name[name].to_dict(),
             "slices": report.summarize(recs),
             "p_values": report.significance(recs, records[baseline]) if name != baseline else {},
             "timing": timings[name],
         }
-    out.mkdir(parents=True, exist_ok=True)
-    (out / SUMMARY).write_text(json.dumps(summary, indent=1, sort_keys=True))
-    return summary
+        for name, recs in records.items()
+    }
 
 
 def _slug(name: str) -> str:
@@ -147,18 +213,6 @@ def compare(summary: Dict[str, dict], other: Path) -> List[str]:
             if summary[name][part] != theirs[name][part]:
                 diffs.append(f"{name}: {part} differ")
     return diffs
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores (nproc), {cpu}, Python {platform.python_version()}, {platform.system()}"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -185,24 +239,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
-def command_line(args: argparse.Namespace) -> str:
-    """The command as typed, rebuilt from the parsed arguments (for the report)."""
-    parts = [getattr(args, "prog", "ragonite bench")]
-    for key, value in vars(args).items():
-        if key in ("func", "prog", "command") or value in (None, False, []):
-            continue
-        flag = "--" + key.replace("_", "-")
-        for item in value if isinstance(value, list) else [value]:
-            parts += [flag] if item is True else [flag, str(item)]
-    return " ".join(parts)
-
-
 def run(args: argparse.Namespace) -> int:
+    """``ragonite bench``: run the presets, then write the report; 1 when ``--compare`` finds differences."""
     start, load = time.perf_counter(), os.getloadavg()[0]
-    base = base_config(args.llm, args.embedding)
-    for item in args.set:
-        key, _, value = item.partition("=")
-        base = base.with_setting(key.strip(), value.strip())
+    base = _base_from_args(args)
     summary = run_benchmark(
         args.data,
         args.out,
@@ -216,57 +256,69 @@ def run(args: argparse.Namespace) -> int:
         show_progress=not args.quiet,
         only=args.only,
     )
-    wall = time.perf_counter() - start
-    command = command_line(args)
+    header = report_header(args, base, summary, time.perf_counter() - start, load)
+    diffs = compare(summary, args.compare) if args.compare else []
+    if args.compare:
+        header += ["", determinism_line(args.compare, summary, diffs)]
+    write_report(args, base, summary, header)
+    return 1 if diffs else 0
+
+
+def _base_from_args(args: argparse.Namespace) -> BenchConfig:
+    base = base_config(args.llm, args.embedding)
+    for item in args.set:
+        key, _, value = item.partition("=")
+        base = base.with_setting(key.strip(), value.strip())
+    return base
+
+
+def _log_invocation(args: argparse.Namespace, wall: float, load: float) -> List[float]:
+    """Append this invocation to ``OUT/invocations.jsonl``; returns the wall times of all logged ones."""
     log = args.out / "invocations.jsonl"  # every invocation that wrote into this run folder
     with open(log, "a") as handle:
-        handle.write(json.dumps({"command": command, "wall_s": round(wall, 1), "load": load}) + "\n")
-    walls = [json.loads(line)["wall_s"] for line in log.read_text().splitlines() if line.strip()]
+        handle.write(json.dumps({"command": command_line(args), "wall_s": round(wall, 1), "load": load}) + "\n")
+    return [json.loads(line)["wall_s"] for line in log.read_text().splitlines() if line.strip()]
+
+
+def report_header(
+    args: argparse.Namespace, base: BenchConfig, summary: Dict[str, dict], wall: float, load: float
+) -> List[str]:
+    """The report's opening lines: command, machine, wall times, base configuration, commit."""
+    walls = _log_invocation(args, wall, load)
     n = summary[args.baseline]["slices"]["all"]["n"]
-    header = [
+    return [
         f"# ConfQuestions benchmark ({base.embedding} embeddings, {base.llm} answers)",
         "",
-        f"Command: `{command}`  ",
+        f"Command: `{command_line(args)}`  ",
         f"Machine: {machine()}; load average {load:.1f} at start.  ",
         f"Wall time: {wall:.0f} s for {len(summary)} configurations x {n} questions in this invocation; "
         f"{sum(walls):.0f} s summed over the {len(walls)} invocation(s) that wrote this run folder "
         "(listed in OUT/invocations.jsonl; invocations with disjoint presets may run in parallel).  ",
         f"Base configuration: {report.describe(base)}.  ",
-        f"Commit (HEAD when this report was written): {_git_commit()}.",
+        f"Commit (HEAD when this report was written): {git_commit()}.",
     ]
-    if args.compare:
-        diffs = compare(summary, args.compare)
-        header += [
-            "",
-            f"Determinism: compared with the run in `{args.compare}`: "
-            + (
-                f"every metric and p-value of the {len(summary)} configurations is identical."
-                if not diffs
-                else "DIFFERENCES: " + "; ".join(diffs)
-            ),
-        ]
+
+
+def determinism_line(other: Path, summary: Dict[str, dict], diffs: List[str]) -> str:
+    return f"Determinism: compared with the run in `{other}`: " + (
+        f"every metric and p-value of the {len(summary)} configurations is identical."
+        if not diffs
+        else "DIFFERENCES: " + "; ".join(diffs)
+    )
+
+
+def write_report(args: argparse.Namespace, base: BenchConfig, summary: Dict[str, dict], header: List[str]) -> Path:
+    """The markdown report and its plots in ``--report`` (default: ``--out``); printed too."""
     folder = args.report or args.out
     folder.mkdir(parents=True, exist_ok=True)
     images = report.plots(summary, base, folder, args.name)
     groups = [group for preset in args.preset or ["default"] for group in PRESETS[preset]]
     text = report.markdown(summary, base, header, args.baseline, images, groups)
-    (folder / f"{args.name}.md").write_text(text)
+    path = folder / f"{args.name}.md"
+    path.write_text(text)
     print(text)
-    print(f"report: {folder / (args.name + '.md')}", file=sys.stderr)
-    return 0 if not args.compare or not compare(summary, args.compare) else 1
-
-
-def _git_commit() -> str:
-    try:
-        here = Path(__file__).resolve().parent
-        return (
-            subprocess.run(
-                ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
-            ).stdout.strip()
-            or "unknown"
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+    print(f"report: {path}", file=sys.stderr)
+    return path
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: str = "ragonite bench", **defaults) -> int:

@@ -14,10 +14,11 @@ import hashlib
 import json
 import sqlite3
 from pathlib import Path
-from typing import List, Sequence, Union
+from typing import Any, Dict, List, Sequence, Union
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import PrivateAttr
 
 _IGNORED_FIELDS = {"embed_batch_size", "num_workers", "num_threads", "class_name", "callback_manager"}
 
@@ -99,3 +100,46 @@ def texts_missing(cache: EmbeddingCache, model: BaseEmbedding, texts: Sequence[s
     shas = [_sha(t) for t in texts]
     found = cache._lookup(model_key(model), "text", shas)
     return [t for s, t in dict(zip(shas, texts)).items() if s not in found]
+
+
+class CachedEmbedding(BaseEmbedding):
+    """Delegates to ``inner`` and remembers every vector by (kind, text) for the run, in memory.
+
+    Why: several attributors explaining the same answer embed the same answer texts; the
+    vectors are the inner model's, so results do not change.
+    """
+
+    _inner: BaseEmbedding = PrivateAttr()
+    _cache: Dict[tuple, List[float]] = PrivateAttr(default_factory=dict)
+
+    def __init__(self, inner: BaseEmbedding, **kwargs: Any) -> None:
+        super().__init__(model_name=getattr(inner, "model_name", "cached"), embed_batch_size=64, **kwargs)
+        self._inner = inner
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "CachedEmbedding"
+
+    def _texts(self, texts: List[str]) -> List[List[float]]:
+        missing = list(dict.fromkeys(t for t in texts if ("text", t) not in self._cache))
+        if missing:
+            for t, v in zip(missing, self._inner.get_text_embedding_batch(missing)):
+                self._cache[("text", t)] = v
+        return [self._cache[("text", t)] for t in texts]
+
+    def _get_text_embedding(self, text: str) -> List[float]:
+        return self._texts([text])[0]
+
+    def _get_text_embeddings(self, texts: List[str]) -> List[List[float]]:
+        return self._texts(texts)
+
+    async def _aget_text_embeddings(self, texts: List[str]) -> List[List[float]]:
+        return self._texts(texts)
+
+    def _get_query_embedding(self, query: str) -> List[float]:
+        if ("query", query) not in self._cache:
+            self._cache[("query", query)] = self._inner.get_query_embedding(query)
+        return self._cache[("query", query)]
+
+    async def _aget_query_embedding(self, query: str) -> List[float]:
+        return self._get_query_embedding(query)

@@ -22,8 +22,8 @@ from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeWithSc
 
 from llama_index_ragonite.bench.config import CORPORA, BenchConfig
 from llama_index_ragonite.bench.embed_cache import EmbeddingCache, model_key
-from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.index.lexical import LexicalIndex
+from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 

@@ -8,12 +8,14 @@ questions both answered: McNemar for 0/1 metrics, one-tailed paired t-test for g
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from llama_index_ragonite.bench.config import GROUPS, BenchConfig, Row, available
-from llama_index_ragonite.bench.significance import mark, mcnemar, paired_t_one_tailed
 from llama_index_ragonite.bench.metrics import gold_keys, page_key
+from llama_index_ragonite.bench.significance import mark, mcnemar, paired_t_one_tailed
+from llama_index_ragonite.bench.slices import RECORD_SLICES
 
 METRICS = {  # key -> (column label, binary?)
     "p1": ("P@1", True),
@@ -24,18 +26,6 @@ METRICS = {  # key -> (column label, binary?)
     "out_of_scope": ("out of scope", True),
     "relevance": ("answer relevance (judge)", False),
 }
-SLICES: List[Tuple[str, Callable[[dict], bool]]] = [
-    ("all", lambda r: True),
-    ("simple", lambda r: r["q_type"] == "simple"),
-    ("complex", lambda r: r["q_type"] == "complex"),
-    ("passage", lambda r: r["source"] == "passage"),
-    ("list", lambda r: r["source"] == "list"),
-    ("table", lambda r: r["source"] == "table"),
-    ("EN", lambda r: r["lang"] == "en"),
-    ("DE", lambda r: r["lang"] == "de"),
-    *[(f"turn {t}", lambda r, t=t: r["turn"] == t) for t in range(1, 6)],
-    ("turns 6-10", lambda r: r["turn"] >= 6),
-]
 
 
 def _mean(values: Sequence[float]) -> Optional[float]:
@@ -59,7 +49,7 @@ def summarize(records: Sequence[dict]) -> Dict[str, Dict[str, Optional[float]]]:
     """slice -> metric -> mean (None when no record of the slice has the metric); plus ``n`` per slice."""
     keys = sorted({k for r in records for k, v in scores(r).items() if v is not None})
     out = {}
-    for name, keep in SLICES:
+    for name, keep in RECORD_SLICES:
         part = [r for r in records if keep(r)]
         out[name] = {"n": len(part), **{k: _mean([scores(r).get(k) for r in part]) for k in keys}}
     return out
@@ -128,7 +118,7 @@ def metric_table(
 
 
 def slice_table(rows: List[Tuple[str, str]], summary: Dict[str, dict], metric: str, baseline: str) -> List[str]:
-    names = [name for name, _ in SLICES]
+    names = [name for name, _ in RECORD_SLICES]
     first = next(iter(summary.values()))
     header = " | ".join(f"{n} ({first['slices'][n]['n']})" for n in names)
     lines = [f"| setting | {header} |", "|---|" + "---:|" * len(names)]
@@ -157,8 +147,19 @@ def markdown(
     groups: Optional[Sequence[str]] = None,
 ) -> str:
     """The report; ``groups``: the row groups to show (default: those with a run besides the base)."""
-    lines = list(header)
-    lines += [
+    lines = [*header, *_headline(summary, baseline)]
+    for group in GROUPS:
+        lines += _group_section(group, base, summary, baseline, groups)
+    if "default" in summary:
+        lines += _base_slices_section(summary["default"])
+    lines += _runs_section(summary)
+    for title, file in plots:
+        lines += ["", f"![{title}]({file})"]
+    return "\n".join(lines) + "\n"
+
+
+def _headline(summary: Dict[str, dict], baseline: str) -> List[str]:
+    return [
         "",
         f"`*`: significantly different from the baseline configuration `{baseline}` (p < 0.05; McNemar's exact "
         "test for P@1 and the out-of-scope rate, one-tailed paired t-test for graded scores). "
@@ -169,53 +170,82 @@ def markdown(
         "",
         *metric_table([("base configuration", "default", GROUPS["context"][1][-1])], summary, baseline),
     ]
-    for group, (title, _) in GROUPS.items():
-        rows = group_rows(group, base, summary)
-        shown = group in groups if groups is not None else any(name not in (None, "default") for _, name, _ in rows)
-        if not shown:
-            continue
-        lines += ["", f"## {title}", "", *metric_table(rows, summary, baseline)]
-        if group == "context":
-            ran = [(label, name) for label, name, _ in rows if name]
-            for metric in ("p1", "token_recall"):
-                lines += ["", f"{_label(metric)} by slice:", "", *slice_table(ran, summary, metric, baseline)]
-    if "default" in summary:
-        turns = [f"turn {t}" for t in range(1, 6)] + ["turns 6-10"]
-        run = summary["default"]["slices"]
-        cols = [c for c in _columns({"default": summary["default"]}) if c in METRICS]
-        lines += [
-            "",
-            "## Table 4: turns (base configuration, by position in the conversation)",
-            "",
-            "| turn | questions | " + " | ".join(_label(c) for c in cols) + " |",
-            "|---|---:|" + "---:|" * len(cols),
-            *[f"| {t} | {run[t]['n']} | " + " | ".join(_fmt(run[t].get(c)) for c in cols) + " |" for t in turns],
-            "",
-            "## All slices of the base configuration",
-            "",
-            "| slice | questions | " + " | ".join(_label(c) for c in cols) + " |",
-            "|---|---:|" + "---:|" * len(cols),
-            *[f"| {s} | {run[s]['n']} | " + " | ".join(_fmt(run[s].get(c)) for c in cols) + " |" for s, _ in SLICES],
-        ]
+
+
+def _group_section(
+    group: str, base: BenchConfig, summary: Dict[str, dict], baseline: str, groups: Optional[Sequence[str]]
+) -> List[str]:
+    """One paper row group's table (the context group adds P@1 and token recall by slice); [] when not shown."""
+    rows = group_rows(group, base, summary)
+    shown = group in groups if groups is not None else any(name not in (None, "default") for _, name, _ in rows)
+    if not shown:
+        return []
+    lines = ["", f"## {GROUPS[group][0]}", "", *metric_table(rows, summary, baseline)]
+    if group == "context":
+        ran = [(label, name) for label, name, _ in rows if name]
+        for metric in ("p1", "token_recall"):
+            lines += ["", f"{_label(metric)} by slice:", "", *slice_table(ran, summary, metric, baseline)]
+    return lines
+
+
+def _base_slices_section(default: dict) -> List[str]:
+    """The base configuration by turn (Table 4's turns group) and by every slice."""
+    cols = [c for c in _columns({"default": default}) if c in METRICS]
+    turns = [f"turn {t}" for t in range(1, 6)] + ["turns 6-10"]
+    return [
+        "",
+        "## Table 4: turns (base configuration, by position in the conversation)",
+        "",
+        *_slice_rows("turn", turns, default["slices"], cols),
+        "",
+        "## All slices of the base configuration",
+        "",
+        *_slice_rows("slice", [s for s, _ in RECORD_SLICES], default["slices"], cols),
+    ]
+
+
+def _slice_rows(first: str, names: Sequence[str], slices: Dict[str, dict], cols: Sequence[str]) -> List[str]:
+    return [
+        f"| {first} | questions | " + " | ".join(_label(c) for c in cols) + " |",
+        "|---|---:|" + "---:|" * len(cols),
+        *[f"| {s} | {slices[s]['n']} | " + " | ".join(_fmt(slices[s].get(c)) for c in cols) + " |" for s in names],
+    ]
+
+
+def _runs_section(summary: Dict[str, dict]) -> List[str]:
     timed = [(name, run["timing"]) for name, run in summary.items() if run.get("timing")]
-    if timed:
-        lines += [
-            "",
-            "## Runs",
-            "",
-            "| configuration | evidences | index build or load (s) | seconds per question |",
-            "|---|---:|---:|---:|",
-            *[f"| {n} | {t['evidences']} | {t['index_s']:.1f} | {t['answer_s_mean']:.3f} |" for n, t in timed],
-            "",
-            "Seconds per question: the whole turn (completion, retrieval, answer) as recorded when each question "
-            "was answered; the machine was shared with other jobs, so times are indicative only.",
-        ]
-    for title, file in plots:
-        lines += ["", f"![{title}]({file})"]
-    return "\n".join(lines) + "\n"
+    if not timed:
+        return []
+    return [
+        "",
+        "## Runs",
+        "",
+        "| configuration | evidences | index build or load (s) | seconds per question |",
+        "|---|---:|---:|---:|",
+        *[f"| {n} | {t['evidences']} | {t['index_s']:.1f} | {t['answer_s_mean']:.3f} |" for n, t in timed],
+        "",
+        "Seconds per question: the whole turn (completion, retrieval, answer) as recorded when each question "
+        "was answered; the machine was shared with other jobs, so times are indicative only.",
+    ]
 
 
 # ----------------------------------------------------------------------------- plots
+
+
+@dataclass
+class _BarChart:
+    """Grouped bars: one group per x label, one bar per series."""
+
+    title: str  # above the bars
+    caption: str  # in the markdown report
+    file: str  # name suffix, after the report's prefix
+    labels: List[str]
+    series: List[Tuple[str, List[float]]]
+    width: float
+    figsize: Tuple[float, float]
+    ylim: float
+    legend: Dict[str, object]
+    tick_size: Optional[int] = None
 
 
 def plots(summary: Dict[str, dict], base: BenchConfig, folder: Path, prefix: str = "confquestions") -> List[tuple]:
@@ -227,46 +257,63 @@ def plots(summary: Dict[str, dict], base: BenchConfig, folder: Path, prefix: str
         import matplotlib.pyplot as plt
     except ImportError:
         return []
-    out = []
+    charts = []
     if "default" in summary:
-        run = summary["default"]["slices"]
-        names = [n for n, _ in SLICES]
-        fig, ax = plt.subplots(figsize=(11, 3.6))
-        width = 0.4
-        for i, (key, label) in enumerate((("p1", "P@1"), ("token_recall", "token recall"))):
-            ax.bar(
-                [x + (i - 0.5) * width for x in range(len(names))],
-                [run[n].get(key) or 0 for n in names],
-                width,
-                label=label,
-            )
-        ax.set_xticks(range(len(names)), [f"{n}\n({run[n]['n']})" for n in names], fontsize=8)
-        ax.set_ylim(0, 1.1)
-        ax.set_title("Base configuration by slice")
-        ax.legend(loc="upper right", ncol=2, fontsize=8)
-        fig.tight_layout()
-        file = f"{prefix}_slices.png"
-        fig.savefig(folder / file, dpi=110)
-        plt.close(fig)
-        out.append(("Base configuration by slice", file))
+        charts.append(_slice_chart(summary["default"]["slices"]))
     rows = [(label, name, paper) for label, name, paper in group_rows("context", base, summary) if name]
     if len(rows) > 1:
-        fig, ax = plt.subplots(figsize=(7, 3.6))
-        width = 0.27
-        series = [
+        charts.append(_context_chart(rows, summary))
+    return [(chart.caption, _draw(plt, chart, folder, f"{prefix}_{chart.file}")) for chart in charts]
+
+
+SLICE_BARS = (("p1", "P@1"), ("token_recall", "token recall"))
+
+
+def _slice_chart(run: Dict[str, dict]) -> _BarChart:
+    names = [n for n, _ in RECORD_SLICES]
+    return _BarChart(
+        title="Base configuration by slice",
+        caption="Base configuration by slice",
+        file="slices.png",
+        labels=[f"{n}\n({run[n]['n']})" for n in names],
+        series=[(label, [run[n].get(key) or 0 for n in names]) for key, label in SLICE_BARS],
+        width=0.4,
+        figsize=(11, 3.6),
+        ylim=1.1,
+        legend={"loc": "upper right", "ncol": 2, "fontsize": 8},
+        tick_size=8,
+    )
+
+
+def _context_chart(rows: List[tuple], summary: Dict[str, dict]) -> _BarChart:
+    return _BarChart(
+        title="Evidence contextualization (Table 2)",
+        caption="Evidence contextualization",
+        file="contextualization.png",
+        labels=[label for label, _, _ in rows],
+        series=[
             ("P@1 (ours)", [summary[n]["slices"]["all"]["p1"] for _, n, _ in rows]),
             ("token recall (ours)", [summary[n]["slices"]["all"].get("token_recall") or 0 for _, n, _ in rows]),
             ("P@1 (paper)", [p.paper_p1 or 0 for _, _, p in rows]),
-        ]
-        for i, (label, values) in enumerate(series):
-            ax.bar([x + (i - 1) * width for x in range(len(rows))], values, width, label=label)
-        ax.set_xticks(range(len(rows)), [label for label, _, _ in rows])
-        ax.set_ylim(0, 1)
-        ax.set_title("Evidence contextualization (Table 2)")
-        ax.legend(loc="upper left", fontsize=8)
-        fig.tight_layout()
-        file = f"{prefix}_contextualization.png"
-        fig.savefig(folder / file, dpi=110)
-        plt.close(fig)
-        out.append(("Evidence contextualization", file))
-    return out
+        ],
+        width=0.27,
+        figsize=(7, 3.6),
+        ylim=1,
+        legend={"loc": "upper left", "fontsize": 8},
+    )
+
+
+def _draw(plt, chart: _BarChart, folder: Path, file: str) -> str:
+    """Save ``chart`` as ``folder/file``; returns ``file``."""
+    fig, ax = plt.subplots(figsize=chart.figsize)
+    middle = (len(chart.series) - 1) / 2
+    for i, (label, values) in enumerate(chart.series):
+        ax.bar([x + (i - middle) * chart.width for x in range(len(chart.labels))], values, chart.width, label=label)
+    ax.set_xticks(range(len(chart.labels)), chart.labels, **({"fontsize": chart.tick_size} if chart.tick_size else {}))
+    ax.set_ylim(0, chart.ylim)
+    ax.set_title(chart.title)
+    ax.legend(**chart.legend)
+    fig.tight_layout()
+    fig.savefig(folder / file, dpi=110)
+    plt.close(fig)
+    return file

@@ -25,10 +25,10 @@ from llama_index.core.schema import MetadataMode
 
 from llama_index_ragonite.bench.answer_metrics import answer_text, is_out_of_scope, k_precision, token_recall
 from llama_index_ragonite.bench.config import BenchConfig
-from llama_index_ragonite.bench.judge import judge
-from llama_index_ragonite.chat.engine import RagoniteChatEngine
 from llama_index_ragonite.bench.confquestions import Question
+from llama_index_ragonite.bench.judge import judge
 from llama_index_ragonite.bench.metrics import gold_keys, mrr_at_k, precision_at_1, recall_at_k
+from llama_index_ragonite.chat.engine import RagoniteChatEngine
 
 logger = logging.getLogger(__name__)
 

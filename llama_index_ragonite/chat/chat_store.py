@@ -41,14 +41,22 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, List, Optional, Union
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.storage.chat_store.base import BaseChatStore
+
+from llama_index_ragonite.chat.chat_db import MEMORY, SCHEMA_VERSION, immediate_transaction, open_chat_database
+from llama_index_ragonite.chat.chat_records import (
+    RATINGS,
+    ConversationInfo,
+    Feedback,
+    check_conversation_id,
+    conversation_title,
+    utc,
+)
 from llama_index_ragonite.errors import ChatStoreError, ConversationDeletedError, UnknownConversationError
 
 __all__ = [
@@ -62,77 +70,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-SCHEMA_VERSION = 1
-MEMORY = ":memory:"
-RATINGS = (-1, 1)
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS conversations (
-    id TEXT PRIMARY KEY,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    deleted_at REAL
-);
-CREATE TABLE IF NOT EXISTS messages (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-    role TEXT NOT NULL,
-    message TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);
-CREATE TABLE IF NOT EXISTS feedback (
-    message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
-    rating INTEGER NOT NULL CHECK (rating IN (-1, 1)),
-    comment TEXT,
-    created_at REAL NOT NULL
-);
-"""
-
-
-
-
-
-@dataclass(frozen=True)
-class ConversationInfo:
-    """One row of the conversation list."""
-
-    id: str
-    title: str  # the first user message, whitespace collapsed and truncated ("" before the first one)
-    created_at: datetime  # UTC
-    updated_at: datetime  # UTC, last change to the messages
-    message_count: int
-    deleted: bool
-    deleted_at: Optional[datetime] = None
-
-
-@dataclass(frozen=True)
-class Feedback:
-    """A user's rating of one answer."""
-
-    conversation_id: str
-    message_index: int  # index of the rated assistant message in ``get_messages(conversation_id)``
-    rating: int  # 1 = helpful, -1 = not helpful
-    comment: Optional[str]
-    created_at: datetime  # UTC
-
-
-def _utc(ts: Optional[float]) -> Optional[datetime]:
-    return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc)
-
-
-def _check_id(key: Any) -> str:
-    if not isinstance(key, str) or not key.strip():
-        raise ValueError(f"A conversation id must be a non-empty string, got {key!r}")
-    return key
-
-
-def _title(message_json: Optional[str], limit: int) -> str:
-    if message_json is None:
-        return ""
-    text = " ".join((ChatMessage.model_validate_json(message_json).content or "").split())
-    return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"
 
 
 class SQLiteChatStore(BaseChatStore):
@@ -164,43 +101,7 @@ class SQLiteChatStore(BaseChatStore):
 
     # -- connection -------------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
-        target = self.path
-        if target != MEMORY:
-            file = Path(target).expanduser()
-            if file.is_dir():
-                raise ChatStoreError(f"{file} is a folder; SQLiteChatStore needs a database file path")
-            file.parent.mkdir(parents=True, exist_ok=True)
-            target = str(file)
-        conn = sqlite3.connect(target, timeout=self.busy_timeout, check_same_thread=False, isolation_level=None)
-        try:
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA journal_mode = WAL")  # stays "memory" for ":memory:"
-            conn.execute("PRAGMA synchronous = NORMAL")  # durable enough with WAL, much faster
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                version = conn.execute("PRAGMA user_version").fetchone()[0]
-                if version > SCHEMA_VERSION:
-                    raise ChatStoreError(
-                        f"{target} has chat store schema version {version}; this version of "
-                        f"llama-index-ragonite reads up to {SCHEMA_VERSION}: upgrade the package"
-                    )
-                if version < SCHEMA_VERSION:
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        except sqlite3.DatabaseError as err:
-            conn.close()
-            raise ChatStoreError(f"{target} is not a usable SQLite chat store database ({err})") from err
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        return open_chat_database(self.path, self.busy_timeout)
 
     def close(self) -> None:
         """Close the database connection; the store cannot be used afterwards."""
@@ -224,16 +125,9 @@ class SQLiteChatStore(BaseChatStore):
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One transaction, holding SQLite's write lock from the start (no lock upgrades, no deadlocks)."""
-        with self._read() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+        """One write transaction on the store's connection."""
+        with self._read() as conn, immediate_transaction(conn):
+            yield conn
 
     # -- helpers (call inside _read/_write) -------------------------------------------
     @staticmethod
@@ -241,14 +135,14 @@ class SQLiteChatStore(BaseChatStore):
         return conn.execute("SELECT id, deleted_at FROM conversations WHERE id = ?", (key,)).fetchone()
 
     def _existing(self, conn: sqlite3.Connection, key: str) -> tuple:
-        row = self._row(conn, _check_id(key))
+        row = self._row(conn, check_conversation_id(key))
         if row is None:
             raise UnknownConversationError(f"No conversation with id {key!r} in {self.path}")
         return row
 
     def _writable(self, conn: sqlite3.Connection, key: str, create: bool) -> bool:
         """Whether the conversation exists (creating it if asked); refuses deleted ones."""
-        row = self._row(conn, _check_id(key))
+        row = self._row(conn, check_conversation_id(key))
         if row is None:
             if create:
                 now = time.time()
@@ -294,7 +188,7 @@ class SQLiteChatStore(BaseChatStore):
 
     def get_messages(self, key: str) -> List[ChatMessage]:
         """The conversation's messages in order (also of a soft-deleted one); ``[]`` for an unknown id."""
-        _check_id(key)
+        check_conversation_id(key)
         with self._read() as conn:
             rows = self._message_rows(conn, key)
         return [ChatMessage.model_validate_json(row[2]) for row in rows]
@@ -308,7 +202,7 @@ class SQLiteChatStore(BaseChatStore):
 
     def delete_messages(self, key: str) -> Optional[List[ChatMessage]]:
         """Forget the conversation (hard delete, feedback included); its messages, or ``None`` if unknown."""
-        _check_id(key)
+        check_conversation_id(key)
         with self._write() as conn:
             if self._row(conn, key) is None:
                 return None
@@ -349,7 +243,7 @@ class SQLiteChatStore(BaseChatStore):
 
     def get_conversation(self, conversation_id: str) -> ConversationInfo:
         """The list entry of one conversation (deleted or not)."""
-        infos = self._infos("WHERE c.id = ?", (_check_id(conversation_id),))
+        infos = self._infos("WHERE c.id = ?", (check_conversation_id(conversation_id),))
         if not infos:
             raise UnknownConversationError(f"No conversation with id {conversation_id!r} in {self.path}")
         return infos[0]
@@ -371,12 +265,12 @@ class SQLiteChatStore(BaseChatStore):
         return [
             ConversationInfo(
                 id=cid,
-                title=_title(first_user, self.title_chars),
-                created_at=_utc(created),
-                updated_at=_utc(updated),
+                title=conversation_title(first_user, self.title_chars),
+                created_at=utc(created),
+                updated_at=utc(updated),
                 message_count=count,
                 deleted=deleted is not None,
-                deleted_at=_utc(deleted),
+                deleted_at=utc(deleted),
             )
             for cid, created, updated, deleted, count, first_user, _ in rows
         ]
@@ -445,7 +339,7 @@ class SQLiteChatStore(BaseChatStore):
                 "INSERT OR REPLACE INTO feedback (message_id, rating, comment, created_at) VALUES (?, ?, ?, ?)",
                 (message_id, rating, comment, now),
             )
-        return Feedback(conversation_id, index, rating, comment, _utc(now))
+        return Feedback(conversation_id, index, rating, comment, utc(now))
 
     def get_feedback(self, conversation_id: str) -> List[Feedback]:
         """The conversation's feedback in message order (also of a soft-deleted conversation)."""
@@ -460,7 +354,7 @@ class SQLiteChatStore(BaseChatStore):
                 (conversation_id,),
             ).fetchall()
         index = {message_id: i for i, message_id in enumerate(ids)}
-        return [Feedback(conversation_id, index[mid], rating, comment, _utc(ts)) for mid, rating, comment, ts in rows]
+        return [Feedback(conversation_id, index[mid], rating, comment, utc(ts)) for mid, rating, comment, ts in rows]
 
     # -- async ------------------------------------------------------------------------------
     # BaseChatStore already runs its seven methods in a thread (asyncio.to_thread); these are the rest.

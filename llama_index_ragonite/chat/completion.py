@@ -29,10 +29,12 @@ from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import BaseComponent
 
 from llama_index_ragonite.events import QuestionCompletedEvent
+from llama_index_ragonite.text import CONVERSATION_WORDS, QUESTION_WORDS, content_words
 
 dispatcher = get_dispatcher(__name__)
 
 __all__ = [
+    "COMPLETION_STOPWORDS",
     "DEFAULT_COMPLETION_PROMPT",
     "LLMQuestionCompleter",
     "OfflineQuestionCompleter",
@@ -168,59 +170,31 @@ class LLMQuestionCompleter(QuestionCompleter):
 
 # ---------------------------------------------------------------------- offline completion
 
-# Words that never name what a question is about: function words, question words and
-# conversational filler, English and German (ConfQuestions asks in both).
-STOPWORDS_EN = frozenset(
-    """a an the and or but if of in on at to for from by with about into over after before under between
-    as is are was were be been being am do does did done have has had having will would shall should can could
-    may might must i me my we us our you your he him his she her it its they them their this that these those
-    there here then than so such what which who whom whose when where why how whether also just only very too
-    more most much many some any all both each other another same own not no nor yes oh ok okay well please
-    tell know like now again still even back coming way one ones thing things something anything get got make
-    made use used using show give want need wanted think guess seems seem seemed bit lot interested mention
-    mentioned thanks thank anyway actually really""".split()
-)
-STOPWORDS_DE = frozenset(
-    """der die das den dem des ein eine einer einem einen eines und oder aber wenn ob von vom zu zum zur in im ins
-    an am auf aus bei mit nach seit für über unter vor hinter neben zwischen durch gegen ohne um als wie auch noch
-    nur schon sehr ist sind war waren wird werden wurde wurden worden sein bin bist seid hat haben hatte hatten
-    habe kann können konnte muss müssen soll sollte sollen darf dürfen will wollen möchte mag gibt gab es er sie
-    ihr ihre ihren ihrem ihm ihn wir uns unser du dich dir ich mich mir man sich dies diese dieser diesem diesen
-    dieses dass jene jener was welche welcher welches welchem welchen wer wen wem wessen wann wo woher wohin
-    warum weshalb wieso wofür wozu womit worauf worüber wodurch viel viele alle allen alles jede jeder jedes
-    andere anderen kein keine nicht ja nein dort da hier dann denn so also doch mal bitte nenne nennen sag sage
-    sagen zurück übrigens eigentlich davon dafür dazu damit darauf darüber daran dabei etwas würde würden gerne
-    gern mehr erfahren weiß wissen glaube denke scheint tun erzähl erzähle interessiert verwendet genutzt benutzt
-    eingesetzt""".split()
-)
-STOPWORDS = STOPWORDS_EN | STOPWORDS_DE
-
-# Identifiers stay whole: "9.0.2", "OXT-243", "DISTRO_FEATURE", "TXT-Testing".
-_TOKEN = re.compile(r"\w+(?:[.\-_/]\w+)*")
+# What a carried term may be is text.py's content-word rule (English and German stopwords,
+# whatever the turn's language, as ConfQuestions asks in both), minus question words and
+# conversational filler; identifiers stay whole ("9.0.2", "OXT-243", "DISTRO_FEATURE").
+COMPLETION_STOPWORDS = QUESTION_WORDS | CONVERSATION_WORDS
 
 
-def content_terms(text: str, stopwords: Iterable[str] = STOPWORDS) -> List[str]:
-    """The words of ``text`` that can name a topic: no stopwords, no single letters (digits stay)."""
-    stop = stopwords if isinstance(stopwords, (set, frozenset)) else set(stopwords)
-    return [t for t in _TOKEN.findall(text) if t.lower() not in stop and (len(t) > 1 or t.isdigit())]
+def content_terms(text: str, extra: Iterable[str] = ()) -> List[str]:
+    """The words of ``text`` that can name a topic: no stopwords, question words, filler or ``extra``
+    words, no single letters (digits stay); identifiers whole, case as written."""
+    return content_words(text, COMPLETION_STOPWORDS | {w.lower() for w in extra}, whole_identifiers=True)
 
 
-def carried_terms(
-    user_turns: Sequence[str], message: str, max_terms: int = 20, stopwords: Iterable[str] = STOPWORDS
-) -> List[str]:
+def carried_terms(user_turns: Sequence[str], message: str, max_terms: int = 20, extra: Iterable[str] = ()) -> List[str]:
     """Terms to carry into ``message``: those of the first user turn (the topic), then the previous one's.
 
     Terms already in ``message`` are skipped (case-insensitive), each term comes once, at
     most ``max_terms`` in all. Why these two turns: the first one names the topic (on
     ConfQuestions, P@1 with the previous turn alone is 0.58, with the first 0.75-0.78, with
-    both 0.77-0.79; all earlier turns gave no more).
+    both 0.77-0.79; all earlier turns gave no more). ``extra``: more words never to carry.
     """
-    stop = set(stopwords)
-    seen = {t.lower() for t in content_terms(message, stop)}
+    seen = {t.lower() for t in content_terms(message, extra)}
     sources = [user_turns[0]] + ([user_turns[-1]] if len(user_turns) > 1 else [])
     out: List[str] = []
     for source in sources:
-        for term in content_terms(source, stop):
+        for term in content_terms(source, extra):
             if term.lower() not in seen:
                 seen.add(term.lower())
                 out.append(term)
@@ -258,8 +232,7 @@ class OfflineQuestionCompleter(QuestionCompleter):
         return "OfflineQuestionCompleter"
 
     def _complete(self, history: List[ChatMessage], message: str) -> str:
-        stop = STOPWORDS | {w.lower() for w in self.extra_stopwords}
-        terms = carried_terms(_user_turns(history), message, self.max_terms, stop)
+        terms = carried_terms(_user_turns(history), message, self.max_terms, self.extra_stopwords)
         if not terms:
             return message
         context = " ".join(terms)

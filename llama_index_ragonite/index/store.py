@@ -30,6 +30,7 @@ from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
 from llama_index_ragonite.errors import StoreError
 from llama_index_ragonite.models.embeddings import default_embedding
+from llama_index_ragonite.models.protocols import TextTermsEmbedding
 
 try:
     import fcntl
@@ -252,7 +253,7 @@ class EvidenceStore:
     def _embed(self, nodes: List[BaseNode], show_progress: bool) -> Optional[list]:
         """Set each node's embedding; returns latent terms too when the model makes them (else None)."""
         texts = [node.get_content(MetadataMode.EMBED) for node in nodes]
-        with_terms = callable(getattr(self.embed_model, "get_text_embeddings_and_terms", None))
+        with_terms = isinstance(self.embed_model, TextTermsEmbedding)
         batch = max(1, getattr(self.embed_model, "embed_batch_size", 32))
         terms: list = []
         starts = get_tqdm_iterable(range(0, len(texts), batch), show_progress, "Embedding evidences")

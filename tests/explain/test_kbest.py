@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau
 
-from llama_index_ragonite.explain.kbest import fisher_yates, k_best_assignments, kendall_tau
+from llama_index_ragonite.explain.math import fisher_yates, k_best_assignments, kendall_tau
 
 
 def brute_force(cost: np.ndarray):

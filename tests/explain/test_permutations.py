@@ -5,9 +5,10 @@ import json
 
 import numpy as np
 import pytest
-from test_combinations import CAPITALS, EIFFEL, QUESTION, KeywordLLM  # the shared fake LLM and evidences
+from fakes import KeywordLLM
+from test_combinations import CAPITALS, EIFFEL, QUESTION, paris_llm  # the shared evidences
 
-from llama_index_ragonite.explain.kbest import kendall_tau
+from llama_index_ragonite.explain.math import kendall_tau
 from llama_index_ragonite.explain.permutations import PermutationExplainer, optimal_orderings, v_shaped_prior
 
 ANSWER_E1 = "Paris is the capital of France. [Source 1]"
@@ -40,7 +41,7 @@ def test_optimal_orderings_match_brute_force():
 
 
 def test_candidates_are_distinct_non_original_in_decreasing_tau():
-    explainer = PermutationExplainer(llm=KeywordLLM(), n_random=400, n_optimal=3, seed=5)
+    explainer = PermutationExplainer(llm=paris_llm(), n_random=400, n_optimal=3, seed=5)
     candidates = explainer.orderings(CAPITALS)
     orders = [p.evidences for p in candidates]
     assert sorted(orders) == sorted(set(itertools.permutations(range(4))) - {(0, 1, 2, 3)})  # all 23 sampled
@@ -57,7 +58,7 @@ def test_candidates_are_distinct_non_original_in_decreasing_tau():
 
 def test_custom_prior_and_no_random_orderings():
     decreasing = PermutationExplainer(
-        llm=KeywordLLM(), n_random=0, n_optimal=1, position_prior=lambda n: np.arange(n, 0, -1)
+        llm=paris_llm(), n_random=0, n_optimal=1, position_prior=lambda n: np.arange(n, 0, -1)
     )
     nodes = CAPITALS[:3][::-1]  # scores 0.5, 0.8, 0.9: the best order under a decreasing prior reverses them
     (only,) = decreasing.orderings(nodes)
@@ -65,11 +66,11 @@ def test_custom_prior_and_no_random_orderings():
     # the best ordering of already sorted evidences is the original: left out, the next best taken
     (second,) = decreasing.orderings(CAPITALS[:3])
     assert second.evidences == (1, 0, 2)  # loses 0.1 (swapping 0.9 and 0.8); (0, 2, 1) loses 0.3
-    assert PermutationExplainer(llm=KeywordLLM()).orderings(CAPITALS[:1]) == []
+    assert PermutationExplainer(llm=paris_llm()).orderings(CAPITALS[:1]) == []
 
 
 def test_explains_with_the_closest_changing_order():
-    llm = KeywordLLM(rule="first")  # the answer is E1's sentence unless E3 comes before E1
+    llm = paris_llm()  # the answer is E1's sentence unless E3 comes before E1
     explainer = PermutationExplainer(llm=llm, n_random=400, seed=5, max_concurrency=1)
     report = explainer.explain(QUESTION, CAPITALS, ANSWER_E1)
     assert report.found and report.mode == "permutation"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from typing import List
 
 import pytest
 from fakes import CountingEmbedding, HashingEmbedding, KeywordLLM, collected_events
@@ -11,13 +10,13 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.base.response.schema import Response
 from llama_index.core.schema import Document, MetadataMode, NodeWithScore, TextNode
 
-from llama_index_ragonite.retrieval.retriever import HybridRetriever
-from llama_index_ragonite.explain.attribution import CounterfactualAttributor, SimilarityAttributor
 from llama_index_ragonite.chat.engine import RagoniteChatEngine
 from llama_index_ragonite.events import AttributionEndEvent, AttributionStartEvent
+from llama_index_ragonite.explain.attribution import CounterfactualAttributor, SimilarityAttributor
 from llama_index_ragonite.explain.query_engine import AttributedQueryEngine, aexplain_response, explain_response
-from llama_index_ragonite.prompts import OUT_OF_SCOPE
 from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.prompts import OUT_OF_SCOPE
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
 PAGES = {
     "ota": "<title>OTA update server</title><h1>Ports</h1><p>The OTA server listens on port 8443.</p>"

@@ -7,12 +7,12 @@ import itertools
 
 import numpy as np
 import pytest
-from fakes import HashingEmbedding
-from test_attribution import OTHER, PORT, QUESTION, THIRD, KeywordLLM, evidences
+from fakes import HashingEmbedding, KeywordLLM
+from test_attribution import OTHER, PORT, QUESTION, THIRD, evidences
 
-from llama_index_ragonite.explain.attribution import softmax
+from llama_index_ragonite.explain.math import alpha_max, lasso, sample_masks, softmax
+from llama_index_ragonite.explain.surrogate import SurrogateAttributor
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
-from llama_index_ragonite.explain.surrogate import SurrogateAttributor, alpha_max, lasso, sample_masks
 
 FACTORIAL = np.array(list(itertools.product([0, 1], repeat=3)), dtype=float)  # all 8 masks of 3 evidences
 

@@ -1,0 +1,90 @@
+"""A local OpenAI-compatible chat-completions server whose replies come from a function.
+
+Why: the attribution latency benchmark times the real ``llama-index-llms-openai`` client
+(HTTP, JSON, its async pool) against an LLM of known latency, with no network. Only
+non-streaming ``POST /v1/chat/completions`` is served; the test suite has a scriptable stub.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Dict, Optional
+
+Reply = Callable[[Dict[str, Any]], str]  # request body -> the assistant's text
+
+
+def completion(body: Dict[str, Any], text: str) -> Dict[str, Any]:
+    """An OpenAI chat completion object answering ``body`` with ``text``."""
+    return {
+        "id": "chatcmpl-local",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "local"),
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    reply: Reply  # set on the subclass made by LocalLLMServer.start
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep benchmark output clean
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        if self.path.rstrip("/") != "/v1/chat/completions" or body.get("stream"):
+            self._send(404, {"error": {"message": f"not served: {self.path}", "type": "invalid_request_error"}})
+            return
+        self._send(200, completion(body, type(self).reply(body)))
+
+    def _send(self, status: int, payload: Dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class LocalLLMServer:
+    """``start()`` serves on 127.0.0.1 (a free port) in a thread; pass ``base_url`` as ``api_base``."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+        self._server: Optional[ThreadingHTTPServer] = None
+        self._thread: Optional[threading.Thread] = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "the server is not running"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def start(self) -> "LocalLLMServer":
+        handler = type("Handler", (_Handler,), {"reply": staticmethod(self.reply)})
+        server_class = type("Server", (ThreadingHTTPServer,), {"request_queue_size": 128})  # concurrent clients
+        self._server = server_class(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="local-llm", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> "LocalLLMServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

@@ -1,0 +1,104 @@
+"""The chat store's SQLite file: schema, versioned migration, connection settings, write transactions.
+
+Kept apart from ``SQLiteChatStore`` so the store's methods read as conversation logic while
+the file-level concerns (WAL, busy timeout, ``PRAGMA user_version``) live in one place.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from llama_index_ragonite.errors import ChatStoreError
+
+__all__ = ["MEMORY", "SCHEMA_VERSION", "immediate_transaction", "open_chat_database"]
+
+SCHEMA_VERSION = 1
+MEMORY = ":memory:"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    deleted_at REAL
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    role TEXT NOT NULL,
+    message TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);
+CREATE TABLE IF NOT EXISTS feedback (
+    message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+    rating INTEGER NOT NULL CHECK (rating IN (-1, 1)),
+    comment TEXT,
+    created_at REAL NOT NULL
+);
+"""
+
+
+@contextmanager
+def immediate_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One transaction, holding SQLite's write lock from the start (no lock upgrades, no deadlocks)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _database_target(path: str) -> str:
+    """The file ``sqlite3.connect`` should open, its parent folders created; ``":memory:"`` as is."""
+    if path == MEMORY:
+        return path
+    file = Path(path).expanduser()
+    if file.is_dir():
+        raise ChatStoreError(f"{file} is a folder; SQLiteChatStore needs a database file path")
+    file.parent.mkdir(parents=True, exist_ok=True)
+    return str(file)
+
+
+def _migrate(conn: sqlite3.Connection, target: str) -> None:
+    """Create the schema on a new file; refuse a file written by a newer schema."""
+    with immediate_transaction(conn):
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise ChatStoreError(
+                f"{target} has chat store schema version {version}; this version of "
+                f"llama-index-ragonite reads up to {SCHEMA_VERSION}: upgrade the package"
+            )
+        if version < SCHEMA_VERSION:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def open_chat_database(path: str, busy_timeout: float) -> sqlite3.Connection:
+    """A connection to the chat store at ``path`` (WAL, foreign keys on), its schema up to date.
+
+    Raises:
+        ChatStoreError: ``path`` is a folder, not a SQLite database, or written by a newer schema.
+    """
+    target = _database_target(path)
+    conn = sqlite3.connect(target, timeout=busy_timeout, check_same_thread=False, isolation_level=None)
+    try:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA journal_mode = WAL")  # stays "memory" for ":memory:"
+        conn.execute("PRAGMA synchronous = NORMAL")  # durable enough with WAL, much faster
+        _migrate(conn, target)
+    except sqlite3.DatabaseError as err:
+        conn.close()
+        raise ChatStoreError(f"{target} is not a usable SQLite chat store database ({err})") from err
+    except BaseException:
+        conn.close()
+        raise
+    return conn

@@ -1,0 +1,165 @@
+"""What every explainer shares: one run protocol (span, events, errors) and one result protocol.
+
+Two families explain an answer: attributors (``attribution.py``, ``surrogate.py``: how much
+each evidence caused it) and RAGE explainers (``combinations.py``, ``permutations.py``: which
+perturbation of the evidences changes it). Both ask the LLM again over altered evidence
+lists, so they share ``BaseExplainer``: the LLM (offline ``ExtractiveAnswerer`` by default),
+the answer prompt, the concurrency bound and retries of those calls, and the run itself:
+
+* ``explain`` / ``aexplain`` open an instrumentation span, fire the family's start event,
+  answer the question first when no answer is given, call the ``_aexplain`` hook with an
+  ``AnswerRegenerator``, record the LLM calls and the wall time on the result, and fire the
+  end event. Attributors keep their names ``attribute`` / ``aattribute`` as aliases.
+* Errors, the same for both families: a blank question is a ``ValueError`` (an explanation
+  is about the completed question the answer was produced for); an LLM call that still
+  fails after its retries marks only what it was for as failed (a cluster, a mask, a
+  perturbation), never a guess and never a crash; the one exception is the unperturbed
+  answer, computed when ``answer`` is ``None``: without it there is nothing to explain, so
+  ``LLMCallError`` is raised. The sync ``explain`` re-raises the original exception: the
+  RAGE behaviour, kept over the attributors' former one, where llama-index's
+  ``asyncio_run`` turned every ``RuntimeError`` into a misleading "nested async" error.
+  An exception leaves the span as dropped (``SpanDropEvent``) and fires no end event.
+
+Results (``Attribution``, ``PerturbationReport``) follow ``ExplanationResult``: ``to_text``,
+``to_dict``, ``to_json``, ``plot``, and their cost (``llm_calls``, ``wall_time_s``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import abstractmethod
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Protocol, Sequence, Union, runtime_checkable
+
+from llama_index.core.async_utils import asyncio_run
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.llms.llm import LLM
+from llama_index.core.prompts import BasePromptTemplate
+from llama_index.core.schema import BaseComponent, NodeWithScore
+
+from llama_index_ragonite.errors import LLMCallError
+from llama_index_ragonite.explain.regeneration import AnswerRegenerator
+from llama_index_ragonite.prompts import ANSWER_PROMPT
+
+dispatcher = get_dispatcher(__name__)
+
+__all__ = ["BaseExplainer", "ExplanationResult", "JSONResult"]
+
+
+@runtime_checkable
+class ExplanationResult(Protocol):
+    """What every explanation returns: renderings for people and machines, and what it cost."""
+
+    llm_calls: int
+    wall_time_s: float
+
+    def to_text(self) -> str: ...
+
+    def to_dict(self) -> Dict[str, Any]: ...
+
+    def to_json(self, **kwargs: Any) -> str: ...
+
+    def plot(self, path: Union[str, Path]) -> Path: ...
+
+
+class JSONResult:
+    """Mixin: ``to_json`` from ``to_dict`` (UTF-8 kept readable; ``kwargs`` go to ``json.dumps``)."""
+
+    def to_dict(self) -> Dict[str, Any]:
+        raise NotImplementedError
+
+    def _fields(self, *names: str) -> Dict[str, Any]:
+        """``{name: self.name}`` for the plain (already JSON-ready) attributes of ``to_dict``, in order."""
+        return {name: getattr(self, name) for name in names}
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, **kwargs)
+
+
+class BaseExplainer(BaseComponent):
+    """Explains an answer by asking the LLM again over altered evidence lists (see the module doc).
+
+    Subclasses implement ``_aexplain`` (the explanation itself) and ``_start_event`` /
+    ``_end_event`` (their family's instrumentation events). ``llm=None`` is the offline
+    ``ExtractiveAnswerer``, never a cloud default; pass the LLM and ``prompt`` the answer
+    came from, so the counterfactual answers are produced the same way.
+    """
+
+    prompt: SerializeAsAny[BasePromptTemplate] = Field(
+        default=ANSWER_PROMPT, description="Answer prompt ({sources}, {history}, {question}) the answer came from."
+    )
+    max_concurrency: int = Field(default=16, ge=1, description="LLM calls in flight at once.")
+    retries: int = Field(
+        default=1, ge=0, description="Extra attempts for a failing LLM call before what it was for counts as failed."
+    )
+
+    _llm: Optional[LLM] = PrivateAttr(default=None)
+
+    def __init__(self, llm: Optional[LLM] = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._llm = llm
+
+    @classmethod
+    def class_name(cls) -> str:
+        return cls.__name__
+
+    @property
+    def llm(self) -> LLM:
+        """The LLM that answers the altered prompts: the one given, else the offline ``ExtractiveAnswerer``."""
+        if self._llm is None:
+            from llama_index_ragonite.models.extractive import ExtractiveAnswerer
+
+            self._llm = ExtractiveAnswerer()
+        return self._llm
+
+    @dispatcher.span
+    def explain(self, question: str, nodes: Sequence[NodeWithScore], answer: Optional[str] = None) -> ExplanationResult:
+        """Explain ``answer`` to ``question`` from ``nodes`` (in prompt order); ``None``: answer it first."""
+
+        async def captured():  # llama-index's asyncio_run rewrites every RuntimeError as "nested async"
+            try:
+                return await self.aexplain(question, nodes, answer), None
+            except Exception as err:
+                return None, err
+
+        result, error = asyncio_run(captured())
+        if error is not None:
+            raise error
+        return result
+
+    @dispatcher.span
+    async def aexplain(
+        self, question: str, nodes: Sequence[NodeWithScore], answer: Optional[str] = None
+    ) -> ExplanationResult:
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("an explanation needs the (completed) question the answer was produced for")
+        nodes = list(nodes)
+        dispatcher.event(self._start_event(question, nodes))
+        started = time.perf_counter()
+        regenerator = AnswerRegenerator(self.llm, self.prompt, self.max_concurrency, self.retries)
+        if answer is None:
+            answer = await regenerator.aanswer(question, nodes)
+            if answer is None:
+                raise LLMCallError(f"The LLM failed to answer the unperturbed prompt: {regenerator.errors[-1]}")
+        result = await self._aexplain(question, nodes, answer, regenerator)
+        result.llm_calls = regenerator.calls
+        result.wall_time_s = time.perf_counter() - started
+        dispatcher.event(self._end_event(result, llm_calls=result.llm_calls, wall_time_s=result.wall_time_s))
+        return result
+
+    @abstractmethod
+    async def _aexplain(
+        self, question: str, nodes: List[NodeWithScore], answer: str, regenerator: AnswerRegenerator
+    ) -> ExplanationResult:
+        """The explanation; every LLM call goes through ``regenerator`` (its calls are the result's cost)."""
+
+    @abstractmethod
+    def _start_event(self, question: str, nodes: List[NodeWithScore]) -> BaseEvent:
+        """The event that announces an explanation."""
+
+    @abstractmethod
+    def _end_event(self, result: Any, **cost: Any) -> BaseEvent:
+        """The event that reports a finished explanation; ``cost``: its ``llm_calls`` and ``wall_time_s``."""

@@ -1,0 +1,213 @@
+"""Crash-safe writes and verified reads for every file the index stage persists.
+
+Why one module: the lexical index, the latent-term index and the store manifest used to
+persist in three different ways. Here every write goes to a temporary sibling, is flushed
+to disk and then renamed over the previous version, so a crash or an exception halfway
+leaves the previous version intact. Every read failure is an error of the ``StoreError``
+family that names the file: missing, truncated, failing its checksum or not parsing is a
+``StoreCorruptError``, a format this code does not know is a ``StoreVersionError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import uuid
+import zipfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from llama_index_ragonite.errors import StoreCorruptError, StoreVersionError
+
+__all__ = [
+    "atomic_file",
+    "atomic_folder",
+    "check_format_version",
+    "file_checksums",
+    "read_json",
+    "read_npz",
+    "sha256_file",
+    "verify_checksums",
+    "write_json",
+    "write_npz",
+]
+
+# Member of a .npz written by ``write_npz`` that holds the sha256 of all other members.
+NPZ_CHECKSUM = "__sha256__"
+_CHUNK = 1 << 20
+
+
+# ---------------------------------------------------------------------------- writing
+
+
+@contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """Yield a binary file that replaces ``path`` when the block ends without an exception."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex}"
+    # os.open rather than mkstemp: the file gets the permissions (umask) of an ordinary write.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            yield file
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+@contextmanager
+def atomic_folder(path: Path) -> Iterator[Path]:
+    """Yield an empty sibling folder that replaces folder ``path`` when the block ends without an exception.
+
+    The old folder is renamed aside, the new one into place, then the old one is removed:
+    a crash between the two renames leaves no folder at ``path`` (the reader reports it
+    missing) and the previous version beside it, never a half-written one.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    try:
+        yield tmp
+        fsync_tree(tmp)
+        if path.exists():
+            old = path.parent / f".{path.name}.old-{uuid.uuid4().hex}"
+            os.rename(path, old)
+            os.rename(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def write_json(path: Path, data: Any, **dump_options: Any) -> None:
+    """Write ``data`` as UTF-8 JSON to ``path`` atomically (``dump_options`` go to ``json.dumps``)."""
+    text = json.dumps(data, **dump_options)
+    with atomic_file(path) as file:
+        file.write(text.encode("utf-8"))
+
+
+def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write ``arrays`` to an uncompressed ``.npz`` atomically, with their sha256 as one more member."""
+    arrays = {name: np.asarray(array) for name, array in arrays.items()}
+    with atomic_file(path) as file:
+        np.savez(file, **arrays, **{NPZ_CHECKSUM: np.array(_arrays_sha256(arrays))})
+
+
+def fsync_tree(folder: Path) -> None:
+    """Flush every file and folder under ``folder`` to disk (bm25s's own save does not)."""
+    for file in folder.rglob("*"):
+        if file.is_file():
+            with open(file, "rb+") as handle:
+                os.fsync(handle.fileno())
+    for sub in [folder, *(p for p in folder.rglob("*") if p.is_dir())]:
+        fsync_dir(sub)
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - e.g. platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def read_json(path: Path, what: str) -> Any:
+    """The JSON value in ``path``; ``StoreCorruptError`` naming the file (and ``what`` it is) otherwise."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise StoreCorruptError(f"{path}: {what} is missing (not written yet, or an interrupted write)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StoreCorruptError(f"{path}: {what} is unreadable ({exc})") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StoreCorruptError(f"{path}: {what} is unreadable or truncated ({exc})") from exc
+
+
+def read_npz(path: Path, what: str) -> dict[str, np.ndarray]:
+    """The arrays of a ``.npz``, checked against their sha256 when the file carries one.
+
+    Files written before the checksum existed load unchecked (zip's CRC still guards them).
+    """
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+    except FileNotFoundError:
+        raise StoreCorruptError(f"{path}: {what} is missing") from None
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        raise StoreCorruptError(f"{path}: {what} is damaged ({exc}); rebuild the store") from exc
+    recorded = arrays.pop(NPZ_CHECKSUM, None)
+    if recorded is not None and str(recorded) != _arrays_sha256(arrays):
+        raise StoreCorruptError(f"{path}: {what} is damaged (checksum mismatch); rebuild the store")
+    return arrays
+
+
+def check_format_version(found: Any, supported: int, where: Path, what: str) -> None:
+    """Refuse a format version other than ``supported``: a number is a ``StoreVersionError``, anything else corrupt."""
+    if found == supported:
+        return
+    if isinstance(found, int) and not isinstance(found, bool):
+        newer = "a newer version of llama-index-ragonite" if found > supported else "an older, unsupported version"
+        raise StoreVersionError(
+            f"{where}: {what} has unsupported format version {found!r} (expected {supported}); "
+            f"it was written by {newer}: upgrade, or rebuild it"
+        )
+    raise StoreCorruptError(f"{where}: {what} has no valid format version ({found!r})")
+
+
+# ---------------------------------------------------------------------------- checksums
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while chunk := file.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_checksums(folder: Path) -> dict[str, str]:
+    """File name -> sha256 of every file directly in ``folder``, sorted by name."""
+    return {file.name: sha256_file(file) for file in sorted(folder.iterdir()) if file.is_file()}
+
+
+def verify_checksums(folder: Path, checksums: Mapping[str, str], label: str) -> None:
+    """Raise ``StoreCorruptError`` if a listed file of ``folder`` is missing or differs from its sha256."""
+    for name, digest in checksums.items():
+        file = folder / name
+        if not file.is_file():
+            raise StoreCorruptError(f"{file}: {label} file {name} is missing")
+        if sha256_file(file) != digest:
+            raise StoreCorruptError(f"{file}: {label} file {name} is damaged (checksum mismatch)")
+
+
+def _arrays_sha256(arrays: Mapping[str, np.ndarray]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}\x00{array.dtype.str}\x00{array.shape}\x00".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()

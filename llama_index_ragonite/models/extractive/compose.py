@@ -1,0 +1,78 @@
+"""Composing the answer: the chosen units quoted in the source's words, trimmed, each cited.
+
+Quotes are never reworded: a long unit is only cut (marked "…"), a verbalized row loses its
+``Row i in Table j:`` position. Nothing is generated, so nothing is invented.
+"""
+
+from __future__ import annotations
+
+from typing import List, Sequence
+
+from llama_index_ragonite.models.extractive.scoring import answer_words, unit_keys, word_keys
+from llama_index_ragonite.models.extractive.units import ROW, Unit
+
+
+def _trim_row(text: str, wanted: frozenset, max_words: int) -> str:
+    """A row's ``header is value`` pairs within ``max_words``: those holding question words first."""
+    text = text.split(":", 1)[1].strip()
+    pairs = text.split(", and ")
+    if len(text.split()) <= max_words:
+        return text
+    hit = [bool(wanted & unit_keys(p)) for p in pairs]
+    keep, used = set(), 0
+    for i in sorted(range(len(pairs)), key=lambda i: (not hit[i], i)):
+        n = len(pairs[i].split()) + 1
+        if used + n <= max_words:
+            keep.add(i)
+            used += n
+    out = []
+    for i in range(len(pairs)):
+        if i in keep:
+            out.append(pairs[i])
+        elif not out or out[-1] != "…":
+            out.append("…")
+    return ", and ".join(out).replace(", and …, and ", " … ").replace(", and …", " …").replace("…, and ", "… ")
+
+
+def trim_words(text: str, question: str, max_words: int) -> str:
+    """``text`` cut to ``max_words`` words, keeping the question's words; "…" marks cuts.
+
+    A verbalized row loses its ``Row i in Table j:`` prefix (a position, not an answer) and
+    keeps whole ``header is value`` pairs: the pairs that hold question words, then the
+    others in order. Other text keeps the window that holds most question words.
+    """
+    wanted = frozenset(k for w in answer_words(question) for k in word_keys(w))
+    if ROW.match(text):
+        return _trim_row(text, wanted, max_words)
+    words = text.split()
+    if len(words) <= max_words:
+        return text
+    hits = [1 if wanted & unit_keys(w) else 0 for w in words]
+    best, best_start = -1, 0
+    for start in range(0, len(words) - max_words + 1):
+        h = sum(hits[start : start + max_words])
+        if h > best:
+            best, best_start = h, start
+    window = " ".join(words[best_start : best_start + max_words])
+    return ("… " if best_start > 0 else "") + window + (" …" if best_start + max_words < len(words) else "")
+
+
+def cite(text: str, source: int) -> str:
+    """``text [Source i]``, the citation placed before a final full stop."""
+    text = text.strip()
+    if text.endswith(".") and not text.endswith("..."):
+        return f"{text[:-1]} [Source {source}]."
+    return f"{text} [Source {source}]"
+
+
+def compose_answer(units: Sequence[Unit], chosen: Sequence[int], question: str, label: str, max_words: int) -> str:
+    """``label`` + the chosen units, each cited, within ``max_words`` words in all."""
+    parts: List[str] = []
+    budget = max_words
+    for i in chosen:
+        if budget < 5:
+            break
+        text = trim_words(units[i].text, question, budget)
+        budget -= len(text.split())
+        parts.append(cite(text, units[i].source))
+    return label + " ".join(parts)

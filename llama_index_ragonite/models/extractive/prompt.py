@@ -1,0 +1,89 @@
+"""Reading an answer prompt: its numbered ``### Source i ###`` blocks, the question, the history.
+
+Parsing rule for ``### Source`` inside an evidence: a source header is a whole line
+``### Source N ###`` whose N is the next number in sequence (1, 2, 3, …). The text
+``### Source`` anywhere else — inline, or on its own line with another number — stays
+part of the evidence. An evidence line that is exactly the next header is
+indistinguishable from a real boundary (for an LLM as well) and splits the source there.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import List, Tuple
+
+_HEADER_LINE = re.compile(r"^###\s*Source\s+(\d+)\s*###\s*$")
+_SEPARATOR = re.compile(r"^-{3,}\s*$")
+_TURN = re.compile(r"^(User|Assistant):[ \t]?(.*)$", re.IGNORECASE)
+_CONTEXT_LABELS = ("Page:", "Section:", "Before:", "After:")
+_TOPIC_LABELS = ("Page:", "Section:")
+
+
+@dataclass(frozen=True)
+class PromptSource:
+    """One ``### Source i ###`` block: its number, topic (page title, section) and raw evidence."""
+
+    number: int
+    topic: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class ParsedPrompt:
+    sources: List[PromptSource]
+    question: str  # "" when the prompt has no ``User:`` line
+    history: List[str] = field(default_factory=list)  # earlier ``User:``/``Assistant:`` lines
+
+
+def split_source(text: str) -> Tuple[str, str]:
+    """``(topic, evidence)`` of one source's text.
+
+    The contextualizer's header is a run of leading ``Page:``/``Section:``/``Before:``/``After:``
+    lines followed by a blank line. The topic keeps the page title and section only: they say
+    what the evidence is about; ``Before:``/``After:`` quote neighbouring evidences, which
+    answer nothing here. Without such a header the whole text is evidence.
+    """
+    lines = text.strip("\n").split("\n")
+    i = 0
+    while i < len(lines) and lines[i].startswith(_CONTEXT_LABELS):
+        i += 1
+    if i == 0 or (i < len(lines) and lines[i].strip()):
+        return "", text.strip()
+    topic = " ".join(line.split(":", 1)[1].strip() for line in lines[:i] if line.startswith(_TOPIC_LABELS))
+    return topic, "\n".join(lines[i:]).strip()
+
+
+def parse_prompt(prompt: str) -> ParsedPrompt:
+    """The numbered sources, the question and the history lines of an answer prompt.
+
+    The question is the last line starting ``User:`` (any case, so CustomLLM's ``user:`` chat
+    rendering works too) after the last source header. The last source ends at the last
+    ``-----`` separator line before the question, or else at the first dialog line after it.
+    History is the ``User:``/``Assistant:`` lines between the sources and the question.
+    """
+    lines = prompt.split("\n")
+    starts: List[int] = []
+    for i, line in enumerate(lines):
+        match = _HEADER_LINE.match(line.strip())
+        if match and int(match.group(1)) == len(starts) + 1:
+            starts.append(i)
+    after = starts[-1] + 1 if starts else 0
+    turns = [(j, m) for j in range(after, len(lines)) if (m := _TURN.match(lines[j]))]
+    users = [j for j, m in turns if m.group(1).lower() == "user"]
+    q_line = users[-1] if users else len(lines)
+    end = q_line
+    if starts:
+        separators = [j for j in range(after, q_line) if _SEPARATOR.match(lines[j])]
+        dialog = [j for j, _ in turns if j <= q_line]
+        end = separators[-1] if separators else (dialog[0] if dialog else q_line)
+    sources = []
+    for k, start in enumerate(starts):
+        stop = starts[k + 1] if k + 1 < len(starts) else end
+        topic, evidence = split_source("\n".join(lines[start + 1 : stop]))
+        sources.append(PromptSource(number=k + 1, topic=topic, evidence=evidence))
+    if not users:
+        return ParsedPrompt(sources=sources, question="")
+    history = [lines[j].strip() for j, _ in turns if end <= j < q_line]
+    question = _TURN.match(lines[q_line]).group(2).strip()
+    return ParsedPrompt(sources=sources, question=question, history=history)
