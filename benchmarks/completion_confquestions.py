@@ -12,7 +12,8 @@ benchmark has no assistant answers, so none are given. Page-level P@1 and MRR@10
 by language, turn and question type; McNemar's exact test on P@1.
 
 ``--store`` defaults to the retrieval benchmark's cached ALL store; when that folder is
-missing it is built as the retrieval benchmark builds it (``bench.store.build_store``, (about 7 minutes on 2 cores).
+missing it is built as the retrieval benchmark builds it (``bench.store.build_store``; about 7
+minutes on 2 cores).
 An existing store is opened as is, never re-ingested.
 """
 
@@ -24,7 +25,7 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Dict, List
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
@@ -33,7 +34,7 @@ from llama_index_ragonite.bench.confquestions import Question, load_questions
 from llama_index_ragonite.bench.metrics import gold_keys, mean, mrr_at_k, precision_at_1
 from llama_index_ragonite.bench.scripts import default_data, finish_report, repository, shown
 from llama_index_ragonite.bench.significance import mcnemar
-from llama_index_ragonite.bench.slices import question_slices
+from llama_index_ragonite.bench.slices import QuestionSlice, question_slices
 from llama_index_ragonite.bench.store import ALL_STORE, open_all_store
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
@@ -69,7 +70,7 @@ def moved_on(questions: List[Question]) -> set:
     return {q for q in questions if q.turn > 1 and not gold_keys(q.gold_urls) & first[(q.conv_id, q.lang)]}
 
 
-def table(questions, results, metric: str, slices: Dict[str, Callable[[Question], bool]]) -> List[str]:
+def table(questions, results, metric: str, slices: Dict[str, QuestionSlice]) -> List[str]:
     counts = " | ".join(f"{name} ({sum(map(keep, questions))})" for name, keep in slices.items())
     lines = [f"| query | {counts} |", "|---|" + "---:|" * len(slices)]
     for name, rows in results.items():

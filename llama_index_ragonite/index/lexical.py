@@ -20,24 +20,18 @@ Design notes:
   of its "lucene" and "robertson" variants (as Lucene >= 8 does). ``search`` restores it,
   so ``score`` is the textbook value ``sum idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))``
   and can be checked by hand. Ranking is unaffected.
-* Tokens (``tokenizer="wiki"``, the default): every word, single characters included, and
-  dotted names both whole and split ("7.0" gives "7.0", "7", "0"). Wiki questions name
-  versions ("OpenXT 7.0", "Stable-9", "6.0.0"); bm25s's own pattern (``tokenizer="bm25s"``,
-  ``\\b\\w\\w+\\b``) drops all of those. ConfQuestions, BM25 alone: P@1 0.755 -> 0.823.
+* Tokens: see :mod:`llama_index_ragonite.index.tokenize` (``tokenizer="wiki"``, the
+  default, keeps versions such as "7.0"). The folder format and its checks live in
+  :mod:`llama_index_ragonite.index.lexical_format`.
 * Score ties are broken by node id, so the same set of nodes always yields the same
   ranking, whatever order it was inserted or loaded in.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
-import shutil
-import tempfile
 import threading
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,25 +42,22 @@ import numpy as np
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
 from llama_index.core.storage.docstore.utils import doc_to_json, json_to_doc
 
-from llama_index_ragonite.text import stopword_list
+from llama_index_ragonite.errors import StoreCorruptError, StoreFileError
+from llama_index_ragonite.index.bm25 import METHODS, METHODS_WITHOUT_K1_PLUS_1, best_rows, bm25_over
+from llama_index_ragonite.index.lexical_format import (
+    FORMAT_VERSION,
+    MANIFEST_NAME,
+    load_bm25,
+    read_manifest,
+    write_folder,
+)
+from llama_index_ragonite.index.tokenize import TOKENIZERS, Tokenizer
 
-__all__ = ["FORMAT_VERSION", "TOKENIZERS", "LexicalIndex", "LexicalIndexError"]
+__all__ = ["FORMAT_VERSION", "MANIFEST_NAME", "TOKENIZERS", "LexicalIndex", "LexicalIndexError"]
 
-FORMAT_NAME = "ragonite-lexical-index"
-FORMAT_VERSION = 1
-MANIFEST_NAME = "lexical.json"
-BM25_DIR_NAME = "bm25s"
-
-_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
-# Variants whose bm25s term-frequency part omits the constant (k1 + 1) factor.
-_METHODS_WITHOUT_K1_PLUS_1 = ("lucene", "robertson")
-TOKENIZERS = ("wiki", "bm25s")
-# A word, or a dotted name kept whole: "7.0", "6.0.0", "build.sh" (a trailing full stop is not part of it).
-_WIKI_WORD = re.compile(r"\w+(?:\.\w+)*")
-
-
-class LexicalIndexError(ValueError):
-    """A persisted lexical index is missing, damaged, or in a format this code cannot read."""
+# The error every failure to load or persist a lexical index raises (its corrupt and version
+# subclasses included); a ValueError, as it always was.
+LexicalIndexError = StoreFileError
 
 
 @dataclass(slots=True)
@@ -112,10 +103,8 @@ class LexicalIndex:
         metadata_mode: str = "llm",
         tokenizer: str = "wiki",
     ) -> None:
-        if tokenizer not in TOKENIZERS:
-            raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}; got {tokenizer!r}")
-        if method not in _METHODS:
-            raise ValueError(f"method must be one of {', '.join(_METHODS)}; got {method!r}")
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
         if not k1 >= 0:
             raise ValueError(f"k1 must be >= 0; got {k1!r}")
         if not 0 <= b <= 1:
@@ -130,14 +119,8 @@ class LexicalIndex:
         self.method = method
         self.metadata_mode = MetadataMode(metadata_mode)
         self.tokenizer = tokenizer
-        self._stemmer = _make_stemmer(stemmer)
-        try:  # fail now, not on the first upsert, if bm25s does not know these stopwords
-            self._stopword_list = stopword_list(stopwords)
-            self._stopword_set = frozenset(self._stopword_list)
-            self._tokenize(["probe"])
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"stopwords not accepted by bm25s: {exc}") from exc
-        self._score_scale = self.k1 + 1 if method in _METHODS_WITHOUT_K1_PLUS_1 else 1.0
+        self._tokenizer = Tokenizer(tokenizer, stemmer, stopwords)
+        self._score_scale = self.k1 + 1 if method in METHODS_WITHOUT_K1_PLUS_1 else 1.0
 
         self._lock = threading.RLock()
         self._records: dict[str, _Record] = {}
@@ -225,7 +208,7 @@ class LexicalIndex:
             return []
         with self._lock:
             self._ensure_built()
-            best = _best_rows(self._bm25, query_tokens, self._row_rank, k)
+            best = best_rows(self._bm25, query_tokens, self._row_rank, k)
             hits = [(self._records[self._row_ids[row]].payload, score) for row, score in best]
         return [
             NodeWithScore(node=_deserialize(payload), score=float(score * self._score_scale)) for payload, score in hits
@@ -249,9 +232,9 @@ class LexicalIndex:
                     if record.ref_doc_id is not None and record.title:
                         titles.setdefault(record.ref_doc_id, record.title)
                 doc_ids = sorted(titles)
-                self._titles = (_bm25_over(self._tokenize([titles[d] for d in doc_ids]), self), doc_ids)
+                self._titles = (self._compile(self._tokenize([titles[d] for d in doc_ids])), doc_ids)
             bm25, doc_ids = self._titles
-            best = _best_rows(bm25, query_tokens, np.arange(len(doc_ids)), k)
+            best = best_rows(bm25, query_tokens, np.arange(len(doc_ids)), k)
         return [(doc_ids[row], float(score * self._score_scale)) for row, score in best]
 
     def _query_tokens(self, query: str, k: int) -> list[str]:
@@ -271,7 +254,7 @@ class LexicalIndex:
             ]
             for node_id, tokens in zip(missing, self._tokenize(texts)):
                 self._records[node_id].tokens = tokens
-        self._install(_bm25_over([self._records[i].tokens or [] for i in row_ids], self), row_ids)
+        self._install(self._compile([self._records[i].tokens or [] for i in row_ids]), row_ids)
 
     def _install(self, bm25: bm25s.BM25 | None, row_ids: list[str]) -> None:
         self._bm25 = bm25
@@ -282,25 +265,11 @@ class LexicalIndex:
         self._stale = False
 
     def _tokenize(self, texts: list[str]) -> list[list[str]]:
-        if self.tokenizer == "wiki":
-            return [self._wiki_tokens(text) for text in texts]
-        return bm25s.tokenize(
-            texts,
-            lower=True,
-            stopwords=self._stopword_list,
-            stemmer=self._stemmer,
-            return_ids=False,
-            show_progress=False,
-        )
+        return self._tokenizer(texts)
 
-    def _wiki_tokens(self, text: str) -> list[str]:
-        words = []
-        for word in _WIKI_WORD.findall(text.lower()):
-            words.append(word)
-            if "." in word:
-                words.extend(word.split("."))
-        words = [word for word in words if word not in self._stopword_set]
-        return self._stemmer.stemWords(words) if self._stemmer is not None else words
+    def _compile(self, token_lists: list[list[str]]) -> bm25s.BM25 | None:
+        """A bm25s matrix with this index's parameters; None if there are no tokens."""
+        return bm25_over(token_lists, self.k1, self.b, self.method)
 
     # ------------------------------------------------------------------ persistence
 
@@ -319,180 +288,50 @@ class LexicalIndex:
     def persist(self, path: str | os.PathLike[str]) -> None:
         """Write the index to folder ``path``, replacing a previous index there.
 
-        Everything is written to a hidden sibling folder first and renamed into place, and
-        the manifest carries checksums of the bm25s files: an interrupted write leaves either
-        the old index, or no index (``load`` then raises), never a half-written one.
+        The folder is written beside ``path`` and renamed into place, and the manifest carries
+        checksums of the bm25s files: an interrupted write leaves either the old index, or no
+        index (``load`` then raises), never a half-written one. Raises ``LexicalIndexError``
+        if ``path`` holds something other than an index.
         """
-        path = Path(path)
         with self._lock:
             self._ensure_built()
-            if path.exists() and not _is_replaceable(path):
-                raise LexicalIndexError(
-                    f"{path}: refusing to overwrite, it is not an empty folder or a lexical index folder"
-                )
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
-            try:
-                bm25_manifest = None
-                if self._bm25 is not None:
-                    bm25_dir = tmp / BM25_DIR_NAME
-                    self._bm25.save(bm25_dir, show_progress=False)
-                    bm25_manifest = {
-                        "num_docs": len(self._row_ids),
-                        "files": {f.name: _sha256(f) for f in sorted(bm25_dir.iterdir())},
-                    }
-                manifest = {
-                    "format": FORMAT_NAME,
-                    "format_version": FORMAT_VERSION,
-                    "bm25s_version": bm25s.__version__,
-                    "config": self.config(),
-                    "bm25": bm25_manifest,
-                    # Matrix row order: row i of the bm25s matrix is nodes[i].
-                    "nodes": [json.loads(self._records[node_id].payload) for node_id in self._row_ids],
-                }
-                with open(tmp / MANIFEST_NAME, "w", encoding="utf-8") as f:
-                    json.dump(manifest, f, ensure_ascii=False)
-                _fsync_tree(tmp)
-                if path.exists():
-                    old = path.parent / f".{path.name}.old-{uuid.uuid4().hex}"
-                    os.rename(path, old)
-                    os.rename(tmp, path)
-                    shutil.rmtree(old, ignore_errors=True)
-                else:
-                    os.rename(tmp, path)
-                _fsync_dir(path.parent)
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
+            nodes = [json.loads(self._records[node_id].payload) for node_id in self._row_ids]
+            write_folder(Path(path), self.config(), nodes, self._bm25)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> LexicalIndex:
         """Restore an index written by ``persist``; searches give the same results without a rebuild.
 
-        Raises ``LexicalIndexError`` (naming ``path``) if the folder is missing, incomplete,
-        damaged, or of an unknown format version.
+        Raises ``StoreCorruptError`` (naming ``path``) if the folder is missing, incomplete or
+        damaged, ``StoreVersionError`` for an unknown format version: both are ``LexicalIndexError``.
         """
         path = Path(path)
-        if not path.is_dir():
-            raise LexicalIndexError(f"{path}: lexical index folder does not exist")
-        manifest_path = path / MANIFEST_NAME
-        if not manifest_path.is_file():
-            raise LexicalIndexError(
-                f"{path}: {MANIFEST_NAME} is missing (not a lexical index, or an interrupted write)"
-            )
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise LexicalIndexError(f"{path}: {MANIFEST_NAME} is unreadable or truncated ({exc})") from exc
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
-            raise LexicalIndexError(f"{path}: {MANIFEST_NAME} is not a lexical index manifest")
-        if manifest.get("format_version") != FORMAT_VERSION:
-            raise LexicalIndexError(
-                f"{path}: unsupported format version {manifest.get('format_version')!r} (expected {FORMAT_VERSION})"
-            )
+        manifest = read_manifest(path)
         try:
             # Old indexes: before 0.2 they read EMBED; before the tokenizer option, bm25s tokenized them.
             index = cls(**{"metadata_mode": "embed", "tokenizer": "bm25s", **manifest["config"]})
         except (KeyError, TypeError, ValueError) as exc:
-            raise LexicalIndexError(f"{path}: invalid config in {MANIFEST_NAME} ({exc!r})") from exc
-
-        entries = manifest.get("nodes")
-        if not isinstance(entries, list):
-            raise LexicalIndexError(f"{path}: {MANIFEST_NAME} has no node list")
-        for position, entry in enumerate(entries):
-            try:
-                node = json_to_doc(entry)
-            except Exception as exc:  # pydantic, KeyError, ValueError...: all mean a damaged record
-                raise LexicalIndexError(f"{path}: node record {position} is damaged ({exc!r})") from exc
-            if node.node_id in index._records:
-                raise LexicalIndexError(f"{path}: node id {node.node_id!r} appears twice")
-            index._records[node.node_id] = _Record(
-                payload=json.dumps(entry, ensure_ascii=False),
-                ref_doc_id=node.ref_doc_id,
-                title=_title(node),
-                tokens=None,
-            )
-
-        index._install(cls._load_bm25(path, manifest.get("bm25"), index), list(index._records))
+            raise StoreCorruptError(f"{path}: invalid config in {MANIFEST_NAME} ({exc!r})") from exc
+        index._records = _records_from(path, manifest["nodes"])
+        params = (index.k1, index.b, index.method)
+        index._install(load_bm25(path, manifest.get("bm25"), len(index._records), params), list(index._records))
         return index
 
-    @staticmethod
-    def _load_bm25(path: Path, bm25_manifest: Any, index: LexicalIndex) -> bm25s.BM25 | None:
-        """Load and cross-check the bm25s matrix, so damage is an error and not silent bad ranking."""
-        if bm25_manifest is None:  # persisted with nothing searchable
-            return None
-        if not isinstance(bm25_manifest, dict) or not isinstance(bm25_manifest.get("files"), dict):
-            raise LexicalIndexError(f"{path}: {MANIFEST_NAME} has a malformed 'bm25' section")
-        bm25_dir = path / BM25_DIR_NAME
-        for name, digest in bm25_manifest["files"].items():
-            file = bm25_dir / name
-            if not file.is_file():
-                raise LexicalIndexError(f"{path}: bm25s file {BM25_DIR_NAME}/{name} is missing")
-            if _sha256(file) != digest:
-                raise LexicalIndexError(f"{path}: bm25s file {BM25_DIR_NAME}/{name} is damaged (checksum mismatch)")
+
+def _records_from(path: Path, entries: list[Any]) -> dict[str, _Record]:
+    """Records of the persisted node entries, in order; damage or a repeated id is an error."""
+    records: dict[str, _Record] = {}
+    for position, entry in enumerate(entries):
         try:
-            bm25 = bm25s.BM25.load(bm25_dir, show_progress=False)
-        except Exception as exc:
-            raise LexicalIndexError(f"{path}: bm25s index cannot be loaded ({exc!r})") from exc
-        num_docs = len(index._records)
-        problems = []
-        if bm25.scores.get("num_docs") != num_docs or bm25_manifest.get("num_docs") != num_docs:
-            problems.append(f"it has {bm25.scores.get('num_docs')} rows for {num_docs} nodes")
-        if len(bm25.scores["indptr"]) != len(bm25.vocab_dict) + 1:
-            problems.append("its vocabulary does not match its matrix")
-        if (bm25.k1, bm25.b, bm25.method) != (index.k1, index.b, index.method):
-            problems.append("its parameters differ from the config")
-        if problems:
-            raise LexicalIndexError(f"{path}: bm25s index is inconsistent: {'; '.join(problems)}")
-        return bm25
-
-
-def _bm25_over(token_lists: list[list[str]], index: LexicalIndex) -> bm25s.BM25 | None:
-    """A bm25s matrix with ``index``'s parameters over these token lists; None if there are no tokens."""
-    vocab: dict[str, int] = {}
-    corpus_ids = [[vocab.setdefault(token, len(vocab)) for token in tokens] for tokens in token_lists]
-    if not vocab:
-        return None
-    bm25 = bm25s.BM25(k1=index.k1, b=index.b, method=index.method)
-    # (ids, vocab) tuple: bm25s's own type sniffing misreads a corpus whose first document
-    # is empty. No empty token: we never query it, and it would not be a column of the matrix.
-    bm25.index((corpus_ids, vocab), create_empty_token=False, show_progress=False)
-    return bm25
-
-
-def _best_rows(bm25: bm25s.BM25 | None, query_tokens: list[str], row_rank: np.ndarray, k: int):
-    """[(row, raw score)] of the top-``k`` rows that hold a query token; ties go to the lower ``row_rank``."""
-    if bm25 is None:
-        return []
-    token_ids = [bm25.vocab_dict[token] for token in query_tokens if token in bm25.vocab_dict]
-    if not token_ids:
-        return []
-    scores = bm25.get_scores_from_ids(token_ids)
-    # Only rows that contain a query term match; bm25l/bm25+ give everyone a floor score.
-    indptr, indices = bm25.scores["indptr"], bm25.scores["indices"]
-    rows = np.unique(np.concatenate([indices[indptr[t] : indptr[t + 1]] for t in set(token_ids)]))
-    row_scores = scores[rows].astype(np.float64)
-    if len(rows) > k:  # cheap pre-cut that keeps every row tied with the k-th best
-        kth_best = np.partition(row_scores, len(rows) - k)[len(rows) - k]
-        keep = row_scores >= kth_best
-        rows, row_scores = rows[keep], row_scores[keep]
-    order = np.lexsort((row_rank[rows], -row_scores))[:k]
-    return [(int(rows[i]), float(row_scores[i])) for i in order]
-
-
-def _make_stemmer(language: str | None) -> Any:
-    if language is None:
-        return None
-    try:
-        import Stemmer
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("stemming needs PyStemmer: pip install PyStemmer (or pass stemmer=None)") from exc
-    try:
-        return Stemmer.Stemmer(language)
-    except KeyError as exc:
-        raise ValueError(
-            f"unknown stemmer language {language!r}; available: {', '.join(Stemmer.algorithms())}"
-        ) from exc
+            node = json_to_doc(entry)
+        except Exception as exc:  # pydantic, KeyError, ValueError...: all mean a damaged record
+            raise StoreCorruptError(f"{path}: node record {position} is damaged ({exc!r})") from exc
+        if node.node_id in records:
+            raise StoreCorruptError(f"{path}: node id {node.node_id!r} appears twice")
+        records[node.node_id] = _Record(
+            payload=json.dumps(entry, ensure_ascii=False), ref_doc_id=node.ref_doc_id, title=_title(node), tokens=None
+        )
+    return records
 
 
 def _title(node: BaseNode) -> str | None:
@@ -512,35 +351,3 @@ def _serialize(node: BaseNode) -> str:
 
 def _deserialize(payload: str) -> BaseNode:
     return json_to_doc(json.loads(payload))
-
-
-def _sha256(file: Path) -> str:
-    return hashlib.sha256(file.read_bytes()).hexdigest()
-
-
-def _is_replaceable(path: Path) -> bool:
-    """Only an empty folder or a previous index may be replaced: persist must not wipe user data."""
-    return path.is_dir() and (not any(path.iterdir()) or (path / MANIFEST_NAME).is_file())
-
-
-def _fsync_tree(folder: Path) -> None:
-    """Flush files to disk before the rename makes them visible (bm25s's save does not)."""
-    for file in folder.rglob("*"):
-        if file.is_file():
-            with open(file, "rb+") as f:
-                os.fsync(f.fileno())
-    for sub in [folder, *(p for p in folder.rglob("*") if p.is_dir())]:
-        _fsync_dir(sub)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover - e.g. platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)

@@ -28,7 +28,8 @@ from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
-from llama_index_ragonite.errors import StoreError
+from llama_index_ragonite.errors import StoreCorruptError, StoreError, StoreLockedError
+from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
 from llama_index_ragonite.models.embeddings import default_embedding
 from llama_index_ragonite.models.protocols import TextTermsEmbedding
 
@@ -122,12 +123,10 @@ class EvidenceStore:
         file = self.path / MANIFEST
         if not file.exists():
             return {}
-        try:
-            manifest = json.loads(file.read_text())
-        except (OSError, json.JSONDecodeError) as err:
-            raise StoreError(f"{file} is unreadable ({err}); rebuild the store") from None
-        if manifest.get("format") != FORMAT_VERSION:
-            raise StoreError(f"{file} has format {manifest.get('format')!r}, expected {FORMAT_VERSION}; rebuild it")
+        manifest = read_json(file, "the store manifest")
+        if not isinstance(manifest, dict):
+            raise StoreCorruptError(f"{file}: the store manifest is unreadable (not a JSON object); rebuild the store")
+        check_format_version(manifest.get("format"), FORMAT_VERSION, file, "the store manifest")
         return manifest
 
     def _load_lexical(self) -> LexicalIndex:
@@ -198,7 +197,7 @@ class EvidenceStore:
                 try:
                     fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except OSError:
-                    raise StoreError(
+                    raise StoreLockedError(
                         f"{self.path} is being updated by another process; run again when it has finished"
                     ) from None
             yield  # the lock goes with the file handle
@@ -287,9 +286,7 @@ class EvidenceStore:
             "contextualizer": self.contextualizer.to_dict(),
             "pages": pages,
         }
-        tmp = self.path / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(self.manifest, indent=1, sort_keys=True))
-        tmp.replace(self.path / MANIFEST)
+        write_json(self.path / MANIFEST, self.manifest, indent=1, sort_keys=True)
 
     # -- reading --------------------------------------------------------------------
     def __len__(self) -> int:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import html
 import re
-from typing import List, Union
+from typing import List, Optional, Tuple, Union
 
 from bs4 import BeautifulSoup, Tag
 from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction
 
 SPACE, CELL, LINE = 1, 2, 3
 Token = Union[str, int]
+Opened = Optional[Tuple[list, int, bool, Optional[int]]]  # (children, list depth, pre, closing separator)
 
 _BLOCK_SEP = {SPACE: " ", CELL: " | ", LINE: "\n"}
 _INLINE_SEP = {SPACE: " ", CELL: ", ", LINE: "; "}
@@ -193,64 +194,35 @@ class TextRenderer:
         if text:
             out.append(text)
 
-    def _open(self, tag: Tag, out: List[Token], depth: int, pre: bool):
+    def _open(self, tag: Tag, out: List[Token], depth: int, pre: bool) -> Opened:
         """Emit what opens ``tag``; return (children, list depth, pre, closing separator) or None."""
-        name = tag.name
-        if name in SKIPPED or is_navigation_macro(tag):
+        if tag.name in SKIPPED or is_navigation_macro(tag):
             return None
-        if name == "ac:parameter":
-            if not _parameter_visible(tag):
-                return None
-            inline_macro = isinstance(tag.parent, Tag) and macro_name(tag.parent) in INLINE_MACROS
-            return list(tag.children), depth, pre, SPACE if inline_macro else LINE
-        if name == "br":
-            out.append(LINE)
+        if tag.name == "ac:parameter":
+            return _open_parameter(tag, depth, pre)
+        if _emit_leaf(tag, out):
             return None
-        if name == "ac:link":
-            label = link_label(tag)
-            if label:
-                out.append(label)
-            elif tag.find(("ri:page", "ri:blog-post", "ri:attachment", "ri:space", "ri:url", "ri:user")):
-                # no label in the page: Confluence shows the target's name, set off from the text
-                out += [SPACE, target_label(tag), SPACE]
-            return None
-        if name == "ri:user":
-            out += [SPACE, user_label(tag), SPACE]
-            return None
-        if name == "time" and not tag.get_text(strip=True):
-            out.append(tag.get("datetime", ""))
-            return None
-        if name == "ac:image":
-            return None
-        if name == "ac:adf-extension":
-            out.append(LINE)
-            return adf_children(tag), depth, pre, LINE
-        if name in ("td", "th"):
-            out.append(CELL)
-            return list(tag.children), depth, pre, CELL
-        if name in ("ul", "ol", "ac:task-list"):
-            out.append(LINE)
-            children = list(tag.children)
-            if name == "ol" and self.list_markers:
-                start = str(tag.get("start", "1"))
-                number = int(start) if start.isdigit() else 1
-                for child in children:
-                    if isinstance(child, Tag) and child.name == "li":
-                        self._ordinal[id(child)] = number
-                        number += 1
-            return children, depth + 1, pre, LINE
-        if name in ("li", "ac:task"):
+        if tag.name in ("ul", "ol", "ac:task-list"):
+            return self._open_list(tag, out, depth, pre)
+        if tag.name in ("li", "ac:task"):
             out.append(LINE)
             if self.list_markers:
                 out.append("  " * max(depth - 1, 0) + self._marker(tag))
             return list(tag.children), depth, pre, LINE
-        if name == "ac:structured-macro" and macro_name(tag) in INLINE_MACROS:
-            out.append(SPACE)
-            return list(tag.children), depth, pre, SPACE
-        if name in BLOCKS or name in HEADINGS:
-            out.append(LINE)
-            return list(tag.children), depth, pre or name in PREFORMATTED, LINE
-        return list(tag.children), depth, pre or name in PREFORMATTED, None
+        return _open_container(tag, out, depth, pre)
+
+    def _open_list(self, tag: Tag, out: List[Token], depth: int, pre: bool) -> Opened:
+        """A list one level deeper; an ``<ol>``'s items get their numbers (from ``start``) up front."""
+        out.append(LINE)
+        children = list(tag.children)
+        if tag.name == "ol" and self.list_markers:
+            start = str(tag.get("start", "1"))
+            number = int(start) if start.isdigit() else 1
+            for child in children:
+                if isinstance(child, Tag) and child.name == "li":
+                    self._ordinal[id(child)] = number
+                    number += 1
+        return children, depth + 1, pre, LINE
 
     def _marker(self, tag: Tag) -> str:
         if tag.name == "ac:task":
@@ -259,6 +231,53 @@ class TextRenderer:
             return "[x] " if done else "[ ] "
         number = self._ordinal.get(id(tag))
         return f"{number}. " if number is not None else "- "
+
+
+def _open_parameter(tag: Tag, depth: int, pre: bool) -> Opened:
+    """A macro parameter shows only when the page shows it (titles, a Jira key), inline in inline macros."""
+    if not _parameter_visible(tag):
+        return None
+    inline_macro = isinstance(tag.parent, Tag) and macro_name(tag.parent) in INLINE_MACROS
+    return list(tag.children), depth, pre, SPACE if inline_macro else LINE
+
+
+def _emit_leaf(tag: Tag, out: List[Token]) -> bool:
+    """Emit a tag whose children are not rendered (line breaks, links, users, times, images); whether it was one."""
+    name = tag.name
+    if name == "br":
+        out.append(LINE)
+    elif name == "ac:link":
+        label = link_label(tag)
+        if label:
+            out.append(label)
+        elif tag.find(("ri:page", "ri:blog-post", "ri:attachment", "ri:space", "ri:url", "ri:user")):
+            # no label in the page: Confluence shows the target's name, set off from the text
+            out += [SPACE, target_label(tag), SPACE]
+    elif name == "ri:user":
+        out += [SPACE, user_label(tag), SPACE]
+    elif name == "time" and not tag.get_text(strip=True):
+        out.append(tag.get("datetime", ""))
+    elif name != "ac:image":
+        return False
+    return True
+
+
+def _open_container(tag: Tag, out: List[Token], depth: int, pre: bool) -> Opened:
+    """Any other tag: its children, set off as a cell, an inline macro, a block, or not at all."""
+    name = tag.name
+    if name == "ac:adf-extension":
+        out.append(LINE)
+        return adf_children(tag), depth, pre, LINE
+    if name in ("td", "th"):
+        out.append(CELL)
+        return list(tag.children), depth, pre, CELL
+    if name == "ac:structured-macro" and macro_name(tag) in INLINE_MACROS:
+        out.append(SPACE)
+        return list(tag.children), depth, pre, SPACE
+    if name in BLOCKS or name in HEADINGS:
+        out.append(LINE)
+        return list(tag.children), depth, pre or name in PREFORMATTED, LINE
+    return list(tag.children), depth, pre or name in PREFORMATTED, None
 
 
 def join_tokens(tokens: List[Token], inline: bool = False) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import List, Union
 
 from llama_index.core.schema import Document
+
 from llama_index_ragonite.errors import PageLoadError
 
 logger = logging.getLogger(__name__)

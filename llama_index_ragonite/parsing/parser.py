@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import uuid
-from typing import Any, Dict, List, Literal, Sequence
+from typing import Any, Callable, Dict, List, Literal, Sequence, Tuple
 
 from llama_index.core.bridge.pydantic import Field, field_validator
 from llama_index.core.instrumentation import get_dispatcher
@@ -91,44 +92,33 @@ class HTMLEvidenceParser(NodeParser):
         return nodes
 
     def _page_nodes(self, page: BaseNode) -> List[TextNode]:
-        markup = page.get_content()
-        extracted = extract_page(markup, self.linearizer)
-        evidences = extracted.evidences
-        base: Dict[str, Any] = dict(page.metadata) if self.include_metadata else {}
-        if not base.get("title"):
-            base["title"] = extracted.title
-        base.setdefault("url", "")
+        extracted = extract_page(page.get_content(), self.linearizer)
+        base = self._page_metadata(page, extracted.title)
         source = page.as_related_node_info()
-
-        sequence: List[TextNode] = []  # page-level order: passages, lists, tables (or rows)
-        children: Dict[str, List[TextNode]] = {}  # table node id -> its row nodes
-        position = 0
+        positions = itertools.count(1)  # page order, shared by passages, lists, tables and rows
 
         def make(evidence: Evidence) -> TextNode:
-            nonlocal position
-            position += 1
-            metadata = {
-                **base,
-                "evidence_type": evidence.type,
-                "position": position,
-                "heading_path": " > ".join(evidence.heading_path),
-                "heading": evidence.heading_path[-1] if evidence.heading_path else "",
-            }
-            if evidence.table_index is not None:
-                metadata["table_index"] = evidence.table_index
-            if evidence.row_index is not None:
-                metadata["row_index"] = evidence.row_index
-                metadata["column_headers"] = " | ".join(evidence.column_headers)
-            excluded = [k for k in STRUCTURAL_KEYS if k in metadata]
-            return TextNode(
-                id_=evidence_node_id(page.node_id, self.table_granularity, position),
-                text=evidence.text,
-                metadata=metadata,
-                excluded_embed_metadata_keys=list(excluded),
-                excluded_llm_metadata_keys=list(excluded),
-                relationships={NodeRelationship.SOURCE: source},
-            )
+            position = next(positions)
+            node_id = evidence_node_id(page.node_id, self.table_granularity, position)
+            return _evidence_node(evidence, node_id, position, base, source)
 
+        sequence, children = self._arrange(extracted.evidences, make)
+        return self._link(sequence, children)
+
+    def _page_metadata(self, page: BaseNode, extracted_title: str) -> Dict[str, Any]:
+        """What every node of the page inherits: the page's metadata, a title and a url."""
+        base: Dict[str, Any] = dict(page.metadata) if self.include_metadata else {}
+        if not base.get("title"):
+            base["title"] = extracted_title
+        base.setdefault("url", "")
+        return base
+
+    def _arrange(
+        self, evidences: Sequence[Evidence], make: Callable[[Evidence], TextNode]
+    ) -> Tuple[List[TextNode], Dict[str, List[TextNode]]]:
+        """The page-level node order (passages, lists, tables or rows) and each table's row nodes."""
+        sequence: List[TextNode] = []
+        children: Dict[str, List[TextNode]] = {}  # table node id -> its row nodes
         for evidence in evidences:
             if evidence.type != "table":
                 sequence.append(make(evidence))
@@ -140,7 +130,10 @@ class HTMLEvidenceParser(NodeParser):
             sequence.append(table)
             if self.table_granularity == "both" and evidence.rows:
                 children[table.node_id] = [make(row) for row in evidence.rows]
+        return sequence, children
 
+    def _link(self, sequence: List[TextNode], children: Dict[str, List[TextNode]]) -> List[TextNode]:
+        """Set PREVIOUS/NEXT and PARENT/CHILD; the nodes in output order (each table followed by its rows)."""
         ref = _Refs()
         if self.include_prev_next_rel:
             _chain(sequence, ref)
@@ -161,6 +154,33 @@ class HTMLEvidenceParser(NodeParser):
                 row.relationships[NodeRelationship.PARENT] = ref(node)
             out.extend(rows)
         return out
+
+
+def _evidence_node(
+    evidence: Evidence, node_id: str, position: int, base: Dict[str, Any], source: RelatedNodeInfo
+) -> TextNode:
+    """One evidence as a node: its text, the page metadata plus its place in the page, SOURCE to the page."""
+    metadata = {
+        **base,
+        "evidence_type": evidence.type,
+        "position": position,
+        "heading_path": " > ".join(evidence.heading_path),
+        "heading": evidence.heading_path[-1] if evidence.heading_path else "",
+    }
+    if evidence.table_index is not None:
+        metadata["table_index"] = evidence.table_index
+    if evidence.row_index is not None:
+        metadata["row_index"] = evidence.row_index
+        metadata["column_headers"] = " | ".join(evidence.column_headers)
+    excluded = [k for k in STRUCTURAL_KEYS if k in metadata]
+    return TextNode(
+        id_=node_id,
+        text=evidence.text,
+        metadata=metadata,
+        excluded_embed_metadata_keys=list(excluded),
+        excluded_llm_metadata_keys=list(excluded),
+        relationships={NodeRelationship.SOURCE: source},
+    )
 
 
 def _chain(nodes: List[TextNode], ref: _Refs) -> None:

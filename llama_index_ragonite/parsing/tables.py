@@ -8,7 +8,7 @@ Nested tables stay inside their parent cell's text.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from bs4 import Tag
 
@@ -67,7 +67,23 @@ def _direct_rows(table: Tag) -> List[Tag]:
 
 def parse_table(table: Tag, index: int) -> Optional[Table]:
     """Grid of one ``<table>``; None when it holds no text at all."""
-    rows = _direct_rows(table)
+    grid = _grid(_direct_rows(table))
+    ncols = len(grid[0]) if grid else 0
+    caption_tag = table.find("caption", recursive=False)
+    caption = render(caption_tag, inline=True) if caption_tag else ""
+    if ncols == 0 or not any(cell and cell.text for line in grid for cell in line):
+        return Table(index, [], caption=caption) if caption else None
+    n_header, header_column = _header_layout(grid, ncols)
+    result = Table(index, _column_headers(grid[:n_header], ncols), header_column=header_column, caption=caption)
+    for line in grid[n_header:]:
+        row = _data_row(line, ncols, len(result.rows) + 1)
+        if row is not None:
+            result.rows.append(row)
+    return result
+
+
+def _grid(rows: List[Tag]) -> List[List[Optional[_Cell]]]:
+    """The rows' cells on a rectangular grid, ``rowspan``/``colspan`` expanded (a spanning cell repeats)."""
     grid: List[List[Optional[_Cell]]] = [[] for _ in rows]
     for r, tr in enumerate(rows):
         c = 0
@@ -90,44 +106,50 @@ def parse_table(table: Tag, index: int) -> Optional[Table]:
     ncols = max((len(line) for line in grid), default=0)
     for line in grid:
         line.extend([None] * (ncols - len(line)))
-    caption_tag = table.find("caption", recursive=False)
-    caption = render(caption_tag, inline=True) if caption_tag else ""
-    if ncols == 0 or not any(cell and cell.text for line in grid for cell in line):
-        return Table(index, [], caption=caption) if caption else None
+    return grid
 
-    def all_header(line: List[Optional[_Cell]]) -> bool:
-        present = [cell for cell in line if cell is not None]
-        return bool(present) and all(cell.is_header for cell in present)
 
+def _all_header(line: List[Optional[_Cell]]) -> bool:
+    present = [cell for cell in line if cell is not None]
+    return bool(present) and all(cell.is_header for cell in present)
+
+
+def _header_layout(grid: List[List[Optional[_Cell]]], ncols: int) -> Tuple[int, bool]:
+    """How many leading rows are column headers, and whether the first column labels the rows instead."""
     n_header = 0
-    while n_header < len(grid) and all_header(grid[n_header]):
+    while n_header < len(grid) and _all_header(grid[n_header]):
         n_header += 1
     if n_header == len(grid):  # a table of only <th>: it is all data
         n_header = 0
     header_column = n_header == 0 and ncols > 1 and all(line[0] is not None and line[0].is_header for line in grid)
     if n_header == 0 and not header_column and len(grid) > 1:
         n_header = 1  # no <th> anywhere: the first row names the columns
+    return n_header, header_column
 
+
+def _column_headers(header_rows: List[List[Optional[_Cell]]], ncols: int) -> List[str]:
+    """One label per column: its stacked header cells joined with " / ", repeats (spans) once."""
     headers = []
     for c in range(ncols):
         labels: List[str] = []
-        for line in grid[:n_header]:
+        for line in header_rows:
             cell = line[c]
             if cell is not None and cell.text and (not labels or labels[-1] != cell.text):
                 labels.append(cell.text)
         headers.append(" / ".join(labels))
+    return headers
 
-    result = Table(index, headers, header_column=header_column, caption=caption)
-    for line in grid[n_header:]:
-        values, seen = [], set()
-        for cell in line:
-            if cell is None or id(cell) in seen:
-                values.append("")  # empty, or the tail of a colspan
-                continue
-            seen.add(id(cell))
-            values.append(cell.text)
-        if not any(values):
+
+def _data_row(line: List[Optional[_Cell]], ncols: int, index: int) -> Optional[TableRow]:
+    """One grid line as a data row (a spanning cell's text once); None when it holds no text."""
+    values, seen = [], set()
+    for cell in line:
+        if cell is None or id(cell) in seen:
+            values.append("")  # empty, or the tail of a colspan
             continue
-        spans_all = ncols > 1 and len(seen) == 1 and all(cell is line[0] for cell in line)
-        result.rows.append(TableRow(len(result.rows) + 1, values, spans_all))
-    return result
+        seen.add(id(cell))
+        values.append(cell.text)
+    if not any(values):
+        return None
+    spans_all = ncols > 1 and len(seen) == 1 and all(cell is line[0] for cell in line)
+    return TableRow(index, values, spans_all)

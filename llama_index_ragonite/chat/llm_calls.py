@@ -1,0 +1,91 @@
+"""The chat engine's LLM calls: transport failures become clear errors, garbled output a warned fallback.
+
+A timeout, an unreachable server or a failed hosted call raises ``LLMCallError`` (the user
+should see it); a reply the client cannot parse is logged, recorded as the turn's warning and
+answered out of scope (the conversation goes on).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import AsyncGenerator, Callable, Generator, Sequence
+
+from llama_index.core.llms.llm import LLM
+
+from llama_index_ragonite.chat.responses import TurnResult
+from llama_index_ragonite.errors import LLMCallError
+
+__all__ = ["MALFORMED", "acall_llm", "aiter_items", "astream_llm", "call_llm", "stream_llm"]
+
+logger = logging.getLogger(__name__)
+
+MALFORMED = (json.JSONDecodeError, TypeError, KeyError, IndexError)  # what clients raise on garbled replies
+
+
+def _llm_error(err: Exception) -> Exception:
+    name = type(err).__name__
+    if "Timeout" in name or isinstance(err, (TimeoutError, asyncio.TimeoutError)):
+        return LLMCallError(f"The LLM did not answer in time ({name}: {err})")
+    if "Connection" in name or isinstance(err, ConnectionError):
+        return LLMCallError(f"The LLM could not be reached ({name}: {err})")
+    if type(err).__module__.split(".")[0] == "openai":  # rate limits and server errors, after the client's retries
+        return LLMCallError(f"The LLM service failed ({name}: {err})")
+    return err
+
+
+def _malformed(turn: TurnResult, err: Exception) -> str:
+    turn.warning = f"The LLM returned malformed output ({type(err).__name__}: {err}); answered out of scope."
+    logger.warning(turn.warning, exc_info=err)
+    return ""
+
+
+def call_llm(fn: Callable, prompt: str, turn: TurnResult) -> str:
+    """``fn(prompt).text`` (``fn`` is ``llm.complete``); ``""`` with a warning on garbled output."""
+    try:
+        return fn(prompt).text or ""
+    except MALFORMED as err:
+        return _malformed(turn, err)
+    except Exception as err:
+        raise _llm_error(err) from err
+
+
+async def acall_llm(fn: Callable, prompt: str, turn: TurnResult) -> str:
+    """``call_llm`` for ``llm.acomplete``."""
+    try:
+        return (await fn(prompt)).text or ""
+    except MALFORMED as err:
+        return _malformed(turn, err)
+    except Exception as err:
+        raise _llm_error(err) from err
+
+
+def stream_llm(llm: LLM, prompt: str, turn: TurnResult) -> Generator[str, None, None]:
+    """The answer's text deltas; on garbled output, what arrived so far and a warning."""
+    try:
+        for chunk in llm.stream_complete(prompt):
+            if chunk.delta:
+                yield chunk.delta
+    except MALFORMED as err:  # keep what arrived; the warning says the rest was garbled
+        _malformed(turn, err)
+    except Exception as err:
+        raise _llm_error(err) from err
+
+
+async def astream_llm(llm: LLM, prompt: str, turn: TurnResult) -> AsyncGenerator[str, None]:
+    """``stream_llm`` through the LLM's async API."""
+    try:
+        async for chunk in await llm.astream_complete(prompt):
+            if chunk.delta:
+                yield chunk.delta
+    except MALFORMED as err:
+        _malformed(turn, err)
+    except Exception as err:
+        raise _llm_error(err) from err
+
+
+async def aiter_items(items: Sequence[str]) -> AsyncGenerator[str, None]:
+    """``items`` as an async stream (the out-of-scope answer needs no LLM)."""
+    for item in items:
+        yield item

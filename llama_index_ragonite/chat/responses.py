@@ -1,0 +1,63 @@
+"""What a ``RagoniteChatEngine`` turn returns: the answer plus the completed question and its citations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+from llama_index.core.chat_engine.types import AgentChatResponse, StreamingAgentChatResponse
+from llama_index.core.schema import NodeWithScore
+
+__all__ = ["RagoniteChatResponse", "RagoniteStreamingChatResponse", "TurnResult", "turn_metadata"]
+
+
+@dataclass
+class TurnResult:
+    """What one turn produced besides the answer text; also copied into ``response.metadata``."""
+
+    completed_question: str = ""
+    cited: List[int] = field(default_factory=list)  # 1-based source numbers the answer cites
+    prompts: Dict[str, str] = field(default_factory=dict)  # "answer" -> the prompt sent
+    follow_ups: List[str] = field(default_factory=list)
+    warning: Optional[str] = None  # e.g. the LLM returned no usable text
+
+
+class _TurnView:
+    """The two views every response type gives of its ``turn``."""
+
+    turn: TurnResult
+    source_nodes: List[NodeWithScore]
+
+    @property
+    def completed_question(self) -> str:
+        return self.turn.completed_question
+
+    @property
+    def cited_nodes(self) -> List[NodeWithScore]:
+        return [self.source_nodes[i - 1] for i in self.turn.cited]
+
+
+@dataclass
+class RagoniteChatResponse(_TurnView, AgentChatResponse):
+    """An ``AgentChatResponse`` with the completed question and the citations mapped to nodes."""
+
+    turn: TurnResult = field(default_factory=TurnResult)
+
+
+@dataclass
+class RagoniteStreamingChatResponse(_TurnView, StreamingAgentChatResponse):
+    """Streams the answer; ``turn`` (citations, follow-ups) is complete once the stream is consumed."""
+
+    turn: TurnResult = field(default_factory=TurnResult)
+
+
+def turn_metadata(turn: TurnResult, nodes: Sequence[NodeWithScore]) -> Dict[str, Any]:
+    """The turn as plain data for ``response.metadata`` (cited sources also as node ids)."""
+    return {
+        "completed_question": turn.completed_question,
+        "cited_sources": list(turn.cited),
+        "cited_node_ids": [nodes[i - 1].node.node_id for i in turn.cited],
+        "prompts": dict(turn.prompts),
+        "follow_ups": list(turn.follow_ups),
+        "warning": turn.warning,
+    }

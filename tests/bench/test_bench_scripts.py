@@ -1,0 +1,80 @@
+"""The pieces the scripts under benchmarks/ share: slices, report tail, store folders, caches, local LLM server."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+from fakes import CountingEmbedding
+
+from llama_index_ragonite.bench.confquestions import Question
+from llama_index_ragonite.bench.embed_cache import CachedEmbedding
+from llama_index_ragonite.bench.llm_server import LocalLLMServer
+from llama_index_ragonite.bench.scripts import default_data, finish_report, shown
+from llama_index_ragonite.bench.slices import question_slices
+from llama_index_ragonite.bench.store import ALL_STORE, store_folder
+
+
+def _question(**changes) -> Question:
+    fields = dict(
+        conv_id="1",
+        turn=1,
+        lang="en",
+        question="q",
+        completed="q",
+        gold_urls=("u",),
+        answer="a",
+        source="table",
+        q_type="simple",
+    )
+    return Question(**{**fields, **changes})
+
+
+def test_question_slices_keep_the_order_asked_for():
+    slices = question_slices("table", "all", "turns 2+")
+    assert list(slices) == ["table", "all", "turns 2+"]
+    assert slices["table"](_question()) and not slices["turns 2+"](_question())
+    assert slices["turns 2+"](_question(turn=3))
+
+
+def test_finish_report_prints_writes_and_returns_the_status(tmp_path, capsys):
+    out = tmp_path / "report.md"
+    assert finish_report(["# Title", "", "body"], out, status=1) == 1
+    assert out.read_text() == "# Title\n\nbody\n"
+    assert capsys.readouterr().out == "# Title\n\nbody\n\n"
+    assert finish_report(["x"], None) == 0
+
+
+def test_paths_beside_the_repository(tmp_path):
+    repo = tmp_path / "repo"
+    assert default_data(repo) == tmp_path / "shared" / "datasets" / "confquestions"
+    assert shown(repo / "benchmarks" / "x", repo.resolve()) == "benchmarks/x"
+    assert shown(tmp_path / "elsewhere", repo.resolve()) == str(tmp_path / "elsewhere")
+    assert store_folder(tmp_path, "ALL").name == ALL_STORE
+    assert store_folder(tmp_path, "TTL", "minilm-").name == "retrieval-minilm-TTL"
+
+
+def test_cached_embedding_embeds_each_text_once():
+    inner = CountingEmbedding()
+    inner.texts = []
+    cached = CachedEmbedding(inner)
+    first = cached.get_text_embedding_batch(["a", "b", "a"])
+    again = cached.get_text_embedding_batch(["b", "a"])
+    assert again == [first[1], first[0]]
+    assert cached.get_query_embedding("q") == cached.get_query_embedding("q")
+    assert inner.texts == ["a", "b"]
+
+
+def test_local_llm_server_answers_chat_completions():
+    server = LocalLLMServer(lambda body: "echo " + body["messages"][-1]["content"]).start()
+    try:
+        request = urllib.request.Request(
+            server.base_url + "/chat/completions",
+            data=json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            payload = json.loads(response.read())
+    finally:
+        server.stop()
+    assert payload["choices"][0]["message"] == {"role": "assistant", "content": "echo hi"}
