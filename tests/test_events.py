@@ -15,3 +15,14 @@ def test_parse_and_contextualize_fire_events():
     ]
     ctx = [e for e in events if isinstance(e, EvidencesContextualizedEvent)]
     assert [(e.setting, e.nodes, e.missing_neighbours) for e in ctx] == [("BEF", 3, 2)]
+
+
+def test_every_event_is_named_after_its_class():
+    from llama_index_ragonite import events
+
+    classes = [c for c in vars(events).values() if isinstance(c, type) and issubclass(c, events.RagoniteEvent)]
+    assert len(classes) == 9
+    for cls in classes:
+        assert cls.class_name() == cls.__name__
+    dumped = events.AnswerEvent(answer="a", cited=[1]).model_dump()
+    assert dumped["class_name"] == "AnswerEvent"

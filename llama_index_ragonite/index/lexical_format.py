@@ -24,7 +24,15 @@ from llama_index_ragonite.index.persist import (
     verify_checksums,
 )
 
-__all__ = ["BM25_DIR_NAME", "FORMAT_NAME", "FORMAT_VERSION", "MANIFEST_NAME", "load_bm25", "read_manifest", "write_folder"]
+__all__ = [
+    "BM25_DIR_NAME",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "MANIFEST_NAME",
+    "load_bm25",
+    "read_manifest",
+    "write_folder",
+]
 
 FORMAT_NAME = "ragonite-lexical-index"
 FORMAT_VERSION = 1

@@ -167,9 +167,10 @@ def read_npz(path: Path, what: str) -> dict[str, np.ndarray]:
 
 def check_format_version(found: Any, supported: int, where: Path, what: str) -> None:
     """Refuse a format version other than ``supported``: a number is a ``StoreVersionError``, anything else corrupt."""
-    if found == supported:
+    is_number = isinstance(found, int) and not isinstance(found, bool)
+    if is_number and found == supported:
         return
-    if isinstance(found, int) and not isinstance(found, bool):
+    if is_number:
         newer = "a newer version of llama-index-ragonite" if found > supported else "an older, unsupported version"
         raise StoreVersionError(
             f"{where}: {what} has unsupported format version {found!r} (expected {supported}); "

@@ -24,14 +24,14 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, Document, MetadataMode
 from llama_index.core.utils import get_tqdm_iterable
 
-from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
+from llama_index_ragonite.errors import StoreCorruptError, StoreError, StoreLockedError
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
-from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
-from llama_index_ragonite.errors import StoreCorruptError, StoreError, StoreLockedError
 from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
 from llama_index_ragonite.models.embeddings import default_embedding
 from llama_index_ragonite.models.protocols import TextTermsEmbedding
+from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
+from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
 
 try:
     import fcntl

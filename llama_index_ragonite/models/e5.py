@@ -25,7 +25,7 @@ import functools
 import logging
 import os
 import struct
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -89,6 +89,41 @@ class _Reader:
         return out
 
 
+def _tensor_table(r: _Reader) -> Dict[str, np.ndarray]:
+    """Tensor name -> its raw bytes (a view into the model file)."""
+    tensors = {}
+    for _ in range(r.read("i")):
+        name = r.array(np.uint8, r.read("H")).tobytes().decode()
+        _, _, offset, nbytes = r.read("BIQQ")
+        tensors[name] = np.frombuffer(r.buf, np.uint8, nbytes, offset)
+    return tensors
+
+
+def _f32(tensors: Dict[str, np.ndarray], name: str) -> np.ndarray:
+    return tensors[name].view(np.float32).copy()
+
+
+def _q4(tensors: Dict[str, np.ndarray], name: str, rows: int, cols: int) -> np.ndarray:
+    """A Q4_0 matrix stored [out, in], returned float32 [in, out] for ``x @ w``."""
+    return np.ascontiguousarray(_dequantize(tensors[name], rows, cols).T)
+
+
+def _layer_weights(tensors: Dict[str, np.ndarray], p: str, H: int, FF: int) -> Dict[str, Any]:
+    """One transformer layer (tensor names prefixed ``p``); q, k and v fused into one matrix."""
+    return dict(
+        qkv=np.concatenate([_q4(tensors, p + n + ".w", H, H) for n in "qkv"], axis=1),
+        qkv_b=np.concatenate([_f32(tensors, p + n + ".b") for n in "qkv"]),
+        out=_q4(tensors, p + "ao.w", H, H),
+        out_b=_f32(tensors, p + "ao.b"),
+        ln1=(_f32(tensors, p + "aln.w"), _f32(tensors, p + "aln.b")),
+        up=_q4(tensors, p + "fi.w", FF, H),
+        up_b=_f32(tensors, p + "fi.b"),
+        down=_q4(tensors, p + "fo.w", H, FF),
+        down_b=_f32(tensors, p + "fo.b"),
+        ln2=(_f32(tensors, p + "oln.w"), _f32(tensors, p + "oln.b")),
+    )
+
+
 BACKENDS = ("auto", "onnxruntime", "numpy")
 
 
@@ -138,12 +173,17 @@ class E5Encoder:
         self.H, self.n_layers, self.n_heads, self.FF, self.vocab, self.max_positions, _ = r.read("7i")
         self.eps = float(r.read("f"))
         r.read("i")
+        self._read_tokenizer(r)
+        self._load_weights(_tensor_table(r))
+
+    def _read_tokenizer(self, r: _Reader) -> None:
+        """The unigram pieces with their scores, the special ids and the normalization map."""
         n_pieces = r.read("i")
         self.bos, self.eos, self.pad, self.unk = r.read("4i")
         blob_len = r.read("Q")
         offsets = r.array(np.uint32, n_pieces + 1)
         scores = r.array(np.float32, n_pieces)
-        blob = buf[r.pos : r.pos + blob_len]
+        blob = r.buf[r.pos : r.pos + blob_len]
         r.pos += blob_len
         self._pieces = {}
         for i in range(n_pieces):
@@ -159,40 +199,14 @@ class E5Encoder:
             table[cp] = "".join(chr(c) for c in r.array(np.uint32, n_out)) if n_out else ""
         self._normalize = str.maketrans(table)
 
-        tensors = {}
-        for _ in range(r.read("i")):
-            name = r.array(np.uint8, r.read("H")).tobytes().decode()
-            _, _, offset, nbytes = r.read("BIQQ")
-            tensors[name] = np.frombuffer(buf, np.uint8, nbytes, offset)
-
-        def f32(name):
-            return tensors[name].view(np.float32).copy()
-
-        def q4(name, rows, cols):  # stored [out, in]; kept as [in, out] for x @ w
-            return np.ascontiguousarray(_dequantize(tensors[name], rows, cols).T)
-
-        H, FF = self.H, self.FF
+    def _load_weights(self, tensors: Dict[str, np.ndarray]) -> None:
+        """Embedding tables and every layer's weights, the 4-bit matrices dequantized once."""
+        H = self.H
         self._word = tensors["emb.word"].reshape(self.vocab, H // QK, 18)  # dequantized per looked-up row
-        self._pos = f32("emb.pos").reshape(-1, H)
-        self._type = f32("emb.type")[:H]
-        self._emb_ln = (f32("emb.ln.w"), f32("emb.ln.b"))
-        self._layers = []
-        for i in range(self.n_layers):
-            p = f"l{i}."
-            self._layers.append(
-                dict(
-                    qkv=np.concatenate([q4(p + n + ".w", H, H) for n in "qkv"], axis=1),
-                    qkv_b=np.concatenate([f32(p + n + ".b") for n in "qkv"]),
-                    out=q4(p + "ao.w", H, H),
-                    out_b=f32(p + "ao.b"),
-                    ln1=(f32(p + "aln.w"), f32(p + "aln.b")),
-                    up=q4(p + "fi.w", FF, H),
-                    up_b=f32(p + "fi.b"),
-                    down=q4(p + "fo.w", H, FF),
-                    down_b=f32(p + "fo.b"),
-                    ln2=(f32(p + "oln.w"), f32(p + "oln.b")),
-                )
-            )
+        self._pos = _f32(tensors, "emb.pos").reshape(-1, H)
+        self._type = _f32(tensors, "emb.type")[:H]
+        self._emb_ln = (_f32(tensors, "emb.ln.w"), _f32(tensors, "emb.ln.b"))
+        self._layers = [_layer_weights(tensors, f"l{i}.", H, self.FF) for i in range(self.n_layers)]
 
     def _load_sae(self, buf: bytes) -> None:
         if buf[:4] != b"SAE1":

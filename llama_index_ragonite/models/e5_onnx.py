@@ -34,52 +34,84 @@ def onnx_layers(layers: List[Dict[str, np.ndarray]], heads: int, eps: float) -> 
 
     Raises ImportError without ``onnx``/``onnxruntime``; an ORT too old for opset 20 fails here too.
     """
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
 
     H = layers[0]["out"].shape[0]
-    weights: list = []
-    nodes: list = []
-
-    def const(name: str, value) -> str:
-        weights.append(numpy_helper.from_array(np.asarray(value), name))
-        return name
-
-    def op(kind: str, inputs: list, n_out: int = 1, **attrs):
-        outputs = [f"{kind}{len(nodes)}_{i}" for i in range(n_out)]
-        nodes.append(helper.make_node(kind, inputs, outputs, **attrs))
-        return outputs[0] if n_out == 1 else outputs
-
-    def dense(x: str, w: str, layer: dict, i: int) -> str:
-        return op("Add", [op("MatMul", [x, const(f"{i}.{w}", layer[w])]), const(f"{i}.{w}_b", layer[w + "_b"])])
-
-    split_heads = const("split_heads", np.array([0, 0, 3, heads, H // heads], np.int64))
-    merge_heads = const("merge_heads", np.array([0, 0, H], np.int64))
-    scale = const("scale", np.float32(1.0 / np.sqrt(H // heads)))
-    first = const("first", np.array([0], np.int64))
+    g = _GraphBuilder()
+    shapes = _head_constants(g, heads, H)
     x = "hidden"
     for i, layer in enumerate(layers):
-        qkv = op("Transpose", [op("Reshape", [dense(x, "qkv", layer, i), split_heads])], perm=[2, 0, 3, 1, 4])
-        q, k, v = (op("Squeeze", [t, first]) for t in op("Split", [qkv], 3, axis=0, num_outputs=3))
-        scores = op("Mul", [op("MatMul", [q, op("Transpose", [k], perm=[0, 1, 3, 2])]), scale])
-        probs = op("Softmax", [op("Add", [scores, "padding"])], axis=-1)
-        attended = op("Reshape", [op("Transpose", [op("MatMul", [probs, v])], perm=[0, 2, 1, 3]), merge_heads])
-        residual = op("Add", [dense(attended, "out", layer, i), x])
-        x = op("LayerNormalization", [residual, const(f"{i}.ln1_w", layer["ln1"][0]), const(f"{i}.ln1_b", layer["ln1"][1])], axis=-1, epsilon=eps)  # fmt: skip
-        up = op("Gelu", [dense(x, "up", layer, i)], approximate="tanh")
-        residual = op("Add", [dense(up, "down", layer, i), x])
-        x = op("LayerNormalization", [residual, const(f"{i}.ln2_w", layer["ln2"][0]), const(f"{i}.ln2_b", layer["ln2"][1])], axis=-1, epsilon=eps)  # fmt: skip
-    nodes.append(helper.make_node("Identity", [x], ["states"]))
+        x = g.layer_norm(g.op("Add", [_self_attention(g, x, layer, i, shapes), x]), f"{i}.ln1", layer["ln1"], eps)
+        x = g.layer_norm(g.op("Add", [_feed_forward(g, x, layer, i), x]), f"{i}.ln2", layer["ln2"], eps)
+    g.nodes.append(helper.make_node("Identity", [x], ["states"]))
     graph = helper.make_graph(
-        nodes,
+        g.nodes,
         "e5_layers",
         [
             helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["B", "L", H]),
             helper.make_tensor_value_info("padding", TensorProto.FLOAT, ["B", 1, 1, "L"]),
         ],
         [helper.make_tensor_value_info("states", TensorProto.FLOAT, ["B", "L", H])],
-        weights,
+        g.weights,
     )
     return _runner(graph, ("hidden", "padding"))
+
+
+class _GraphBuilder:
+    """Collects an ONNX graph's nodes and constant weights; each node output gets a unique name."""
+
+    def __init__(self) -> None:
+        self.weights: list = []
+        self.nodes: list = []
+
+    def const(self, name: str, value) -> str:
+        from onnx import numpy_helper
+
+        self.weights.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def op(self, kind: str, inputs: list, n_out: int = 1, **attrs):
+        from onnx import helper
+
+        outputs = [f"{kind}{len(self.nodes)}_{i}" for i in range(n_out)]
+        self.nodes.append(helper.make_node(kind, inputs, outputs, **attrs))
+        return outputs[0] if n_out == 1 else outputs
+
+    def dense(self, x: str, w: str, layer: dict, i: int) -> str:
+        """``x @ layer[w] + layer[w + "_b"]``, the weights stored as layer ``i``'s constants."""
+        matmul = self.op("MatMul", [x, self.const(f"{i}.{w}", layer[w])])
+        return self.op("Add", [matmul, self.const(f"{i}.{w}_b", layer[w + "_b"])])
+
+    def layer_norm(self, x: str, name: str, weight_bias: tuple, eps: float) -> str:
+        weight, bias = self.const(f"{name}_w", weight_bias[0]), self.const(f"{name}_b", weight_bias[1])
+        return self.op("LayerNormalization", [x, weight, bias], axis=-1, epsilon=eps)
+
+
+def _head_constants(g: _GraphBuilder, heads: int, H: int) -> Dict[str, str]:
+    """The shapes that split the fused q/k/v into heads and merge them back, and the score scale."""
+    return {
+        "split": g.const("split_heads", np.array([0, 0, 3, heads, H // heads], np.int64)),
+        "merge": g.const("merge_heads", np.array([0, 0, H], np.int64)),
+        "scale": g.const("scale", np.float32(1.0 / np.sqrt(H // heads))),
+        "first": g.const("first", np.array([0], np.int64)),
+    }
+
+
+def _self_attention(g: _GraphBuilder, x: str, layer: dict, i: int, shapes: Dict[str, str]) -> str:
+    """Multi-head self-attention over ``x`` (``padding`` masks the pad tokens), output-projected."""
+    fused = g.op("Reshape", [g.dense(x, "qkv", layer, i), shapes["split"]])
+    qkv = g.op("Transpose", [fused], perm=[2, 0, 3, 1, 4])
+    q, k, v = (g.op("Squeeze", [t, shapes["first"]]) for t in g.op("Split", [qkv], 3, axis=0, num_outputs=3))
+    scores = g.op("Mul", [g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])]), shapes["scale"]])
+    probs = g.op("Softmax", [g.op("Add", [scores, "padding"])], axis=-1)
+    heads_out = g.op("Transpose", [g.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
+    return g.dense(g.op("Reshape", [heads_out, shapes["merge"]]), "out", layer, i)
+
+
+def _feed_forward(g: _GraphBuilder, x: str, layer: dict, i: int) -> str:
+    """The GELU (tanh form, as the numpy pass) feed-forward block."""
+    up = g.op("Gelu", [g.dense(x, "up", layer, i)], approximate="tanh")
+    return g.dense(up, "down", layer, i)
 
 
 def onnx_term_peaks(sae_w: np.ndarray, sae_b: np.ndarray) -> Callable:

@@ -13,7 +13,7 @@ The OpenAI integration is an optional extra: ``pip install "llama-index-ragonite
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from llama_index.llms.openai import OpenAI
@@ -52,10 +52,25 @@ def openai_llm(
     try:
         from llama_index.llms.openai import OpenAI
         from llama_index.llms.openai.utils import resolve_openai_credentials
-        from openai import AsyncOpenAI
-        from openai import OpenAI as SyncOpenAI
     except ImportError as err:
         raise ImportError(f"openai_llm needs llama-index-llms-openai: {OPENAI_EXTRA}") from err
+    _check_arguments(max_retries, kwargs)
+    api_key, api_base, _ = resolve_openai_credentials(api_key=api_key, api_base=api_base)
+    sync_client, async_client = _retrying_sdk_clients(api_key, api_base, max_retries, timeout, kwargs)
+    return OpenAI(
+        model=model,
+        max_retries=0,
+        timeout=timeout,
+        api_key=api_key,
+        api_base=api_base,
+        openai_client=sync_client,
+        async_openai_client=async_client,
+        **kwargs,
+    )
+
+
+def _check_arguments(max_retries: int, kwargs: Dict[str, Any]) -> None:
+    """Refuse what would bring back a second retry layer or bypass the retrying clients."""
     if max_retries < 0:
         raise ValueError(f"max_retries must be >= 0, got {max_retries}")
     if kwargs.get("reuse_client") is False:
@@ -63,7 +78,14 @@ def openai_llm(
     if kwargs.get("openai_client") is not None or kwargs.get("async_openai_client") is not None:
         raise ValueError("openai_llm builds the SDK clients itself; pass your clients to OpenAI(...) directly")
 
-    api_key, api_base, _ = resolve_openai_credentials(api_key=api_key, api_base=api_base)
+
+def _retrying_sdk_clients(
+    api_key: Optional[str], api_base: Optional[str], max_retries: int, timeout: float, kwargs: Dict[str, Any]
+) -> Tuple[Any, Any]:
+    """The sync and async OpenAI SDK clients that do the retrying (with the caller's headers and HTTP clients)."""
+    from openai import AsyncOpenAI
+    from openai import OpenAI as SyncOpenAI
+
     sdk = {
         "api_key": api_key,
         "base_url": api_base,
@@ -71,13 +93,7 @@ def openai_llm(
         "timeout": timeout,
         "default_headers": kwargs.get("default_headers"),
     }
-    return OpenAI(
-        model=model,
-        max_retries=0,
-        timeout=timeout,
-        api_key=api_key,
-        api_base=api_base,
-        openai_client=SyncOpenAI(**sdk, http_client=kwargs.get("http_client")),
-        async_openai_client=AsyncOpenAI(**sdk, http_client=kwargs.get("async_http_client")),
-        **kwargs,
+    return (
+        SyncOpenAI(**sdk, http_client=kwargs.get("http_client")),
+        AsyncOpenAI(**sdk, http_client=kwargs.get("async_http_client")),
     )

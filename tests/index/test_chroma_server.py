@@ -11,8 +11,8 @@ import pytest
 from fakes import HashingEmbedding
 from llama_index.core.schema import Document
 
-from llama_index_ragonite.retrieval.retriever import HybridRetriever
 from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
 
 def _free_port() -> int:

