@@ -22,7 +22,6 @@ PAGE_SUFFIXES = (".json", ".html", ".htm")
 _PAGE_METADATA = ("title", "url", "space", "date")
 
 
-
 def read_text(path: Path) -> str:
     """Decode UTF-8; undecodable bytes become U+FFFD (logged) instead of failing the page."""
     data = path.read_bytes()
