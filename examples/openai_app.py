@@ -11,10 +11,10 @@ neither; the same code paths are tested offline on local models and a stub OpenA
 import sys
 from pathlib import Path
 
-from llama_index_ragonite.retrieval.retriever import HybridRetriever
 from llama_index_ragonite import (
     BGEReranker,
     EvidenceStore,
+    HybridRetriever,
     RagoniteChatEngine,
     bge_m3_embedding,
     load_pages,
