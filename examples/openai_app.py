@@ -26,7 +26,9 @@ folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "sa
 store = EvidenceStore(sys.argv[2] if len(sys.argv) > 2 else "wiki-index-bge", embed_model=bge_m3_embedding())
 print(store.ingest(load_pages(folder), show_progress=True))
 
-retriever = HybridRetriever.from_store(store, fusion="rerank+rrf", reranker=BGEReranker())  # the paper's default ranking
+retriever = HybridRetriever.from_store(
+    store, fusion="rerank+rrf", reranker=BGEReranker()
+)  # the paper's default ranking
 chat = RagoniteChatEngine(retriever, llm=openai_llm("gpt-4o"))  # completes follow-ups with the same LLM
 for message in ("Which platform failed the UEFI OTA upgrade in Aurora 2.0?", "How do I fix it?"):
     print(render_turn(chat.chat(message)), end="\n\n")

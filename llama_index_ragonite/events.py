@@ -79,3 +79,22 @@ class AttributionEndEvent(RagoniteEvent):
     failed_clusters: List[int]  # 0-based cluster indices whose LLM calls failed
     llm_calls: int
     wall_time_s: float
+
+
+class PerturbationStartEvent(RagoniteEvent):
+    """A RAGE explainer starts explaining an answer."""
+
+    mode: str  # "top-down", "bottom-up" or "permutation"
+    question: str
+    n_evidences: int
+
+
+class PerturbationEndEvent(RagoniteEvent):
+    """A RAGE explanation is done: whether a perturbation changed the answer, and its cost."""
+
+    mode: str
+    found: bool
+    evaluated: int  # perturbations evaluated
+    failures: int  # of which the LLM call failed
+    llm_calls: int
+    wall_time_s: float

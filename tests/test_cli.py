@@ -159,8 +159,8 @@ def test_examples_run_as_is(tmp_path):
 def test_render_attribution_says_when_no_removal_changed_the_answer():
     from llama_index.core.schema import NodeWithScore, TextNode
 
-    from llama_index_ragonite.explain.attribution import Attribution, ClusterAttribution
     from llama_index_ragonite.cli import render_attribution
+    from llama_index_ragonite.explain.attribution import Attribution, ClusterAttribution
 
     nodes = [NodeWithScore(node=TextNode(text=t, metadata={"title": t}), score=1.0) for t in ("table", "row")]
     clusters = [ClusterAttribution([0], 0.5, 0.0), ClusterAttribution([1], 0.5, 0.0)]

@@ -30,9 +30,7 @@ def test_readme_snippets_run_in_order(tmp_path: Path) -> None:
     # The snippets read examples/sample_wiki relative to where they run and write their stores there.
     (tmp_path / "examples").mkdir()
     (tmp_path / "examples" / "sample_wiki").symlink_to(REPO / "examples" / "sample_wiki")
-    done = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600
-    )
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     out = done.stdout
     assert "4 pages -> 38 evidences" in out  # 1. ingestion pipeline
@@ -55,7 +53,10 @@ def test_ci_commands_are_the_first_two_bash_blocks() -> None:
     """.ci/run takes the line after the first and second ```bash fences as its commands."""
     lines = README.read_text().splitlines()
     commands = [lines[i + 1] for i, line in enumerate(lines) if line.startswith("```bash")][:2]
-    assert commands == ["pip install . && python examples/quickstart.py", 'pip install -e ".[test]" && python -m pytest']
+    assert commands == [
+        "pip install . && python examples/quickstart.py",
+        'pip install -e ".[test]" && python -m pytest',
+    ]
 
 
 @pytest.mark.parametrize("doc", DOC_FILES, ids=lambda p: str(p.relative_to(REPO)))

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from llama_index.core.bridge.pydantic import Field
-from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.schema import NodeWithScore
 
+from llama_index_ragonite.events import PerturbationEndEvent, PerturbationStartEvent
 from llama_index_ragonite.explain.base import BaseExplainer, JSONResult
 from llama_index_ragonite.explain.charts import chart_path, figure, save
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator, normalize_answer
@@ -138,33 +138,6 @@ def answer_distribution(perturbations: Sequence[Perturbation], original_answer: 
         AnswerShare(key, texts[0], len(texts), len(texts) / total, key == original) for key, texts in groups.items()
     ]
     return sorted(shares, key=lambda s: -s.count)  # stable: ties in order of first appearance
-
-
-class PerturbationStartEvent(BaseEvent):
-    """A RAGE explainer starts explaining an answer."""
-
-    mode: str  # "top-down", "bottom-up" or "permutation"
-    question: str
-    n_evidences: int
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "PerturbationStartEvent"
-
-
-class PerturbationEndEvent(BaseEvent):
-    """A RAGE explanation is done: whether a perturbation changed the answer, and its cost."""
-
-    mode: str
-    found: bool
-    evaluated: int  # perturbations evaluated
-    failures: int  # of which the LLM call failed
-    llm_calls: int
-    wall_time_s: float
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "PerturbationEndEvent"
 
 
 @dataclass

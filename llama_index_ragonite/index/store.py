@@ -48,7 +48,6 @@ COLLECTION = "ragonite"
 FORMAT_VERSION = 1
 
 
-
 @dataclass
 class IngestReport:
     added: List[str] = field(default_factory=list)

@@ -13,14 +13,14 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.schema import Document, NodeWithScore, QueryBundle
 
-from llama_index_ragonite.retrieval.retriever import HybridRetriever
 from llama_index_ragonite import RagoniteChatEngine, SQLiteChatStore
-from llama_index_ragonite.chat.engine import LLMCallError
 from llama_index_ragonite.chat.chat_store import UnknownConversationError
 from llama_index_ragonite.chat.completion import QuestionCompleter
-from llama_index_ragonite.prompts import OUT_OF_SCOPE
-from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.chat.engine import LLMCallError
 from llama_index_ragonite.chat.trace import TraceRecorder
+from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.prompts import OUT_OF_SCOPE
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
 PAGES = {
     "team": "<title>Team</title><h1>Members</h1><table><tr><th>Member</th><th>Task</th></tr>"

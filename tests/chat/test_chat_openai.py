@@ -7,12 +7,12 @@ from fakes import HashingEmbedding
 from llama_index.core.schema import Document
 from openai_stub import OpenAIStub, delay, malformed, rate_limited, reply, server_error
 
-from llama_index_ragonite.retrieval.retriever import HybridRetriever
 from llama_index_ragonite import RagoniteChatEngine, openai_llm
-from llama_index_ragonite.chat.engine import LLMCallError
 from llama_index_ragonite.chat.completion import LLMQuestionCompleter
-from llama_index_ragonite.prompts import OUT_OF_SCOPE
+from llama_index_ragonite.chat.engine import LLMCallError
 from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.prompts import OUT_OF_SCOPE
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
 PAGE = (
     "<title>Release 9.0 tests</title><h1>BIOS</h1><table><tr><th>Platform</th><th>BIOS</th></tr>"

@@ -12,12 +12,16 @@ from llama_index.core.instrumentation.events.span import SpanDropEvent
 from test_attribution import OTHER, PORT, QUESTION, THIRD, evidences
 
 from llama_index_ragonite.errors import LLMCallError
-from llama_index_ragonite.events import AttributionEndEvent, AttributionStartEvent
+from llama_index_ragonite.events import (
+    AttributionEndEvent,
+    AttributionStartEvent,
+    PerturbationEndEvent,
+    PerturbationStartEvent,
+)
 from llama_index_ragonite.explain.attribution import CounterfactualAttributor, SimilarityAttributor
 from llama_index_ragonite.explain.base import BaseExplainer, ExplanationResult
 from llama_index_ragonite.explain.combinations import CombinationExplainer
 from llama_index_ragonite.explain.permutations import PermutationExplainer
-from llama_index_ragonite.explain.perturbations import PerturbationEndEvent, PerturbationStartEvent
 from llama_index_ragonite.explain.surrogate import SurrogateAttributor
 
 NODES = evidences(OTHER, PORT, THIRD)

@@ -26,7 +26,6 @@ PAGES = {
 }
 
 
-
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     s = EvidenceStore(tmp_path_factory.mktemp("explain"), embed_model=HashingEmbedding())

@@ -44,7 +44,10 @@ def test_ingest_is_idempotent_and_tracks_changes(tmp_path):
     assert counts(store) == (6, 6)
     hits = HybridRetriever.from_store(store, top_n=3).retrieve("restart UIVM")
     assert hits[0].node.text == "Upgrades restart the UIVM.\nx"
-    assert not any("reboot afterwards" in h.node.text for h in HybridRetriever.from_store(store, top_n=10).retrieve("reboot afterwards"))
+    assert not any(
+        "reboot afterwards" in h.node.text
+        for h in HybridRetriever.from_store(store, top_n=10).retrieve("reboot afterwards")
+    )
 
     del changed["team"]
     report = store_at(tmp_path).ingest(docs(changed), remove_missing=True)
@@ -63,8 +66,14 @@ def test_node_ids_in_both_indexes_agree_and_have_no_duplicates(tmp_path):
 
 def test_reopen_gives_the_same_results_and_model_mismatch_is_an_error(tmp_path):
     store_at(tmp_path).ingest(docs())
-    first = [(h.node.node_id, h.score) for h in HybridRetriever.from_store(store_at(tmp_path)).retrieve("Who ranks evidences?")]
-    second = [(h.node.node_id, h.score) for h in HybridRetriever.from_store(store_at(tmp_path)).retrieve("Who ranks evidences?")]
+    first = [
+        (h.node.node_id, h.score)
+        for h in HybridRetriever.from_store(store_at(tmp_path)).retrieve("Who ranks evidences?")
+    ]
+    second = [
+        (h.node.node_id, h.score)
+        for h in HybridRetriever.from_store(store_at(tmp_path)).retrieve("Who ranks evidences?")
+    ]
     assert first == second and first[0][0]
     with pytest.raises(StoreError, match="built with embedding model 'HashingEmbedding:hashing-bow'"):
         EvidenceStore(tmp_path, embed_model=HashingEmbedding(model_name="other"))
@@ -208,7 +217,8 @@ def test_the_page_title_ranking_tells_page_copies_apart(tmp_path):
     firsts = {v: HybridRetriever.from_store(bare, top_n=2).retrieve(q)[0].node.ref_doc_id for v, q in questions.items()}
     assert firsts[6] == firsts[7]
     assert {
-        v: HybridRetriever.from_store(bare, top_n=2, title_weight=1).retrieve(q)[0].node.ref_doc_id for v, q in questions.items()
+        v: HybridRetriever.from_store(bare, top_n=2, title_weight=1).retrieve(q)[0].node.ref_doc_id
+        for v, q in questions.items()
     } == {
         6: "hw6",
         7: "hw7",

@@ -163,8 +163,7 @@ class ExtractiveAnswerer(CustomLLM):
             self._cache.popitem(last=False)
         w = self.embed_weight
         return [
-            (1 - w) * s + w * similarity(cosine(query, self._cache[t]), self.embed_floor)
-            for s, t in zip(scores, texts)
+            (1 - w) * s + w * similarity(cosine(query, self._cache[t]), self.embed_floor) for s, t in zip(scores, texts)
         ]
 
     @llm_completion_callback()
