@@ -26,10 +26,12 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 
 import pytest
+
+from llama_index_ragonite.bench.llm_server import LoopbackServer
 
 __all__ = [
     "Behaviour",
@@ -121,8 +123,12 @@ class RecordedRequest:
         return self.body.get("messages", []) if isinstance(self.body, dict) else []
 
 
-class OpenAIStub:
+class OpenAIStub(LoopbackServer):
     """The server. ``base_url`` is what to pass as ``api_base``; use it as a context manager."""
+
+    thread_name = "openai-stub"
+    poll_interval = 0.05
+    block_on_close = False  # a handler still sleeping in delay() must not block stop()
 
     def __init__(self, default: Callable[[Dict[str, Any]], str] = echo_last_user_message) -> None:
         self.default = default
@@ -130,8 +136,7 @@ class OpenAIStub:
         self._queue: deque = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._server: Optional[ThreadingHTTPServer] = None
-        self._thread: Optional[threading.Thread] = None
+        super().__init__()
 
     # -- control ------------------------------------------------------------------------
     def script(self, *behaviours: Union[Behaviour, str]) -> "OpenAIStub":
@@ -151,42 +156,12 @@ class OpenAIStub:
         with self._lock:
             return len(self._queue)
 
-    @property
-    def port(self) -> int:
-        assert self._server is not None, "the stub is not running"
-        return self._server.server_address[1]
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self) -> "OpenAIStub":
-        handler = type("Handler", (_Handler,), {"stub": self})
-        server_class = type("Server", (ThreadingHTTPServer,), {"request_queue_size": 128})  # concurrent clients
-        self._server = server_class(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._server.block_on_close = False  # a handler still sleeping in delay() must not block stop()
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="openai-stub", daemon=True
-        )
-        self._thread.start()
-        return self
+    def _handler(self) -> type:
+        return type("Handler", (_Handler,), {"stub": self})
 
     def stop(self) -> None:
         self._stopping.set()  # wakes handlers sleeping in delay()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> "OpenAIStub":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+        super().stop()
 
     # -- called by the handler ----------------------------------------------------------
     def _record(self, request: RecordedRequest) -> Behaviour:

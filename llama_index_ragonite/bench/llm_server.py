@@ -52,25 +52,43 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-class LocalLLMServer:
-    """``start()`` serves on 127.0.0.1 (a free port) in a thread; pass ``base_url`` as ``api_base``."""
+class LoopbackServer:
+    """An HTTP server on 127.0.0.1 (a free port) in a daemon thread; subclasses give ``_handler()``.
 
-    def __init__(self, reply: Reply) -> None:
-        self.reply = reply
+    Shared by the benchmark's ``LocalLLMServer`` and the test suite's scriptable OpenAI stub.
+    """
+
+    thread_name = "loopback-server"
+    poll_interval = 0.5  # how often serve_forever checks for shutdown
+    block_on_close = True  # False: stop() does not wait for handlers still running
+
+    def __init__(self) -> None:
         self._server: Optional[ThreadingHTTPServer] = None
         self._thread: Optional[threading.Thread] = None
 
+    def _handler(self) -> type:
+        raise NotImplementedError
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "the server is not running"
+        return self._server.server_address[1]
+
     @property
     def base_url(self) -> str:
-        assert self._server is not None, "the server is not running"
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> "LocalLLMServer":
-        handler = type("Handler", (_Handler,), {"reply": staticmethod(self.reply)})
+    def start(self):
         server_class = type("Server", (ThreadingHTTPServer,), {"request_queue_size": 128})  # concurrent clients
-        self._server = server_class(("127.0.0.1", 0), handler)
+        self._server = server_class(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="local-llm", daemon=True)
+        self._server.block_on_close = self.block_on_close
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": self.poll_interval},
+            name=self.thread_name,
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -82,3 +100,22 @@ class LocalLLMServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+class LocalLLMServer(LoopbackServer):
+    """``start()`` serves on 127.0.0.1 (a free port) in a thread; pass ``base_url`` as ``api_base``."""
+
+    thread_name = "local-llm"
+
+    def __init__(self, reply: Reply) -> None:
+        super().__init__()
+        self.reply = reply
+
+    def _handler(self) -> type:
+        return type("Handler", (_Handler,), {"reply": staticmethod(self.reply)})
