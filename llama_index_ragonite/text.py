@@ -125,3 +125,34 @@ def content_words(text: str, extra: Iterable[str] = (), *, whole_identifiers: bo
     drop = _dropped(extra if isinstance(extra, frozenset) else frozenset(w.lower() for w in extra))
     tokens = _TERM.findall(text) if whole_identifiers else words(text)
     return [t for t in tokens if t.lower() not in drop and (len(t) > 1 or t.isdigit()) and t.strip("_")]
+
+
+# What a carried term may be (question completion) is the content-word rule above (English and German stopwords,
+# whatever the turn's language, as ConfQuestions asks in both), minus question words and
+# conversational filler; identifiers stay whole ("9.0.2", "OXT-243", "DISTRO_FEATURE").
+COMPLETION_STOPWORDS = QUESTION_WORDS | CONVERSATION_WORDS
+
+
+def content_terms(text: str, extra: Iterable[str] = ()) -> List[str]:
+    """The words of ``text`` that can name a topic: no stopwords, question words, filler or ``extra``
+    words, no single letters (digits stay); identifiers whole, case as written."""
+    return content_words(text, COMPLETION_STOPWORDS | {w.lower() for w in extra}, whole_identifiers=True)
+
+
+def carried_terms(user_turns: Sequence[str], message: str, max_terms: int = 20, extra: Iterable[str] = ()) -> List[str]:
+    """Terms to carry into ``message``: those of the first user turn (the topic), then the previous one's.
+
+    Terms already in ``message`` are skipped (case-insensitive), each term comes once, at
+    most ``max_terms`` in all. Why these two turns: the first one names the topic (on
+    ConfQuestions, P@1 with the previous turn alone is 0.58, with the first 0.75-0.78, with
+    both 0.77-0.79; all earlier turns gave no more). ``extra``: more words never to carry.
+    """
+    seen = {t.lower() for t in content_terms(message, extra)}
+    sources = [user_turns[0]] + ([user_turns[-1]] if len(user_turns) > 1 else [])
+    out: List[str] = []
+    for source in sources:
+        for term in content_terms(source, extra):
+            if term.lower() not in seen:
+                seen.add(term.lower())
+                out.append(term)
+    return out[:max_terms]

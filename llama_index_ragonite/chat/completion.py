@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import re
 from abc import abstractmethod
-from typing import Iterable, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import Field
@@ -29,7 +29,8 @@ from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import BaseComponent
 
 from llama_index_ragonite.events import QuestionCompletedEvent
-from llama_index_ragonite.text import CONVERSATION_WORDS, QUESTION_WORDS, content_words
+from llama_index_ragonite.models.defaults import settings_llm
+from llama_index_ragonite.text import COMPLETION_STOPWORDS, carried_terms, content_terms
 
 dispatcher = get_dispatcher(__name__)
 
@@ -124,7 +125,7 @@ def clean_completion(text: str) -> str:
 class LLMQuestionCompleter(QuestionCompleter):
     """The paper's LLM completion; any LlamaIndex ``LLM`` (defaults to ``Settings.llm``)."""
 
-    llm: Optional[LLM] = Field(default=None, description="The LLM; None means Settings.llm at call time.")
+    llm: Optional[LLM] = Field(default=None, description="The LLM; None means Settings.llm (as set at call time).")
     prompt: PromptTemplate = Field(
         default=DEFAULT_COMPLETION_PROMPT, description="Template with {history} and {message}."
     )
@@ -139,11 +140,10 @@ class LLMQuestionCompleter(QuestionCompleter):
         return "LLMQuestionCompleter"
 
     def _llm(self) -> LLM:
-        if self.llm is not None:
-            return self.llm
-        from llama_index.core import Settings
-
-        return Settings.llm
+        llm = self.llm if self.llm is not None else settings_llm()
+        if llm is None:
+            raise ValueError("LLMQuestionCompleter needs an LLM: pass llm= or set Settings.llm")
+        return llm
 
     def format_prompt(self, history: Sequence[ChatMessage], message: str) -> str:
         """The prompt for one turn: the kept history as ``User:``/``Assistant:`` lines, then the new turn."""
@@ -169,36 +169,6 @@ class LLMQuestionCompleter(QuestionCompleter):
 
 
 # ---------------------------------------------------------------------- offline completion
-
-# What a carried term may be is text.py's content-word rule (English and German stopwords,
-# whatever the turn's language, as ConfQuestions asks in both), minus question words and
-# conversational filler; identifiers stay whole ("9.0.2", "OXT-243", "DISTRO_FEATURE").
-COMPLETION_STOPWORDS = QUESTION_WORDS | CONVERSATION_WORDS
-
-
-def content_terms(text: str, extra: Iterable[str] = ()) -> List[str]:
-    """The words of ``text`` that can name a topic: no stopwords, question words, filler or ``extra``
-    words, no single letters (digits stay); identifiers whole, case as written."""
-    return content_words(text, COMPLETION_STOPWORDS | {w.lower() for w in extra}, whole_identifiers=True)
-
-
-def carried_terms(user_turns: Sequence[str], message: str, max_terms: int = 20, extra: Iterable[str] = ()) -> List[str]:
-    """Terms to carry into ``message``: those of the first user turn (the topic), then the previous one's.
-
-    Terms already in ``message`` are skipped (case-insensitive), each term comes once, at
-    most ``max_terms`` in all. Why these two turns: the first one names the topic (on
-    ConfQuestions, P@1 with the previous turn alone is 0.58, with the first 0.75-0.78, with
-    both 0.77-0.79; all earlier turns gave no more). ``extra``: more words never to carry.
-    """
-    seen = {t.lower() for t in content_terms(message, extra)}
-    sources = [user_turns[0]] + ([user_turns[-1]] if len(user_turns) > 1 else [])
-    out: List[str] = []
-    for source in sources:
-        for term in content_terms(source, extra):
-            if term.lower() not in seen:
-                seen.add(term.lower())
-                out.append(term)
-    return out[:max_terms]
 
 
 class OfflineQuestionCompleter(QuestionCompleter):

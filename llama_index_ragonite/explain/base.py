@@ -42,6 +42,7 @@ from llama_index.core.schema import BaseComponent, NodeWithScore
 
 from llama_index_ragonite.errors import LLMCallError
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
+from llama_index_ragonite.models.defaults import resolve_llm
 from llama_index_ragonite.prompts import ANSWER_PROMPT
 
 dispatcher = get_dispatcher(__name__)
@@ -83,8 +84,8 @@ class BaseExplainer(BaseComponent):
     """Explains an answer by asking the LLM again over altered evidence lists (see the module doc).
 
     Subclasses implement ``_aexplain`` (the explanation itself) and ``_start_event`` /
-    ``_end_event`` (their family's instrumentation events). ``llm=None`` is the offline
-    ``ExtractiveAnswerer``, never a cloud default; pass the LLM and ``prompt`` the answer
+    ``_end_event`` (their family's instrumentation events). ``llm=None`` is ``Settings.llm`` when
+    set, else the offline ``ExtractiveAnswerer`` (``models.defaults``), never a cloud default; pass the LLM and ``prompt`` the answer
     came from, so the counterfactual answers are produced the same way.
     """
 
@@ -100,7 +101,7 @@ class BaseExplainer(BaseComponent):
 
     def __init__(self, llm: Optional[LLM] = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._llm = llm
+        self._llm = resolve_llm(llm)
 
     @classmethod
     def class_name(cls) -> str:
@@ -108,11 +109,7 @@ class BaseExplainer(BaseComponent):
 
     @property
     def llm(self) -> LLM:
-        """The LLM that answers the altered prompts: the one given, else the offline ``ExtractiveAnswerer``."""
-        if self._llm is None:
-            from llama_index_ragonite.models.extractive import ExtractiveAnswerer
-
-            self._llm = ExtractiveAnswerer()
+        """The LLM that answers the altered prompts: the one given, else ``Settings.llm``, else the offline answerer."""
         return self._llm
 
     @dispatcher.span

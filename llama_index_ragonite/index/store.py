@@ -28,6 +28,7 @@ from llama_index_ragonite.errors import StoreCorruptError, StoreError, StoreLock
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
+from llama_index_ragonite.models.defaults import settings_embed_model
 from llama_index_ragonite.models.embeddings import default_embedding
 from llama_index_ragonite.models.protocols import TextTermsEmbedding
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
@@ -103,7 +104,7 @@ class EvidenceStore:
         self.path = Path(path)
         self.manifest = self._read_manifest()
         recorded = self.manifest.get("embed_model")
-        self.embed_model = embed_model or _embedding_for(recorded, self.path)
+        self.embed_model = embed_model or settings_embed_model() or _embedding_for(recorded, self.path)
         self.parser = parser or HTMLEvidenceParser()
         self.contextualizer = contextualizer or EvidenceContextualizer()
         if recorded and recorded != embedding_id(self.embed_model):

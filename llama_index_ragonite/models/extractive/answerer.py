@@ -1,17 +1,32 @@
 """``ExtractiveAnswerer``: the offline, deterministic answerer of the embedded default.
 
 Why it exists: a new user must get cited answers with no API key and no model download.
-It is a LlamaIndex ``CustomLLM`` that reads the answer prompt (``prompts.ANSWER_PROMPT``
-or any prompt that keeps the ``### Source i ###`` blocks and ends with ``User: <question>``
-and ``Assistant:``), picks the evidence units (table rows, list items, sentences) that best
-answer the question and quotes them, each followed by ``[Source i]``, after a label that
-says the answer is extractive (``label``, default "Extractive answer: "). When the units
-match the question too weakly the answer is exactly ``prompts.OUT_OF_SCOPE``.
+It is a LlamaIndex ``CustomLLM`` that reads the answer prompt, picks the evidence units
+(table rows, list items, sentences) that best answer the question and quotes them, after a
+label that says the answer is extractive (``label``, default "Extractive answer: "). When the
+units match the question too weakly the answer is exactly ``prompts.OUT_OF_SCOPE``.
+
+Which prompts it reads:
+
+* ours (``prompts.ANSWER_PROMPT`` or any prompt that keeps the ``### Source i ###`` blocks and
+  ends with ``User: <question>``): answers cite ``[Source i]``;
+* LlamaIndex's stock QA, refine, tree-summarize and chat-engine templates, and any template
+  that fills ``{context_str}``/``{context_msg}`` and ``{query_str}`` (``templates.py``): the
+  sources are the context's node texts, unnumbered, so answers cite nothing; a refine step
+  keeps the existing answer unless the new context holds a better unit;
+* condense prompts (``{chat_history}`` + ``{question}``, as ``CondensePlusContextChatEngine``
+  and ``CondenseQuestionChatEngine`` send): the follow-up with the conversation's topic terms
+  in front, as ``OfflineQuestionCompleter`` does.
+
+Response synthesizers call ``predict``/``stream`` with the template and its variables; the
+answerer keeps those variables for the call (a context variable, so concurrent calls never
+mix) and reads them directly. Plain strings (``complete``, ``chat``) are matched against the
+stock templates and the ones given in ``templates``.
 
 The algorithm, one module per step, with one small class around them:
 
-1. ``prompt.parse_prompt``: the numbered sources (topic: ``Page:``/``Section:`` lines; raw
-   evidence) and the question (the last ``User:`` line; earlier dialog lines are history).
+1. ``prompt.parse_prompt`` / ``templates``: the sources (topic: ``Page:``/``Section:`` lines;
+   raw evidence) and the question.
 2. ``units.split_units``: each evidence into rows, list items and sentences.
 3. ``scoring.score_units``: IDF-weighted share of the question's content words in a unit,
    plus identifiers matched verbatim, damped for units that restate the question.
@@ -29,24 +44,41 @@ from __future__ import annotations
 import logging
 import re
 from collections import OrderedDict
-from typing import Any, Iterator, List, Optional, Sequence
+from contextvars import ContextVar
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.base.llms.types import CompletionResponse, CompletionResponseGen, LLMMetadata
+from llama_index.core.base.llms.types import (
+    CompletionResponse,
+    CompletionResponseAsyncGen,
+    CompletionResponseGen,
+    LLMMetadata,
+)
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
+from llama_index.core.prompts import BasePromptTemplate
 
 from llama_index_ragonite.models.extractive.compose import compose_answer
-from llama_index_ragonite.models.extractive.prompt import parse_prompt
+from llama_index_ragonite.models.extractive.prompt import PromptSource, parse_prompt
 from llama_index_ragonite.models.extractive.scoring import cosine, score_units, select_units, similarity
+from llama_index_ragonite.models.extractive.templates import (
+    TemplateRequest,
+    match_templates,
+    request_from_variables,
+    stock_templates,
+    template_pattern,
+)
 from llama_index_ragonite.models.extractive.units import Unit, split_units
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
+from llama_index_ragonite.text import carried_terms
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_LABEL = "Extractive answer: "
 _EMBED_CACHE_SIZE = 20_000  # unit embeddings kept per answerer: turns of a conversation revisit the same pages
+# The template variables of the predict/stream call in progress (per task/thread: concurrent calls never mix).
+_VARIABLES: ContextVar[Optional[Dict[str, Any]]] = ContextVar("ragonite_template_variables", default=None)
 
 
 def _stream_pieces(text: str) -> Iterator[str]:
@@ -103,9 +135,15 @@ class ExtractiveAnswerer(CustomLLM):
         default=None,
         description="Optional embedding model; unit scores then mix in cosine(question, unit). Helps cross-lingual questions.",
     )
+    templates: List[BasePromptTemplate] = Field(
+        default_factory=list,
+        description="Your own prompt templates, to recognise when they arrive formatted as plain strings "
+        "(complete/chat); LlamaIndex's stock templates are known, and predict/stream calls need none.",
+    )
 
     _cache: "OrderedDict[str, List[float]]" = PrivateAttr(default_factory=OrderedDict)
     _cache_owner: Any = PrivateAttr(default=None)
+    _patterns: Optional[List[Any]] = PrivateAttr(default=None)
 
     @classmethod
     def class_name(cls) -> str:
@@ -120,19 +158,50 @@ class ExtractiveAnswerer(CustomLLM):
             model_name="ragonite-extractive",
         )
 
-    def answer(self, prompt: str) -> str:
-        """The answer text for one prompt (what ``complete`` returns)."""
+    def answer(self, prompt: str, variables: Optional[Dict[str, Any]] = None) -> str:
+        """The answer text for one prompt (what ``complete`` returns); ``variables``: the template's, when known."""
+        request = self.read_request(prompt, variables)
+        if request.condense:
+            terms = carried_terms(request.history, request.question) if request.history else []
+            return " ".join([*terms, request.question])
+        if request.existing_answer:
+            return self._refine(request)
+        units, chosen = self._select(request.question, request.sources)
+        if not chosen:
+            return OUT_OF_SCOPE
+        return compose_answer(units, chosen, request.question, self.label, self.max_words, request.numbered)
+
+    def read_request(self, prompt: str, variables: Optional[Dict[str, Any]] = None) -> TemplateRequest:
+        """What the prompt asks: from the template variables, our ``### Source`` format, or a known template."""
+        request = request_from_variables(variables) if variables else None
+        if request is not None:
+            return request
         parsed = parse_prompt(prompt)
+        if not (parsed.sources and parsed.question):
+            found = match_templates(prompt, self._template_patterns())
+            request = request_from_variables(found) if found else None
+            if request is not None:
+                return request
+        return TemplateRequest(parsed.question, parsed.sources, numbered=True)
+
+    def _template_patterns(self) -> List[Any]:
+        if self._patterns is None:
+            patterns = (template_pattern(t, self) for t in [*self.templates, *stock_templates()])
+            self._patterns = [p for p in patterns if p is not None]
+        return self._patterns
+
+    def _select(self, question: str, sources: Sequence[PromptSource]) -> Tuple[List[Unit], List[int]]:
+        """The evidence units and the indices of those that answer (empty: out of scope)."""
         units = [
             Unit(source=s.number, rank=r, text=text, topic=s.topic)
-            for r, s in enumerate(parsed.sources)
+            for r, s in enumerate(sources)
             for text in split_units(s.evidence)
         ]
-        if not units or not parsed.question:
+        if not units or not question:
             logger.debug("no %s in the prompt: out of scope", "sources" if not units else "question")
-            return OUT_OF_SCOPE
+            return units, []
         scores = score_units(
-            parsed.question,
+            question,
             units,
             header_weight=self.header_weight,
             identifier_weight=self.identifier_weight,
@@ -140,12 +209,22 @@ class ExtractiveAnswerer(CustomLLM):
             novelty=self.novelty,
         )
         if self.embed_model is not None and self.embed_weight > 0:
-            scores = self._mix_embeddings(parsed.question, units, scores)
+            scores = self._mix_embeddings(question, units, scores)
         chosen = select_units(units, scores, self.threshold, self.rank_prior, self.max_units, self.close_ratio)
         if not chosen:
             logger.debug("best unit score %.3f below threshold %.3f", max(scores), self.threshold)
-            return OUT_OF_SCOPE
-        return compose_answer(units, chosen, parsed.question, self.label, self.max_words)
+        return units, chosen
+
+    def _refine(self, request: TemplateRequest) -> str:
+        """A refine step keeps an existing answer (it came from higher-ranked nodes); it answers anew only
+        when the answer so far is out of scope. Quotes cannot be merged into a better sentence, and a
+        quote re-scored without its page context would lose to any unit that repeats the question."""
+        if OUT_OF_SCOPE not in request.existing_answer:
+            return request.existing_answer
+        units, chosen = self._select(request.question, request.sources)
+        if not chosen:
+            return request.existing_answer
+        return compose_answer(units, chosen, request.question, self.label, self.max_words, request.numbered)
 
     def _mix_embeddings(self, question: str, units: Sequence[Unit], scores: Sequence[float]) -> List[float]:
         """``(1 - w) x lexical + w x similarity``; each unit is embedded with its topic, once per text."""
@@ -166,18 +245,61 @@ class ExtractiveAnswerer(CustomLLM):
             (1 - w) * s + w * similarity(cosine(query, self._cache[t]), self.embed_floor) for s, t in zip(scores, texts)
         ]
 
+    # -- predict/stream: keep the template's variables for the completion call they make ---------
+    def predict(self, prompt: BasePromptTemplate, **prompt_args: Any) -> str:
+        token = _VARIABLES.set(_variables(prompt, prompt_args))
+        try:
+            return super().predict(prompt, **prompt_args)
+        finally:
+            _VARIABLES.reset(token)
+
+    async def apredict(self, prompt: BasePromptTemplate, **prompt_args: Any) -> str:
+        token = _VARIABLES.set(_variables(prompt, prompt_args))
+        try:
+            return await super().apredict(prompt, **prompt_args)
+        finally:
+            _VARIABLES.reset(token)
+
+    def stream(self, prompt: BasePromptTemplate, **prompt_args: Any):
+        token = _VARIABLES.set(_variables(prompt, prompt_args))
+        try:
+            return super().stream(prompt, **prompt_args)  # the answer is computed before the stream is returned
+        finally:
+            _VARIABLES.reset(token)
+
+    async def astream(self, prompt: BasePromptTemplate, **prompt_args: Any):
+        token = _VARIABLES.set(_variables(prompt, prompt_args))
+        try:
+            return await super().astream(prompt, **prompt_args)
+        finally:
+            _VARIABLES.reset(token)
+
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return CompletionResponse(text=self.answer(prompt))
+        return CompletionResponse(text=self.answer(prompt, _VARIABLES.get()))
 
     @llm_completion_callback()
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
-        text = self.answer(prompt)
+        return _streamed(self.answer(prompt, _VARIABLES.get()))
 
-        def gen() -> CompletionResponseGen:
-            so_far = ""
-            for piece in _stream_pieces(text):
-                so_far += piece
-                yield CompletionResponse(text=so_far, delta=piece)
+    @llm_completion_callback()
+    async def astream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseAsyncGen:
+        text = self.answer(prompt, _VARIABLES.get())  # now, while the call's variables are set
+
+        async def gen() -> CompletionResponseAsyncGen:
+            for response in _streamed(text):
+                yield response
 
         return gen()
+
+
+def _variables(prompt: BasePromptTemplate, prompt_args: Dict[str, Any]) -> Dict[str, Any]:
+    """The template's partial variables and the call's, as the template is filled with them."""
+    return {**(getattr(prompt, "kwargs", None) or {}), **prompt_args}
+
+
+def _streamed(text: str) -> CompletionResponseGen:
+    so_far = ""
+    for piece in _stream_pieces(text):
+        so_far += piece
+        yield CompletionResponse(text=so_far, delta=piece)

@@ -65,8 +65,10 @@ def cite(text: str, source: int) -> str:
     return f"{text} [Source {source}]"
 
 
-def compose_answer(units: Sequence[Unit], chosen: Sequence[int], question: str, label: str, max_words: int) -> str:
-    """``label`` + the chosen units, each cited, within ``max_words`` words in all."""
+def compose_answer(
+    units: Sequence[Unit], chosen: Sequence[int], question: str, label: str, max_words: int, numbered: bool = True
+) -> str:
+    """``label`` + the chosen units, each cited (``numbered``: the prompt numbers its sources), within ``max_words``."""
     parts: List[str] = []
     budget = max_words
     for i in chosen:
@@ -74,5 +76,5 @@ def compose_answer(units: Sequence[Unit], chosen: Sequence[int], question: str, 
             break
         text = trim_words(units[i].text, question, budget)
         budget -= len(text.split())
-        parts.append(cite(text, units[i].source))
+        parts.append(cite(text, units[i].source) if numbered else text)
     return label + " ".join(parts)

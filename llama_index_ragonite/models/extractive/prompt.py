@@ -54,6 +54,24 @@ def split_source(text: str) -> Tuple[str, str]:
     return topic, "\n".join(lines[i:]).strip()
 
 
+def _header_lines(lines: List[str]) -> List[int]:
+    """Indices of the ``### Source N ###`` lines numbered 1, 2, 3, … in sequence."""
+    starts: List[int] = []
+    for i, line in enumerate(lines):
+        match = _HEADER_LINE.match(line.strip())
+        if match and int(match.group(1)) == len(starts) + 1:
+            starts.append(i)
+    return starts
+
+
+def numbered_sources(text: str) -> List[PromptSource]:
+    """The ``### Source i ###`` blocks of a context that holds only sources (``[]`` when it has none)."""
+    lines = text.split("\n")
+    starts = _header_lines(lines)
+    bounds = zip(starts, [*starts[1:], len(lines)])
+    return [PromptSource(k, *split_source("\n".join(lines[a + 1 : b]))) for k, (a, b) in enumerate(bounds, 1)]
+
+
 def parse_prompt(prompt: str) -> ParsedPrompt:
     """The numbered sources, the question and the history lines of an answer prompt.
 
@@ -63,11 +81,7 @@ def parse_prompt(prompt: str) -> ParsedPrompt:
     History is the ``User:``/``Assistant:`` lines between the sources and the question.
     """
     lines = prompt.split("\n")
-    starts: List[int] = []
-    for i, line in enumerate(lines):
-        match = _HEADER_LINE.match(line.strip())
-        if match and int(match.group(1)) == len(starts) + 1:
-            starts.append(i)
+    starts = _header_lines(lines)
     after = starts[-1] + 1 if starts else 0
     turns = [(j, m) for j in range(after, len(lines)) if (m := _TURN.match(lines[j]))]
     users = [j for j, m in turns if m.group(1).lower() == "user"]

