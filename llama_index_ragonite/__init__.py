@@ -22,6 +22,7 @@ from llama_index_ragonite.explain.combinations import CombinationExplainer
 from llama_index_ragonite.explain.permutations import PermutationExplainer
 from llama_index_ragonite.explain.perturbations import PerturbationReport
 from llama_index_ragonite.explain.query_engine import AttributedQueryEngine, explain_response
+from llama_index_ragonite.explain.synthesizer import AttributedSynthesizer
 from llama_index_ragonite.explain.surrogate import SurrogateAttributor
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
@@ -40,6 +41,7 @@ from llama_index_ragonite.retrieval.retriever import FusedNode, HybridRetriever
 
 __all__ = [
     "AttributedQueryEngine",
+    "AttributedSynthesizer",
     "Attribution",
     "BGEReranker",
     "ChatStoreError",

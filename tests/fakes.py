@@ -90,7 +90,8 @@ def collected_events() -> Iterator[list]:
 class KeywordLLM(CustomLLM):
     """Answers with the first source containing ``keyword`` (cited by its number), else out of scope.
 
-    Prompts without ``### Source i ###`` blocks (stock LlamaIndex prompts): the line holding it.
+    Prompts without ``### Source i ###`` blocks (stock LlamaIndex prompts): the line holding it,
+    without a leading label (a refine prompt's "existing answer: ").
 
     ``ignore_case``: match the keyword in any case. ``fixed_answer``: answer this (cited by the
     first matching source) instead of the source's text, so the answer survives while any
@@ -127,8 +128,10 @@ class KeywordLLM(CustomLLM):
         for s in sources:
             if self._matches(s.evidence):
                 return f"{self.fixed_answer or s.evidence} [Source {s.number}]"
-        if not sources:  # a stock prompt without numbered sources: quote the line
-            return next((line.strip() for line in prompt.splitlines() if self._matches(line)), OUT_OF_SCOPE)
+        if not sources:  # a stock prompt without numbered sources: quote the line (after any "label: ")
+            return next(
+                (line.split(": ")[-1].strip() for line in prompt.splitlines() if self._matches(line)), OUT_OF_SCOPE
+            )
         return OUT_OF_SCOPE
 
     @llm_completion_callback()

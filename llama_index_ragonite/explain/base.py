@@ -41,13 +41,20 @@ from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import BaseComponent, NodeWithScore
 
 from llama_index_ragonite.errors import LLMCallError
-from llama_index_ragonite.explain.regeneration import AnswerRegenerator
+from llama_index_ragonite.explain.regeneration import AnswerRegenerator, check_answer_prompt
 from llama_index_ragonite.models.defaults import resolve_llm
 from llama_index_ragonite.prompts import ANSWER_PROMPT
 
 dispatcher = get_dispatcher(__name__)
 
 __all__ = ["BaseExplainer", "ExplanationResult", "JSONResult"]
+
+_NOT_A_POSTPROCESSOR = (
+    "{cls} is not a node postprocessor: it explains an answer, so it runs after the answer is written. "
+    "In a query engine, wrap the response synthesizer instead: "
+    "index.as_query_engine(response_synthesizer=AttributedSynthesizer.from_defaults(attributor={cls}(...))); "
+    "for a finished response, call explain_response(response, {cls}(...))."
+)
 
 
 @runtime_checkable
@@ -86,7 +93,10 @@ class BaseExplainer(BaseComponent):
     Subclasses implement ``_aexplain`` (the explanation itself) and ``_start_event`` /
     ``_end_event`` (their family's instrumentation events). ``llm=None`` is ``Settings.llm`` when
     set, else the offline ``ExtractiveAnswerer`` (``models.defaults``), never a cloud default; pass the LLM and ``prompt`` the answer
-    came from, so the counterfactual answers are produced the same way.
+    came from, so the counterfactual answers are produced the same way — or bind it to the
+    response synthesizer that wrote the answer (``synthesizer=`` / ``with_synthesizer``).
+    ``prompt`` must take the evidences (``{sources}``+``{question}`` or ``{context_str}``+``{query_str}``):
+    any other prompt is refused at construction.
     """
 
     prompt: SerializeAsAny[BasePromptTemplate] = Field(
@@ -98,10 +108,31 @@ class BaseExplainer(BaseComponent):
     )
 
     _llm: Optional[LLM] = PrivateAttr(default=None)
+    _synthesizer: Any = PrivateAttr(default=None)
 
-    def __init__(self, llm: Optional[LLM] = None, **kwargs: Any) -> None:
+    def __init__(self, llm: Optional[LLM] = None, synthesizer: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._llm = resolve_llm(llm)
+        self._llm, self._synthesizer = resolve_llm(llm), synthesizer
+        if synthesizer is None:
+            check_answer_prompt(self.prompt)
+
+    def with_synthesizer(self, synthesizer: Any) -> "BaseExplainer":
+        """A copy of this explainer that regenerates answers with ``synthesizer`` (a LlamaIndex
+        ``BaseSynthesizer``: its templates, response mode and LLM), as ``AttributedSynthesizer`` does."""
+        bound = self.model_copy()
+        bound._synthesizer = synthesizer
+        return bound
+
+    # -- not a node postprocessor: say so where LlamaIndex would treat it as one ---------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "callback_manager":  # RetrieverQueryEngine/chat engines set it on each node postprocessor
+            raise TypeError(_NOT_A_POSTPROCESSOR.format(cls=type(self).__name__))
+        super().__setattr__(name, value)
+
+    def postprocess_nodes(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(_NOT_A_POSTPROCESSOR.format(cls=type(self).__name__))
+
+    apostprocess_nodes = postprocess_nodes
 
     @classmethod
     def class_name(cls) -> str:
@@ -136,7 +167,7 @@ class BaseExplainer(BaseComponent):
         nodes = list(nodes)
         dispatcher.event(self._start_event(question, nodes))
         started = time.perf_counter()
-        regenerator = AnswerRegenerator(self.llm, self.prompt, self.max_concurrency, self.retries)
+        regenerator = AnswerRegenerator(self.llm, self.prompt, self.max_concurrency, self.retries, self._synthesizer)
         if answer is None:
             answer = await regenerator.aanswer(question, nodes)
             if answer is None:

@@ -1,11 +1,14 @@
 """Explain any finished LlamaIndex response: attribute its answer to its source nodes.
 
-Works on ``Response`` (query engines) and ``AgentChatResponse`` (chat engines, ours or
-stock): the attribution goes into ``response.metadata["attribution"]`` (JSON form) and onto
-each source node (``attribution_share``, ``attribution_cluster`` metadata, hidden from the
-LLM and embedding views). Source nodes are copied before they are annotated, so the index's
-own node objects never change. ``AttributedQueryEngine`` does this for every query of any
-query engine.
+``explain_response`` works on ``Response`` (query engines) and ``AgentChatResponse`` (chat
+engines, ours or stock); the attribution goes where ``annotation.py`` puts it. Pass the
+attributor the LLM and prompt the answer came from (``from_engine`` does for our chat engine).
+
+``AttributedQueryEngine`` attributes every response of a query engine: for a
+``RetrieverQueryEngine`` (what ``index.as_query_engine`` returns) it is the same engine with
+its synthesizer wrapped in ``AttributedSynthesizer``, so the counterfactual answers come from
+the engine's own synthesizer; any other engine needs an attributor given the LLM and prompt
+it answers with.
 """
 
 from __future__ import annotations
@@ -14,11 +17,21 @@ from typing import Any, Dict, Optional
 
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.response.schema import RESPONSE_TYPE
+from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import QueryBundle
 
+from llama_index_ragonite.explain.annotation import CLUSTER_KEY, SHARE_KEY, attach_attribution
 from llama_index_ragonite.explain.attribution import Attribution, BaseAttributor, CounterfactualAttributor
+from llama_index_ragonite.explain.synthesizer import AttributedSynthesizer
 
-SHARE_KEY, CLUSTER_KEY = "attribution_share", "attribution_cluster"
+__all__ = [
+    "CLUSTER_KEY",
+    "SHARE_KEY",
+    "AttributedQueryEngine",
+    "aexplain_response",
+    "attach_attribution",
+    "explain_response",
+]
 
 
 def _answer(response: Any) -> str:
@@ -35,22 +48,6 @@ def _question(response: Any, question: Optional[str]) -> str:
     if not question:
         raise ValueError("Pass the question the answer was produced for (question=...)")
     return question
-
-
-def attach_attribution(response: Any, attribution: Attribution) -> Any:
-    """Put ``attribution`` into the response's metadata and onto copies of its source nodes."""
-    response.metadata = dict(getattr(response, "metadata", None) or {})
-    response.metadata["attribution"] = attribution.to_dict()
-    cluster_of: Dict[int, int] = {m: k + 1 for k, c in enumerate(attribution.clusters) for m in c.members}
-    annotated = []
-    for i, hit in enumerate(response.source_nodes):
-        node = hit.node.model_copy(deep=False)
-        node.metadata = {**hit.node.metadata, SHARE_KEY: attribution.evidence_shares[i], CLUSTER_KEY: cluster_of.get(i)}
-        node.excluded_llm_metadata_keys = [*node.excluded_llm_metadata_keys, SHARE_KEY, CLUSTER_KEY]
-        node.excluded_embed_metadata_keys = [*node.excluded_embed_metadata_keys, SHARE_KEY, CLUSTER_KEY]
-        annotated.append(hit.model_copy(update={"node": node}))
-    response.source_nodes[:] = annotated
-    return response
 
 
 def explain_response(
@@ -77,15 +74,34 @@ async def aexplain_response(
 
 
 class AttributedQueryEngine(BaseQueryEngine):
-    """Wraps any query engine: every response comes back with its attribution attached.
+    """Wraps a query engine: every response comes back with its attribution attached (see the module doc).
 
-    Give the attributor the LLM (and prompt) the wrapped engine answers with, so the
-    counterfactual answers are produced the same way as the original.
+    Raises:
+        ValueError: ``query_engine`` is not a ``RetrieverQueryEngine`` and no ``attributor`` says
+            how it answers (its LLM and prompt): the counterfactuals would use another prompt.
     """
 
     def __init__(self, query_engine: BaseQueryEngine, attributor: Optional[BaseAttributor] = None) -> None:
+        self._attributor: Optional[BaseAttributor] = None
+        if isinstance(query_engine, RetrieverQueryEngine):
+            # llama-index-core 0.14: RetrieverQueryEngine exposes its synthesizer and postprocessors only
+            # privately (with_retriever reuses them the same way)
+            synthesizer = AttributedSynthesizer(query_engine._response_synthesizer, attributor)
+            query_engine = RetrieverQueryEngine(
+                retriever=query_engine.retriever,
+                response_synthesizer=synthesizer,
+                node_postprocessors=query_engine._node_postprocessors,
+                callback_manager=query_engine.callback_manager,
+            )
+        elif attributor is None:
+            raise ValueError(
+                f"{type(query_engine).__name__} is not a RetrieverQueryEngine: pass an attributor with the LLM and "
+                "prompt it answers with (e.g. CounterfactualAttributor(llm=..., prompt=...)), or build the engine "
+                "with response_synthesizer=AttributedSynthesizer(...)"
+            )
+        else:
+            self._attributor = attributor
         self._engine = query_engine
-        self._attributor = attributor or CounterfactualAttributor()
         super().__init__(callback_manager=query_engine.callback_manager)
 
     def _get_prompt_modules(self) -> Dict[str, Any]:
@@ -93,10 +109,12 @@ class AttributedQueryEngine(BaseQueryEngine):
 
     def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         response = self._engine.query(query_bundle)
-        explain_response(response, self._attributor, query_bundle.query_str)
+        if self._attributor is not None:
+            explain_response(response, self._attributor, query_bundle.query_str)
         return response
 
     async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         response = await self._engine.aquery(query_bundle)
-        await aexplain_response(response, self._attributor, query_bundle.query_str)
+        if self._attributor is not None:
+            await aexplain_response(response, self._attributor, query_bundle.query_str)
         return response

@@ -1,10 +1,16 @@
 """``AnswerRegenerator``: the counterfactual LLM call every explainer makes.
 
 Attribution and the RAGE explainers all ask the same thing many times: "what would the
-answer be from *these* evidences, in *this* order?". This module asks it once, the way the
-chat engine does (``prompts.ANSWER_PROMPT``, sources renumbered ``### Source i ###`` in the
-given order, the completed question, no history), concurrently through the LLM's async API
-under a concurrency bound, with one retry per failed call. A call that still fails yields
+answer be from *these* evidences, in *this* order?". This module asks it the way the original
+answer was produced, concurrently under a concurrency bound, with one retry per failed call:
+
+* through a LlamaIndex response synthesizer (``synthesizer=``, e.g. the one inside
+  ``index.as_query_engine(...)``): the same templates, response mode and LLM on the subset;
+* else with an answer prompt on the LLM's async API: ours (``{sources}``, ``{history}``,
+  ``{question}``; sources renumbered ``### Source i ###`` in the given order, no history) or
+  a stock-style one (``{context_str}``, ``{query_str}``; the node texts joined by blank lines,
+  as LlamaIndex fills it). Any other prompt is refused when the regenerator is built.
+ A call that still fails yields
 ``None`` so the caller can mark what it was for as failed instead of crashing or silently
 guessing. ``normalize_answer`` is the comparison RAGE uses to decide whether two answers differ.
 """
@@ -16,17 +22,31 @@ import logging
 import re
 import string
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
-from llama_index.core.schema import NodeWithScore
+from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, format_sources, strip_citations
 
 logger = logging.getLogger(__name__)
 
 _PUNCTUATION = re.compile(f"[{re.escape(string.punctuation)}\u2018\u2019\u201c\u201d\u2026\u2013\u2014]")
+
+
+OUR_VARIABLES, STOCK_VARIABLES = {"sources", "question"}, {"context_str", "query_str"}
+
+
+def check_answer_prompt(prompt: BasePromptTemplate) -> None:
+    """Refuse a prompt the evidences cannot be put into (it would send a literal ``{context_str}`` or none)."""
+    variables = set(prompt.template_vars) - set(getattr(prompt, "kwargs", None) or {})
+    if not (OUR_VARIABLES <= variables or STOCK_VARIABLES <= variables):
+        raise ValueError(
+            f"The answer prompt has variables {sorted(variables)}: it needs {{sources}} and {{question}} "
+            "(ours, e.g. prompts.ANSWER_PROMPT) or {context_str} and {query_str} (LlamaIndex's QA templates). "
+            "To explain a query engine's answers, wrap its synthesizer: AttributedSynthesizer(synthesizer)."
+        )
 
 
 def normalize_answer(answer: str) -> str:
@@ -45,12 +65,15 @@ class AnswerRegenerator:
             use the one the original answer was produced with.
         max_concurrency: LLM calls in flight at once.
         retries: extra attempts for a call that raises before it counts as failed.
+        synthesizer: a LlamaIndex ``BaseSynthesizer``; when given, it answers (its own templates and
+            LLM) and ``llm``/``prompt`` are not used.
     """
 
-    llm: LLM
+    llm: Optional[LLM]
     prompt: BasePromptTemplate = field(default_factory=lambda: ANSWER_PROMPT)  # shared, never copied
     max_concurrency: int = 16
     retries: int = 1
+    synthesizer: Optional[Any] = None
     calls: int = field(default=0, init=False)  # LLM calls made (retries included) since construction
     errors: List[str] = field(default_factory=list, init=False)  # one line per call that failed after its retries
     failures: Dict[int, str] = field(default_factory=dict, init=False)  # last aanswer_many: failed position -> error
@@ -60,15 +83,26 @@ class AnswerRegenerator:
             raise ValueError("max_concurrency must be >= 1")
         if self.retries < 0:
             raise ValueError("retries must be >= 0")
+        if self.synthesizer is None:
+            check_answer_prompt(self.prompt)
 
     def prompt_for(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
+        if STOCK_VARIABLES <= set(self.prompt.template_vars) and not OUR_VARIABLES <= set(self.prompt.template_vars):
+            context = "\n\n".join(n.node.get_content(MetadataMode.LLM) for n in nodes)
+            return self.prompt.format(context_str=context, query_str=question)
         return self.prompt.format(sources=format_sources(nodes), history="", question=question)
+
+    async def _reply(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
+        if self.synthesizer is not None:
+            return str((await self.synthesizer.asynthesize(question, list(nodes))).response or "")
+        return (await self.llm.acomplete(self.prompt_for(question, nodes))).text
 
     async def aanswer(self, question: str, nodes: Sequence[NodeWithScore]) -> Optional[str]:
         """The answer from ``nodes`` (in this order), or ``None`` when the LLM failed every attempt.
 
         No evidences at all: the out-of-scope sentence, without an LLM call. An empty reply
-        counts as out of scope, as in the chat engine.
+        counts as out of scope, as in the chat engine. With a synthesizer, ``calls`` counts
+        synthesize calls (a refine synthesizer makes one LLM call per chunk inside each).
         """
         return (await self._attempts(question, nodes))[0]
 
@@ -76,11 +110,10 @@ class AnswerRegenerator:
         """(answer, None) or (None, the last error)."""
         if not nodes:
             return OUT_OF_SCOPE, None
-        prompt = self.prompt_for(question, nodes)
         for attempt in range(self.retries + 1):
             self.calls += 1
             try:
-                text = (await self.llm.acomplete(prompt)).text
+                text = await self._reply(question, nodes)
                 return (text.strip() if text and text.strip() else OUT_OF_SCOPE), None
             except Exception as err:  # any failure: transport, rate limit, garbled reply
                 error = f"{type(err).__name__}: {err}"

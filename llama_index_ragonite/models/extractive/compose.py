@@ -65,6 +65,12 @@ def cite(text: str, source: int) -> str:
     return f"{text} [Source {source}]"
 
 
+def _sentence(text: str) -> str:
+    """Uncited quotes end with a full stop, so two of them do not run together."""
+    text = text.strip()
+    return text if text.endswith((".", "!", "?", "…")) else text + "."
+
+
 def compose_answer(
     units: Sequence[Unit], chosen: Sequence[int], question: str, label: str, max_words: int, numbered: bool = True
 ) -> str:
@@ -76,5 +82,5 @@ def compose_answer(
             break
         text = trim_words(units[i].text, question, budget)
         budget -= len(text.split())
-        parts.append(cite(text, units[i].source) if numbered else text)
+        parts.append(cite(text, units[i].source) if numbered else _sentence(text))
     return label + " ".join(parts)

