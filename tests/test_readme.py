@@ -34,6 +34,8 @@ def test_readme_snippets_run_in_order(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-4000:]
     out = done.stdout
     assert "4 pages -> 38 evidences" in out  # 1. ingestion pipeline
+    assert "Extractive answer: Bob owns the service" in out  # 1. a stock query engine, offline answerer
+    assert 'of the answer came from "OTA update server"' in out  # 1. attribution through the stock engine
     assert "4 added" in out and "38 evidences written" in out  # 2. store
     lines = out.splitlines()
     first_hit = lines[next(i for i, line in enumerate(lines) if "evidences written" in line) + 1]
