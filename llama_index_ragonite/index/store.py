@@ -21,16 +21,15 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.schema import BaseNode, Document, MetadataMode
+from llama_index.core.schema import BaseNode, Document
 from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_ragonite.errors import StoreCorruptError, StoreError, StoreLockedError
-from llama_index_ragonite.index.latent import LatentTermIndex
+from llama_index_ragonite.index.latent import LatentTermIndex, embed_nodes
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
 from llama_index_ragonite.models.defaults import settings_embed_model
 from llama_index_ragonite.models.embeddings import default_embedding
-from llama_index_ragonite.models.protocols import TextTermsEmbedding
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
 
@@ -251,21 +250,7 @@ class EvidenceStore:
 
     def _embed(self, nodes: List[BaseNode], show_progress: bool) -> Optional[list]:
         """Set each node's embedding; returns latent terms too when the model makes them (else None)."""
-        texts = [node.get_content(MetadataMode.EMBED) for node in nodes]
-        with_terms = isinstance(self.embed_model, TextTermsEmbedding)
-        batch = max(1, getattr(self.embed_model, "embed_batch_size", 32))
-        terms: list = []
-        starts = get_tqdm_iterable(range(0, len(texts), batch), show_progress, "Embedding evidences")
-        for start in starts:
-            chunk = texts[start : start + batch]
-            if with_terms:
-                vectors, chunk_terms = self.embed_model.get_text_embeddings_and_terms(chunk)
-                terms.extend(chunk_terms)
-            else:
-                vectors = self.embed_model.get_text_embedding_batch(chunk)
-            for node, vector in zip(nodes[start : start + batch], vectors):
-                node.embedding = vector
-        return terms if with_terms else None
+        return embed_nodes(self.embed_model, nodes, show_progress)
 
     def _make_folder(self) -> None:
         try:

