@@ -243,3 +243,23 @@ def test_store_uses_settings_embed_model(clean_settings, tmp_path):
     Settings._embed_model = None  # reopened without Settings: the recorded model is not the default
     with pytest.raises(Exception, match="HashingEmbedding"):
         EvidenceStore(tmp_path / "s")
+
+
+def test_completer_rage_explainers_and_retriever_use_settings(clean_settings, tmp_path):
+    from llama_index.core.base.llms.types import ChatMessage, MessageRole
+
+    from llama_index_ragonite import CombinationExplainer, HybridRetriever, PermutationExplainer
+    from llama_index_ragonite.chat.completion import LLMQuestionCompleter
+
+    history = [ChatMessage(role=MessageRole.USER, content="Who owns the OTA server?")]
+    with pytest.raises(ValueError, match="Settings.llm"):
+        LLMQuestionCompleter().complete(history, "And its port?")  # nothing set: no silent OpenAI default
+    Settings.llm = KeywordLLM(keyword="OTA", prompts=[])  # quotes the prompt's line holding "OTA"
+    assert LLMQuestionCompleter().complete(history, "And its port?") == "Who owns the OTA server?"
+    assert CombinationExplainer().llm is Settings._llm and PermutationExplainer().llm is Settings._llm
+
+    EvidenceStore(tmp_path / "s", embed_model=HashingEmbedding()).ingest(
+        [Document(id_="p", text="<title>P</title><p>Bob owns the OTA server.</p>")]
+    )
+    Settings.embed_model = HashingEmbedding()
+    assert isinstance(HybridRetriever.from_store(tmp_path / "s").embed_model, HashingEmbedding)
