@@ -22,8 +22,8 @@ from llama_index_ragonite.explain.combinations import CombinationExplainer
 from llama_index_ragonite.explain.permutations import PermutationExplainer
 from llama_index_ragonite.explain.perturbations import PerturbationReport
 from llama_index_ragonite.explain.query_engine import AttributedQueryEngine, explain_response
-from llama_index_ragonite.explain.synthesizer import AttributedSynthesizer
 from llama_index_ragonite.explain.surrogate import SurrogateAttributor
+from llama_index_ragonite.explain.synthesizer import AttributedSynthesizer
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore

@@ -30,6 +30,11 @@ ANSWER_PROMPT = PromptTemplate(
     "Assistant:"
 )
 
+# The variables LlamaIndex's stock templates (QA, refine, summarize, chat context) fill with
+# the retrieved nodes and with the question; our own prompts use {sources} and {question}.
+STOCK_CONTEXT_VARIABLES = ("context_str", "context_msg")
+STOCK_QUESTION_VARIABLE = "query_str"
+
 SOURCE_HEADER = "### Source {i} ###"
 _CITATION = re.compile(r"\[\s*Sources?\s+(\d+(?:\s*(?:,|and|&)\s*(?:Source\s+)?\d+)*)\s*\]", re.IGNORECASE)
 

@@ -28,14 +28,21 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
-from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, format_sources, strip_citations
+from llama_index_ragonite.prompts import (
+    ANSWER_PROMPT,
+    OUT_OF_SCOPE,
+    STOCK_CONTEXT_VARIABLES,
+    STOCK_QUESTION_VARIABLE,
+    format_sources,
+    strip_citations,
+)
 
 logger = logging.getLogger(__name__)
 
 _PUNCTUATION = re.compile(f"[{re.escape(string.punctuation)}\u2018\u2019\u201c\u201d\u2026\u2013\u2014]")
 
 
-OUR_VARIABLES, STOCK_VARIABLES = {"sources", "question"}, {"context_str", "query_str"}
+OUR_VARIABLES, STOCK_VARIABLES = {"sources", "question"}, {STOCK_CONTEXT_VARIABLES[0], STOCK_QUESTION_VARIABLE}
 
 
 def check_answer_prompt(prompt: BasePromptTemplate) -> None:

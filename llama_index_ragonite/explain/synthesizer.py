@@ -29,10 +29,12 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 from llama_index_ragonite.explain.annotation import attach_attribution
 from llama_index_ragonite.explain.attribution import BaseAttributor, CounterfactualAttributor
 from llama_index_ragonite.models.defaults import resolve_llm
+from llama_index_ragonite.prompts import STOCK_CONTEXT_VARIABLES
 
 __all__ = ["AttributedSynthesizer"]
 
-_CONTEXT_VARS = {"context_str", "context_msg", "context_messages"}
+# plus the content-block templates (chat_content_*) of multimodal synthesis
+_CONTEXT_VARIABLES = {*STOCK_CONTEXT_VARIABLES, "context_messages"}
 
 
 def check_synthesizer(synthesizer: BaseSynthesizer) -> None:
@@ -43,7 +45,7 @@ def check_synthesizer(synthesizer: BaseSynthesizer) -> None:
             "(or explain a streamed response afterwards with explain_response)"
         )
     prompts = synthesizer.get_prompts()
-    blind = [name for name, t in prompts.items() if not set(t.template_vars) & _CONTEXT_VARS]
+    blind = [name for name, t in prompts.items() if not set(t.template_vars) & _CONTEXT_VARIABLES]
     if blind or not prompts:
         raise ValueError(
             f"{type(synthesizer).__name__}'s {', '.join(blind) or 'answers'} take no {{context_str}}/{{context_msg}}: "

@@ -26,13 +26,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from llama_index.core.prompts import BasePromptTemplate
 
 from llama_index_ragonite.models.extractive.prompt import PromptSource, numbered_sources
+from llama_index_ragonite.prompts import STOCK_CONTEXT_VARIABLES, STOCK_QUESTION_VARIABLE
 
 _SENTINEL = "RAGONITEVAR{}XEND"
 _META_LINE = re.compile(r"^([A-Za-z_][\w\-]{0,30}):\s")
 _TOPIC_KEYS = {"page", "section", "title"}
 _NEIGHBOUR_KEYS = {"before", "after"}
 _HISTORY_TURN = re.compile(r"^(user|human)\s*:\s*(.*)$", re.IGNORECASE)
-CONTEXT_VARS = ("context_str", "context_msg")
 
 
 @dataclass(frozen=True)
@@ -123,8 +123,8 @@ def match_templates(prompt: str, patterns: Sequence[re.Pattern]) -> Optional[Dic
 
 def request_from_variables(variables: Dict[str, Any]) -> Optional[TemplateRequest]:
     """What a template's filled variables ask for; ``None`` when they are not a QA/refine/condense request."""
-    context = next((_text(variables[v]) for v in CONTEXT_VARS if _text(variables.get(v)) is not None), None)
-    question = variables.get("query_str")
+    context = next((_text(variables[v]) for v in STOCK_CONTEXT_VARIABLES if _text(variables.get(v)) is not None), None)
+    question = variables.get(STOCK_QUESTION_VARIABLE)
     if context is not None and isinstance(question, str):
         sources, numbered = context_sources(context)
         existing = variables.get("existing_answer")
