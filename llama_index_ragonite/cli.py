@@ -261,7 +261,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         UnknownConversationError,
         ChatStoreError,
         LLMCallError,
-        ImportError,  # an optional extra a model spec needs (the message says which)
     ) as err:
         print(f"ragonite: {err}", file=sys.stderr)
         return 2

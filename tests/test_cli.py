@@ -204,6 +204,13 @@ def test_an_unknown_llm_spec_is_a_clear_error(capsys, monkeypatch, sample_store,
     assert err.startswith("ragonite: ") and message in err and "openai-compatible:MODEL@URL" in err
 
 
+def test_a_spec_whose_extra_is_missing_is_a_clear_error(capsys, monkeypatch, sample_store):
+    monkeypatch.setitem(sys.modules, "llama_index.embeddings.huggingface", None)  # as if not installed
+    assert main(["ask", "--store", sample_store, "--embedding", "minilm", "Who owns the OTA server?"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ragonite: 'minilm' needs a package that is not installed") and "[bge]" in err
+
+
 def test_an_embedding_other_than_the_stores_is_a_clear_error(capsys, tmp_path):
     store = EvidenceStore(tmp_path / "hashed", embed_model=HashingEmbedding())
     store.ingest([Document(id_="p", text="<title>Team</title><p>Alice parses wiki pages.</p>")])

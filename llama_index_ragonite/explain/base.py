@@ -3,7 +3,7 @@
 Two families explain an answer: attributors (``attribution.py``, ``surrogate.py``: how much
 each evidence caused it) and RAGE explainers (``combinations.py``, ``permutations.py``: which
 perturbation of the evidences changes it). Both ask the LLM again over altered evidence
-lists, so they share ``BaseExplainer``: the LLM (offline ``ExtractiveAnswerer`` by default),
+lists, so they share ``BaseExplainer``: the LLM (``models.defaults.resolve_llm``),
 the answer prompt, the concurrency bound and retries of those calls, and the run itself:
 
 * ``explain`` / ``aexplain`` open an instrumentation span, fire the family's start event,

@@ -71,7 +71,7 @@ class CombinationExplainer(RageExplainer):
     """The smallest set of evidences whose removal (top-down) or retention (bottom-up) changes the answer.
 
     Args:
-        llm: the LLM that answered (default: the offline ``ExtractiveAnswerer``).
+        llm: the LLM that answered (default: ``Settings.llm`` when set, else the offline ``ExtractiveAnswerer``).
         mode: ``"top-down"`` or ``"bottom-up"``; see also the fields of ``RageExplainer``.
 
     Removing every evidence (top-down) needs no LLM call: the answer is then out of scope.

@@ -54,7 +54,7 @@ class PermutationExplainer(RageExplainer):
     """The reordering of the evidences closest to the original (by Kendall's tau) that changes the answer.
 
     Args:
-        llm: the LLM that answered (default: the offline ``ExtractiveAnswerer``).
+        llm: the LLM that answered (default: ``Settings.llm`` when set, else the offline ``ExtractiveAnswerer``).
         position_prior: ``n -> n`` attention weights per position; default ``v_shaped_prior``
             with the ``*_attention`` fields. See also the fields of ``RageExplainer``.
 

@@ -232,8 +232,9 @@ class RageExplainer(BaseExplainer):
     Candidates are evaluated in batches of ``max_concurrency`` (concurrent LLM calls); the
     search stops after the first batch holding a change, or at ``max_evaluations``, and the
     explanation is the first changing candidate in the subclass's order. Subclasses define
-    ``mode`` (``top-down``, ``bottom-up`` or ``permutation``). The LLM defaults to
-    the offline ``ExtractiveAnswerer``; pass the one (and ``prompt``) the answer came from.
+    ``mode`` (``top-down``, ``bottom-up`` or ``permutation``). The LLM follows the package's
+    precedence rule (passed, else ``Settings.llm``, else the offline ``ExtractiveAnswerer``);
+    pass the one (and ``prompt``) the answer came from.
     """
 
     max_evaluations: int = Field(default=128, ge=1, description="At most this many perturbations are evaluated.")

@@ -93,16 +93,27 @@ class AnswerRegenerator:
         if self.synthesizer is None:
             check_answer_prompt(self.prompt)
 
+    def _stock_variables(self, question: str, nodes: Sequence[NodeWithScore]) -> Optional[Dict[str, str]]:
+        """The variables of a stock-style prompt, as LlamaIndex's synthesizers fill them; ``None`` for ours."""
+        variables = set(self.prompt.template_vars)
+        if not STOCK_VARIABLES <= variables or OUR_VARIABLES <= variables:
+            return None
+        context = "\n\n".join(n.node.get_content(MetadataMode.LLM) for n in nodes)
+        return {STOCK_CONTEXT_VARIABLES[0]: context, STOCK_QUESTION_VARIABLE: question}
+
     def prompt_for(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
-        if STOCK_VARIABLES <= set(self.prompt.template_vars) and not OUR_VARIABLES <= set(self.prompt.template_vars):
-            context = "\n\n".join(n.node.get_content(MetadataMode.LLM) for n in nodes)
-            return self.prompt.format(context_str=context, query_str=question)
+        stock = self._stock_variables(question, nodes)
+        if stock is not None:
+            return self.prompt.format(**stock)
         return self.prompt.format(sources=format_sources(nodes), history="", question=question)
 
     async def _reply(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
         if self.synthesizer is not None:
             return str((await self.synthesizer.asynthesize(question, list(nodes))).response or "")
-        return (await self.llm.acomplete(self.prompt_for(question, nodes))).text
+        stock = self._stock_variables(question, nodes)
+        if stock is not None:  # as a stock synthesizer calls it: chat templates stay messages
+            return await self.llm.apredict(self.prompt, **stock)
+        return (await self.llm.acomplete(self.prompt_for(question, nodes))).text  # as the chat engine does
 
     async def aanswer(self, question: str, nodes: Sequence[NodeWithScore]) -> Optional[str]:
         """The answer from ``nodes`` (in this order), or ``None`` when the LLM failed every attempt.

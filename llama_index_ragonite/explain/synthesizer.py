@@ -8,7 +8,9 @@ the counterfactual answers with the same synthesizer — same templates, respons
 the attribution measures the evidences, not a change of prompt. The result goes into
 ``response.metadata["attribution"]`` and onto each source node (``annotation.py``).
 
-    engine = index.as_query_engine(response_synthesizer=AttributedSynthesizer.from_defaults(llm=llm))
+    engine = index.as_query_engine(llm=llm, response_synthesizer=AttributedSynthesizer.from_defaults(llm=llm))
+
+(``as_query_engine`` reads ``Settings.llm`` unless ``llm=`` is given, even with a synthesizer.)
 
 Refused at construction, with what to do instead: a streaming synthesizer (attribution needs
 the whole answer) and a synthesizer whose templates take the question but not the evidences

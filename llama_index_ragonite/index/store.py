@@ -70,9 +70,17 @@ def embedding_id(model: BaseEmbedding) -> str:
 
 
 def _embedding_for(recorded: Optional[str], path: Path) -> BaseEmbedding:
-    """The model a store was built with, when we can rebuild it from its id (the offline default)."""
+    """The model for a store opened without ``embed_model=``: the one it records, else Settings' or the default.
+
+    An existing store keeps its vector space: ``Settings.embed_model`` is used only when it is
+    the recorded model, so an app whose Settings name another model can still open a store built
+    with the offline default. A recorded model we cannot rebuild from its id must be passed.
+    """
+    assigned = settings_embed_model()
+    if not recorded or (assigned is not None and embedding_id(assigned) == recorded):
+        return assigned or default_embedding()
     model = default_embedding()
-    if recorded and recorded != embedding_id(model):
+    if recorded != embedding_id(model):
         raise StoreError(f"{path} was built with embedding model {recorded!r}: pass that model as embed_model=")
     return model
 
@@ -103,7 +111,7 @@ class EvidenceStore:
         self.path = Path(path)
         self.manifest = self._read_manifest()
         recorded = self.manifest.get("embed_model")
-        self.embed_model = embed_model or settings_embed_model() or _embedding_for(recorded, self.path)
+        self.embed_model = embed_model or _embedding_for(recorded, self.path)
         self.parser = parser or HTMLEvidenceParser()
         self.contextualizer = contextualizer or EvidenceContextualizer()
         if recorded and recorded != embedding_id(self.embed_model):

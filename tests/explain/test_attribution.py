@@ -232,3 +232,37 @@ def test_similarity_attributor_is_softmax_over_answer_evidence_cosine():
     assert result.evidence_shares == pytest.approx(list(softmax(sims, 0.1)))
     assert result.llm_calls == 0 and result.method == "similarity"
     assert result.top_evidence == 0
+
+
+def test_stock_chat_templates_regenerate_as_chat_messages():
+    """A stock chat QA template reaches a chat model as its system and user messages, as a stock
+    synthesizer sends it (apredict), not flattened into one completion string."""
+    from llama_index.core.base.llms.types import ChatMessage, ChatResponse, LLMMetadata
+    from llama_index.core.llms import CustomLLM
+    from llama_index.core.prompts.chat_prompts import CHAT_TEXT_QA_PROMPT
+
+    from llama_index_ragonite.explain.regeneration import AnswerRegenerator
+
+    class ChatOnly(CustomLLM):
+        received: List[list] = []
+
+        @property
+        def metadata(self) -> LLMMetadata:
+            return LLMMetadata(is_chat_model=True)
+
+        def complete(self, prompt, formatted=False, **kwargs):
+            raise AssertionError("a chat template must reach a chat model as messages")
+
+        def stream_complete(self, prompt, formatted=False, **kwargs):
+            raise AssertionError("not streamed")
+
+        def chat(self, messages, **kwargs):
+            self.received.append(list(messages))
+            return ChatResponse(message=ChatMessage(role="assistant", content="Port 8443."))
+
+    llm = ChatOnly()
+    answer = asyncio.run(AnswerRegenerator(llm, prompt=CHAT_TEXT_QA_PROMPT).aanswer(QUESTION, evidences(PORT, OTHER)))
+    assert answer == "Port 8443."
+    [messages] = llm.received
+    assert [m.role.value for m in messages] == ["system", "user"]
+    assert PORT in messages[1].content and QUESTION in messages[1].content
