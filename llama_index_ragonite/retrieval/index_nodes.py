@@ -4,25 +4,28 @@
 and must notice when the index changes afterwards. Where the nodes live depends on the store:
 
 * stores that keep no text (``SimpleVectorStore``, the default), or any index built with
-  ``store_nodes_override=True``: the index's docstore, listed by ``index.index_struct``;
+  ``store_nodes_override=True``: the index's docstore, listed by ``index.index_struct`` (less
+  the nodes a ``SimpleVectorStore`` no longer holds: ``delete_nodes`` leaves them listed);
 * stores that keep the text (Chroma, …): the vector store itself, through ``get_nodes()``.
 
-The per-query check compares a signature that costs O(1): the docstore's node count and
-newest node id (an insert or delete through the index changes one of them; so does
-re-inserting a page, which moves its nodes to the end), or Chroma's ``count()``. Other
-stores have no cheap signature: a dense hit the lexical side does not hold still shows the
-change, and ``HybridRetriever.refresh()`` applies it by hand.
+Two checks keep the sides honest. Before each query a signature of the index: for a docstore
+index its listing, its nodes' content hashes and the vector store's size (O(N), done in C:
+0.4 ms for 3,000 nodes), for Chroma its ``count()``; other stores have none. After each query
+every hit is checked against the index (``current_hashes``: the docstore's stored hashes, or
+the vector store's ``get_nodes(node_ids)``, one call for the ≤ 30 hits): a hit deleted from
+the index or whose text changed means the sides are out of step.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Hashable, List, Optional, Tuple
+from typing import Container, Dict, Hashable, List, Optional, Tuple
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store import VectorStoreIndex
-from llama_index.core.schema import BaseNode
+from llama_index.core.schema import BaseNode, NodeWithScore
+from llama_index.core.vector_stores import SimpleVectorStore
 
 from llama_index_ragonite.errors import StoreError
 from llama_index_ragonite.index.latent import LatentTermIndex, embed_nodes
@@ -78,11 +81,34 @@ def node_count(index: Optional[VectorStoreIndex]) -> Optional[int]:
     return None
 
 
+def _held_vectors(index: VectorStoreIndex) -> Optional[Container[str]]:
+    """The vector ids a ``SimpleVectorStore`` holds (``delete_nodes`` drops them there only); None: unknown."""
+    store = index.vector_store
+    return store.data.embedding_dict if isinstance(store, SimpleVectorStore) else None
+
+
+def _listed_ids(index: VectorStoreIndex) -> List[str]:
+    """The node ids of a docstore index whose vectors its store still holds (where it can tell)."""
+    held = _held_vectors(index)
+    return [
+        node_id for vector_id, node_id in index.index_struct.nodes_dict.items() if held is None or vector_id in held
+    ]
+
+
 def signature(index: VectorStoreIndex) -> Optional[Hashable]:
-    """A value that changes when nodes are inserted into or deleted from the index (O(1)); None: unknown."""
+    """A value that changes when the index's nodes do; None: no signature for this store.
+
+    Docstore: the listing, the docstore's content hashes (an update under the same id changes
+    them) and the vector store's size. Chroma: ``count()`` only (the hit check covers the rest).
+    """
     if _in_docstore(index):
-        ids = index.index_struct.nodes_dict  # vector id -> node id, in insertion order
-        return ("docstore", len(ids), next(reversed(ids), None))
+        held = _held_vectors(index)
+        return (
+            "docstore",
+            tuple(index.index_struct.nodes_dict.items()),
+            frozenset(index.docstore.get_all_document_hashes()),
+            None if held is None else len(held),
+        )
     if is_chroma(index.vector_store):
         return ("chroma", index.vector_store.client.count())
     return None
@@ -91,7 +117,7 @@ def signature(index: VectorStoreIndex) -> Optional[Hashable]:
 def read_nodes(index: VectorStoreIndex) -> List[BaseNode]:
     """Every node of the index, from its docstore or its vector store (``StoreError`` when neither can)."""
     if _in_docstore(index):
-        return index.docstore.get_nodes(list(index.index_struct.nodes_dict.values()))
+        return index.docstore.get_nodes(_listed_ids(index))
     store = index.vector_store
     try:
         return list(store.get_nodes(None))
@@ -99,11 +125,26 @@ def read_nodes(index: VectorStoreIndex) -> List[BaseNode]:
         raise StoreError(CANNOT_READ_NODES.format(store=type(store).__name__)) from None
 
 
+def current_hashes(index: VectorStoreIndex, node_ids: List[str]) -> Optional[Dict[str, str]]:
+    """The content hash of each of these nodes the index still holds (absent: deleted); None: cannot tell."""
+    if not node_ids:
+        return {}  # get_nodes([]) would list the whole store
+    if _in_docstore(index):
+        held, docstore = _held_vectors(index), index.docstore
+        hashes = {node_id: docstore.get_document_hash(node_id) for node_id in node_ids}
+        return {i: h for i, h in hashes.items() if h is not None and (held is None or i in held)}
+    try:
+        return {node.node_id: node.hash for node in index.vector_store.get_nodes(node_ids=list(node_ids))}
+    except NotImplementedError:
+        return None
+
+
 class IndexMirror:
     """Keeps a ``LexicalIndex`` (and a ``LatentTermIndex``) holding exactly the nodes of an index.
 
-    Updates are incremental: nodes are compared by id and content hash, so only new and
-    changed nodes are tokenized (and embedded, for latent terms) again.
+    A sync costs O(N): it reads every node of the index (the docstore, or the whole vector
+    store) and BM25 then recompiles its matrix over all nodes. Nodes are compared by id and
+    content hash, so only new and changed nodes are tokenized (and embedded, for latent terms).
     """
 
     def __init__(self, index: VectorStoreIndex, lexical: LexicalIndex) -> None:
@@ -130,6 +171,26 @@ class IndexMirror:
         """Whether the index changed since the last ``sync`` (False when its store has no cheap signature)."""
         now = signature(self.index)
         return now is not None and now != self._signature
+
+    def stale_hit(self, sides: Dict[str, List[NodeWithScore]]) -> Optional[str]:
+        """The id of a hit the sides hold otherwise than the index now does, else None.
+
+        ``sides``: each side's hits by name. A hit is stale when the lexical side lacks it, when
+        its text differs from the synced copy (dense hits are read from the index just now), or
+        when the index no longer holds it as synced: deleted or changed (one ``current_hashes``
+        call for the hits only the lexical or latent side returned).
+        """
+        known, dense, listed = self._hashes, {hit.node.node_id for hit in sides.get("dense", ())}, []
+        for hits in sides.values():
+            for hit in hits:
+                if hit.node.node_id not in self.lexical or known.get(hit.node.node_id) != hit.node.hash:
+                    return hit.node.node_id
+                listed.append(hit.node.node_id)
+        unchecked = [node_id for node_id in dict.fromkeys(listed) if node_id not in dense]
+        now = current_hashes(self.index, unchecked)
+        if now is None:
+            return None
+        return next((node_id for node_id in unchecked if now.get(node_id) != known[node_id]), None)
 
     def sync(self, why: Optional[str] = None, level: int = logging.INFO) -> Tuple[int, int]:
         """Bring the sides in line with the index, logging ``why`` (if given) at ``level``.

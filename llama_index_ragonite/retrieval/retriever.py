@@ -81,9 +81,11 @@ class HybridRetriever(BaseRetriever):
     P@1 0.743 -> 0.770 at 0.5). ``corpus_language=None`` turns this off.
 
     Both sides must hold the same nodes: an empty ``lexical`` (with ``k_lexical > 0``) over a
-    non-empty dense side is a ``ValueError``, and a dense hit the lexical side does not hold
-    a ``StoreError``. :meth:`from_index` builds the lexical side from an index and keeps it
-    in step with the index instead.
+    non-empty dense side is a ``ValueError``; when the dense side is a ``VectorIndexRetriever``
+    (or a ``VectorStoreIndex``), a dense hit the lexical side does not hold is a ``StoreError``.
+    Other dense retrievers (``AutoMergingRetriever``, ``RecursiveRetriever``, …) may return
+    nodes the lexical side never held (merged parents): those are fused as dense-only hits.
+    :meth:`from_index` builds the lexical side from an index and keeps it in step instead.
     """
 
     def __init__(
@@ -176,10 +178,10 @@ class HybridRetriever(BaseRetriever):
     def refresh(self) -> None:
         """Bring the lexical (and latent) side in line with the index now (``from_index`` only).
 
-        Before each query a retriever built by ``from_index`` checks whether the index changed
-        (a signature of its node set, O(1)) and refreshes itself then, logging it at INFO.
-        Call this after changes the signature cannot see: a store other than the docstore and
-        Chroma, or a node's text changed in place.
+        Before each query a retriever built by ``from_index`` compares a signature of the index
+        (docstore: listing and content hashes; Chroma: ``count()``) and checks its hits against
+        the index; on a difference it rebuilds (O(N), logged). Call this to apply changes no
+        hit has shown yet on a store without a signature.
         """
         if self._mirror is None:
             raise StoreError(NOT_FROM_INDEX)
@@ -195,19 +197,33 @@ class HybridRetriever(BaseRetriever):
         if self._mirror is not None and self._mirror.changed():
             self._resync("the index changed")
 
-    def _stale_dense_hit(self, dense_hits: Sequence[NodeWithScore]) -> Optional[str]:
-        """A dense hit's node id the lexical side lacks (the sides are out of sync), else None."""
-        if not self.k_lexical:
+    def _stale_hit(self, sides: Dict[str, List[NodeWithScore]]) -> Optional[str]:
+        """A hit showing the sides out of step, else None.
+
+        ``from_index``: any hit deleted from the index, changed there, or missing from the
+        lexical side. Otherwise only a dense ``VectorIndexRetriever``'s hit the lexical side
+        lacks: other dense retrievers may return nodes of their own (merged parents).
+        """
+        if self._mirror is not None:
+            return self._mirror.stale_hit(sides)
+        if not self.k_lexical or not isinstance(self.dense, VectorIndexRetriever):
             return None
-        return next((h.node.node_id for h in dense_hits if h.node.node_id not in self.lexical), None)
+        return next((h.node.node_id for h in sides["dense"] if h.node.node_id not in self.lexical), None)
 
     def _out_of_sync(self, node_id: str) -> None:
         """Rebuild (``from_index``) or refuse: never fuse two sides over different nodes."""
         if self._mirror is None:
             raise StoreError(OUT_OF_SYNC.format(node_id=node_id))
-        self._resync(f"dense hit {node_id!r} was missing from the lexical side", logging.WARNING)
-        if node_id not in self.lexical:
-            raise StoreError(f"The dense side returned node {node_id!r}, which the index's node listing lacks")
+        self._resync(f"hit {node_id!r} was missing from the lexical side or differs from the index", logging.WARNING)
+
+    def _settled(self, sides: Dict[str, List[NodeWithScore]]) -> None:
+        """After a rebuild: a hit still out of step is not fused (the index changed under the query)."""
+        node_id = self._stale_hit(sides)
+        if node_id is not None:
+            raise StoreError(
+                f"Node {node_id!r} is still out of step right after a rebuild: the index's node listing lacks it, "
+                "or the index changed during the query (retry)"
+            )
 
     # -- the two sides ------------------------------------------------------
     def _lexical_hits(self, query: str) -> List[NodeWithScore]:
@@ -218,6 +234,12 @@ class HybridRetriever(BaseRetriever):
 
     async def _adense_hits(self, bundle: QueryBundle) -> List[NodeWithScore]:
         return (await self.dense.aretrieve(bundle))[: self.k_dense] if self.k_dense else []
+
+    def _sides(self, bundle: QueryBundle) -> Dict[str, List[NodeWithScore]]:
+        sides = dict(lexical=self._lexical_hits(bundle.query_str), dense=self._dense_hits(bundle))
+        if self.latent is not None:
+            sides["latent"] = self._latent_hits(bundle.query_str)
+        return sides
 
     def _latent_hits(self, query: str) -> List[NodeWithScore]:
         if not self.k_latent:
@@ -332,14 +354,12 @@ class HybridRetriever(BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         query = _checked(query_bundle)
         self._follow_index()
-        dense = self._dense_hits(query_bundle)
-        stale = self._stale_dense_hit(dense)
-        if stale is not None:
+        sides = self._sides(query_bundle)
+        stale = self._stale_hit(sides)
+        if stale is not None:  # rebuilt (or raised): ask every side again
             self._out_of_sync(stale)
-            dense = self._dense_hits(query_bundle)
-        sides = dict(lexical=self._lexical_hits(query), dense=dense)
-        if self.latent is not None:
-            sides["latent"] = self._latent_hits(query)
+            sides = self._sides(query_bundle)
+            self._settled(sides)
         pool = self._pool(query, **sides)
         reranked = None
         if self.fusion != "rrf" and pool:
@@ -348,13 +368,15 @@ class HybridRetriever(BaseRetriever):
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         query = _checked(query_bundle)
-        if self._mirror is not None and self._mirror.changed():  # O(1): no thread for it
-            await asyncio.to_thread(self._resync, "the index changed")
+        mirrored = self._mirror is not None  # its checks read the index (Chroma: a call): off the event loop
+        if mirrored:
+            await asyncio.to_thread(self._follow_index)
         sides = dict(zip(("lexical", "dense", "latent"), await asyncio.gather(*self._async_sides(query_bundle))))
-        stale = self._stale_dense_hit(sides["dense"])
+        stale = await asyncio.to_thread(self._stale_hit, sides) if mirrored else self._stale_hit(sides)
         if stale is not None:  # rebuilt (or raised): ask every side again
             await asyncio.to_thread(self._out_of_sync, stale)
             sides = dict(zip(("lexical", "dense", "latent"), await asyncio.gather(*self._async_sides(query_bundle))))
+            await asyncio.to_thread(self._settled, sides)
         pool = self._pool(query, **sides)
         reranked = None
         if self.fusion != "rrf" and pool:
