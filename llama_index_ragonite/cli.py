@@ -105,9 +105,10 @@ def render_attribution(attribution) -> str:
     if len(shown) > 5:
         lines.append(f"  … and {len(shown) - 5} more clusters")
     changed = [c for c in attribution.clusters if not c.failed and c.contribution and c.contribution > 1e-6]
-    if attribution.method == "counterfactual" and attribution.clusters and not changed:
+    if attribution.method == "counterfactual" and attribution.clusters and not changed and attribution.complete:
         lines.append("  No single removal changed the answer: several evidences state it (e.g. a table and its rows).")
-    for i in attribution.ranking()[:5]:
+    top = attribution.ranking()[:5]  # and every failed evidence: the first line names them
+    for i in top + [i for i in attribution.failed_evidences if i not in top]:
         lines.append(f"  Evidence {i + 1} = " + _source_line(i + 1, attribution.nodes[i]))
     return "\n".join(lines)
 

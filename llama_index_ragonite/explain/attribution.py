@@ -16,8 +16,11 @@ and turns "how much did the answer change" into a distribution:
 Defaults follow the paper (t = 0.05, m = 1, question prepended). The paper's released code
 differs — t = 0.1, answers embedded without the question, zero contributions masked to 0%:
 ``temperature=0.1, prepend_question=False, mask_zero_contributions=True`` reproduce it.
-A cluster whose LLM call still fails after its retry is marked ``failed`` and left out of
-the softmax; its evidences get ``None`` — never a guess.
+A cluster whose LLM call still fails after its retry is marked ``failed``; its evidences get
+``None`` — never a guess — and it keeps its place in the softmax at contribution 0 (the least
+it can be), so the others are not renormalised as if it had never existed: their shares are
+upper bounds, ``Attribution.complete`` is False and ``unattributed_share`` holds the rest
+(``explain.results``). Without failures the shares are exactly the softmax above.
 
 The run itself (span, start/end events, error handling) is ``explain.base.BaseExplainer``'s;
 ``attribute`` / ``aattribute`` are its ``explain`` / ``aexplain``. Evidence embeddings are the
@@ -40,7 +43,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from llama_index_ragonite.events import AttributionEndEvent, AttributionStartEvent
 from llama_index_ragonite.explain.base import BaseExplainer
-from llama_index_ragonite.explain.math import cosine_matrix, dbscan_clusters, softmax
+from llama_index_ragonite.explain.math import cosine_matrix, dbscan_clusters, held_softmax, softmax
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
 from llama_index_ragonite.explain.results import Attribution, ClusterAttribution
 from llama_index_ragonite.models.defaults import resolve_embed_model
@@ -257,14 +260,19 @@ class CounterfactualAttributor(BaseAttributor):
         return self._result(query, nodes, answer, clusters)
 
     def _normalize(self, clusters: List[ClusterAttribution]) -> None:
-        """Softmax over the contributions of the clusters that did not fail (and, if masking, changed something)."""
+        """Softmax over the contributions of the clusters that did not fail (and, if masking, changed something).
+
+        Failed clusters stay in the softmax at contribution 0 and are never masked (their removal
+        may have changed the answer), but get no share (``math.held_softmax``).
+        """
         live = [c for c in clusters if not c.failed]
         if self.mask_zero_contributions:
             for c in live:
                 if c.contribution <= 1e-9:
                     c.share = 0.0
             live = [c for c in live if c.share is None]
-        for c, share in zip(live, softmax([c.contribution for c in live], self.temperature)):
+        held = sum(c.failed for c in clusters)
+        for c, share in zip(live, held_softmax([c.contribution for c in live], held, self.temperature)):
             c.share = float(share)
 
 

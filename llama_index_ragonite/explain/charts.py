@@ -42,7 +42,8 @@ def save(fig, path: Union[str, Path]) -> Path:
 
 
 def attribution_chart(attribution: Any, path: Union[str, Path]) -> Path:
-    """Horizontal bars: one per cluster, its share, labelled with its evidences and their page titles."""
+    """Horizontal bars: one per cluster, its share, labelled with its evidences and their page titles;
+    failed clusters grey, and the title says when the attribution is incomplete."""
     path = chart_path(path)
     rows = []
     for number, cluster in enumerate(attribution.clusters, start=1):
@@ -64,6 +65,9 @@ def attribution_chart(attribution: Any, path: Union[str, Path]) -> Path:
         ax.text(bar.get_width() + 1, bar.get_y() + bar.get_height() / 2, text, va="center", fontsize=8)
     ax.set_xlim(0, 110)
     ax.set_xlabel("share of the answer (%)")
-    ax.set_title(textwrap.shorten(f"{attribution.method} attribution: {attribution.question}", 80), fontsize=10)
+    title = textwrap.shorten(f"{attribution.method} attribution: {attribution.question}", 80)
+    if not attribution.complete:  # the first line of to_text: what failed
+        title += "\n" + textwrap.shorten(attribution.incompleteness(), 100)
+    ax.set_title(title, fontsize=10)
     ax.tick_params(axis="y", labelsize=8)
     return save(fig, path)

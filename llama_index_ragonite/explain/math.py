@@ -23,6 +23,7 @@ __all__ = [
     "cosine_matrix",
     "dbscan_clusters",
     "fisher_yates",
+    "held_softmax",
     "k_best_assignments",
     "kendall_tau",
     "lasso",
@@ -112,6 +113,19 @@ def softmax(scores: Sequence[float], temperature: float = 0.05) -> np.ndarray:
         return x
     e = np.exp(x - x.max())
     return e / e.sum()
+
+
+def held_softmax(scores: Sequence[float], held: int, temperature: float = 0.05) -> np.ndarray:
+    """The shares of ``scores`` in a softmax that also holds ``held`` places at score 0.
+
+    The held places are scores that are unknown but at least 0 (a counterfactual call that
+    failed): they keep their weight in the normalisation without a share of their own, so
+    the returned shares (one per score) are upper bounds that sum to less than 1, never
+    inflated as if the unknown ones did not exist. ``held=0`` is exactly ``softmax``.
+    """
+    if held < 0:
+        raise ValueError("held must be >= 0")
+    return softmax([*scores, *[0.0] * held], temperature)[: len(scores)]
 
 
 # -- the surrogate: masks and a sparse linear fit --------------------------------

@@ -170,6 +170,33 @@ class PerturbationReport(JSONResult):
         return sum(p.failed for p in self.perturbations)
 
     @property
+    def complete(self) -> bool:
+        """True when every evaluated perturbation was answered (no failed LLM call)."""
+        return not self.failures
+
+    @property
+    def failed_before_explanation(self) -> int:
+        """Failed perturbations that precede the explanation in search order (all failed ones when
+        none was found): any of them might have changed the answer, so the explanation found may
+        not be the smallest or most relevant one, and "none changes it" is not established."""
+        end = self.perturbations.index(self.explanation) if self.explanation else len(self.perturbations)
+        return sum(p.failed for p in self.perturbations[:end])
+
+    def incompleteness(self) -> Optional[str]:
+        """What failed, in one sentence; ``None`` when every perturbation was answered."""
+        if self.complete:
+            return None
+        failed = [p for p in self.perturbations if p.failed]
+        which = "; ".join(p.describe() for p in failed[:3]) + ("; …" if len(failed) > 3 else "")
+        line = f"Incomplete: {len(failed)} of {len(self.perturbations)} {self.noun} failed (LLM error): {which}."
+        if not self.found:
+            line += " Any of them might have changed the answer."
+        elif self.failed_before_explanation:
+            earlier = self.failed_before_explanation
+            line += f" {earlier} came before the explanation in the search order: it may not be the smallest or most relevant."
+        return line
+
+    @property
     def noun(self) -> str:
         return "orderings" if self.mode == "permutation" else "combinations"
 
@@ -179,10 +206,15 @@ class PerturbationReport(JSONResult):
             lines.append(
                 f"Explanation: {self.explanation.describe()} changes the answer to: {self.counterfactual_answer}"
             )
+        elif self.failures:
+            answered = len(self.perturbations) - self.failures
+            lines.append(f"Explanation: none of the {answered} answered {self.noun} changes the answer.")
         else:
             lines.append(
                 f"Explanation: none of the {len(self.perturbations)} evaluated {self.noun} changes the answer."
             )
+        if not self.complete:
+            lines.append(self.incompleteness())
         failed = f", {self.failures} failed" if self.failures else ""
         lines += [f"Answer distribution over {len(self.perturbations)} {self.noun}{failed}:", "  count   share  answer"]
         for s in self.distribution:
@@ -202,7 +234,8 @@ class PerturbationReport(JSONResult):
             "perturbations": [p.to_dict() for p in self.perturbations],
             "distribution": [asdict(s) for s in self.distribution],
             "rules": [{**asdict(r), "evidences": list(r.evidences)} for r in self.rules],
-            **self._fields("llm_calls", "wall_time_s", "failures"),
+            **self._fields("llm_calls", "wall_time_s", "failures", "complete", "failed_before_explanation"),
+            "incomplete": self.incompleteness(),
             "errors": list(self.errors),
         }
 

@@ -2,10 +2,20 @@
 
 ``Attribution`` follows the results protocol of ``explain.base`` (text, dict, JSON, chart);
 ``ClusterAttribution`` is one cluster's share and the counterfactual answers behind it.
+
+Failed LLM calls never hide: a cluster whose call failed (or, for the surrogate, whose weight
+the answered masks cannot identify) gets no share (``None``), keeps its place in the softmax at
+the smallest contribution (0: as if its removal changed nothing), and the others are *not*
+renormalised over the survivors. Their shares are therefore upper bounds (the failed cluster's
+true contribution is ≥ 0, which can only lower them), they sum to less than 1, and the rest,
+``unattributed_share``, is the least the failed clusters hold together. ``complete`` says whether
+anything failed, and ``to_text`` / ``to_dict`` / ``plot`` say so first. A run with no failure
+is exactly the plain softmax.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
@@ -42,8 +52,11 @@ class Attribution(JSONResult):
     """How much each evidence (and cluster of evidences) caused an answer.
 
     ``evidence_shares`` is aligned with ``nodes`` (the evidences in prompt order); an
-    entry is ``None`` when its cluster failed. ``settings`` records every parameter used,
-    so a reported number always says how it was computed.
+    entry is ``None`` when its cluster failed, and then the other shares are upper bounds
+    that sum to less than 1 (see the module doc, ``complete`` and ``unattributed_share``).
+    ``settings`` records every parameter used, so a reported number always says how it was
+    computed. ``n_masks`` / ``failed_masks`` / ``min_masks``: the surrogate's masks, those whose
+    call failed (mask index -> error) and how many answered masks a fit needs (0 otherwise).
     """
 
     method: str  # "counterfactual", "similarity" or "surrogate"
@@ -55,6 +68,9 @@ class Attribution(JSONResult):
     llm_calls: int = 0
     wall_time_s: float = 0.0
     settings: Dict[str, Any] = field(default_factory=dict)
+    n_masks: int = 0
+    failed_masks: Dict[int, str] = field(default_factory=dict)
+    min_masks: int = 0
 
     @property
     def counterfactual_answers(self) -> List[List[Optional[str]]]:
@@ -66,6 +82,50 @@ class Attribution(JSONResult):
         """0-based indices of clusters whose LLM calls failed."""
         return [i for i, c in enumerate(self.clusters) if c.failed]
 
+    @property
+    def failed_evidences(self) -> List[int]:
+        """0-based positions of the evidences of failed clusters (their share is ``None``)."""
+        return sorted(m for c in self.clusters if c.failed for m in c.members)
+
+    @property
+    def complete(self) -> bool:
+        """True when no LLM call failed: every cluster has a share and the shares are the full softmax."""
+        return not self.failed_clusters and not self.failed_masks
+
+    @property
+    def unattributed_share(self) -> float:
+        """1 − the clusters' shares: the least the failed clusters hold together (0.0 when none failed)."""
+        if not self.failed_clusters:
+            return 0.0
+        return max(0.0, 1.0 - math.fsum(c.share for c in self.clusters if c.share is not None))
+
+    def incompleteness(self) -> Optional[str]:
+        """What failed, in one sentence (the first line of ``to_text``); ``None`` when complete."""
+        if self.complete:
+            return None
+        notes = []
+        if self.failed_masks:
+            failed, answered = len(self.failed_masks), self.n_masks - len(self.failed_masks)
+            error = list(self.failed_masks.values())[-1]
+            if answered < self.min_masks:
+                return (
+                    f"Not computed: only {answered} of {self.n_masks} masks answered "
+                    f"(at least {self.min_masks} needed); {failed} failed ({error})."
+                )
+            notes.append(
+                f"{failed} of {self.n_masks} masks failed ({error}); the fit on the {answered} answered "
+                f"masks is still valid (at least {self.min_masks} needed)"
+            )
+        failed_clusters = self.failed_clusters
+        if failed_clusters:
+            which = "; ".join(f"{self.clusters[i].label(i + 1)} ({self.clusters[i].error})" for i in failed_clusters)
+            notes.append(
+                f"{len(failed_clusters)} of {len(self.clusters)} clusters failed: {which}. Failed clusters get "
+                f"no share and the others are upper bounds, not renormalised: "
+                f"{100 * self.unattributed_share:.2f}% of the answer is left unattributed"
+            )
+        return "Incomplete: " + "; ".join(notes) + "."
+
     def ranking(self) -> List[int]:
         """Evidence positions by decreasing share (ties: prompt order); failed evidences last."""
         return sorted(
@@ -75,17 +135,33 @@ class Attribution(JSONResult):
 
     @property
     def top_evidence(self) -> Optional[int]:
-        """The position of the most attributed evidence (None if there is none)."""
+        """The position of the most attributed evidence (None if there is none).
+
+        A tie goes to the first in prompt order: ``tied_top`` lists every evidence with the
+        top share. On an incomplete attribution this is the top among the attributed
+        evidences; a failed cluster may have caused more (see ``complete``).
+        """
         ranked = [i for i in self.ranking() if self.evidence_shares[i] is not None]
         return ranked[0] if ranked else None
 
+    @property
+    def tied_top(self) -> List[int]:
+        """The positions of every evidence with the top share (more than one: a tie; the
+        members of one cluster share its share under ``spread="inherit"``); [] if none."""
+        known = [s for s in self.evidence_shares if s is not None]
+        if not known:
+            return []
+        top = max(known)
+        return [i for i, s in enumerate(self.evidence_shares) if s is not None and math.isclose(s, top, abs_tol=1e-12)]
+
     def to_text(self) -> str:
-        """The paper's form, one line per cluster, largest share first."""
+        """The paper's form, one line per cluster, largest share first; first, when anything
+        failed, the ``incompleteness`` line ("Incomplete: 1 of 8 clusters failed: …")."""
         order = sorted(
             range(len(self.clusters)),
             key=lambda i: (self.clusters[i].failed, -(self.clusters[i].share or 0.0), i),
         )
-        lines = []
+        lines = [self.incompleteness()] if not self.complete else []
         for i in order:
             c = self.clusters[i]
             if c.failed:
@@ -95,9 +171,14 @@ class Attribution(JSONResult):
         return "\n".join(lines)
 
     def to_dict(self) -> Dict[str, Any]:
-        """A JSON-serializable form (evidences by node id, page URL and title)."""
+        """A JSON-serializable form (evidences by node id, page URL and title; numbers 1-based)."""
         return {
-            **self._fields("method", "question", "answer"),
+            **self._fields("method", "question", "answer", "complete"),
+            "incomplete": self.incompleteness(),
+            "failed_clusters": [i + 1 for i in self.failed_clusters],
+            "failed_evidences": [i + 1 for i in self.failed_evidences],
+            "unattributed_share": self.unattributed_share,
+            "tied_top": [i + 1 for i in self.tied_top],
             "evidences": [
                 {
                     "position": i + 1,
@@ -120,6 +201,8 @@ class Attribution(JSONResult):
                 }
                 for i, c in enumerate(self.clusters)
             ],
+            **self._fields("n_masks", "min_masks"),
+            "failed_masks": len(self.failed_masks),  # which: settings["fit"]["failed_masks"]
             **self._fields("llm_calls", "wall_time_s", "settings"),
         }
 

@@ -23,10 +23,15 @@ probabilities), so it works with any hosted LLM:
    (w and 1 − similarity are on the same scale: the similarity lost without the evidence).
 
 Every evidence is its own (singleton) cluster. Masks whose call fails after its retry are
-dropped from the fit and listed in ``settings["fit"]["failed_masks"]``; if fewer than
+dropped from the fit and listed in ``Attribution.failed_masks`` (and
+``settings["fit"]["failed_masks"]``): the result is not ``complete`` and ``to_text`` says how
+many failed and that the fit on the answered ones is still valid. If fewer than
 ``min_success_rate`` of the masks answered, no share is given (all ``None``, each cluster
-carries the error) — never a distribution fitted on too little. An evidence that was never
-dropped (or never kept) among the answered masks gets ``None`` too: its weight is unknown.
+carries the error, ``to_text`` starts "Not computed: …") — never a distribution fitted on too
+little. An evidence that was never dropped (or never kept) among the answered masks gets
+``None`` too: its weight is unknown, so it is a failed cluster, held in the softmax at weight 0
+(what the Lasso gives a column that never varies) without a share: the others are not
+renormalised over the identified evidences (``math.held_softmax``, ``explain.results``).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from llama_index.core.bridge.pydantic import Field
 from llama_index.core.schema import NodeWithScore
 
 from llama_index_ragonite.explain.attribution import BaseAttributor
-from llama_index_ragonite.explain.math import alpha_max, lasso, sample_masks, softmax
+from llama_index_ragonite.explain.math import alpha_max, held_softmax, lasso, sample_masks
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
 from llama_index_ragonite.explain.results import Attribution, ClusterAttribution
 
@@ -112,7 +117,16 @@ class SurrogateAttributor(BaseAttributor):
                 c.error = error
         elif nodes:
             fit.update(self._fit(masks[ok].astype(float), np.asarray(y, dtype=float), clusters))
-        return self._result(query, nodes, answer, clusters, settings={"fit": fit})
+        return self._result(
+            query,
+            nodes,
+            answer,
+            clusters,
+            settings={"fit": fit},
+            n_masks=len(masks),
+            failed_masks=dict(fit["failed_masks"]),
+            min_masks=needed,
+        )
 
     def _fit(self, X: np.ndarray, y: np.ndarray, clusters: List[ClusterAttribution]) -> Dict[str, Any]:
         """Fit y ≈ w·mask + b; each evidence's weight is its contribution, softmax gives the shares.
@@ -132,6 +146,7 @@ class SurrogateAttributor(BaseAttributor):
             else:
                 c.error = "never both kept and dropped in the answered masks: weight unknown"
         live = [c for c in clusters if not c.failed]
-        for c, share in zip(live, softmax([c.contribution for c in live], self.temperature)):
+        held = len(clusters) - len(live)  # unknown weights keep their place at 0, without a share
+        for c, share in zip(live, held_softmax([c.contribution for c in live], held, self.temperature)):
             c.share = float(share)
         return {"intercept": b, "alpha_absolute": penalty, "r2": r2}

@@ -108,7 +108,11 @@ def test_failed_cluster_is_marked_and_left_out_of_the_distribution():
     assert failed.failed and failed.share is None and "TimeoutError" in failed.error
     assert result.failed_clusters == [2]
     assert result.evidence_shares[2] is None
-    assert sum(result.evidence_shares[:2]) == pytest.approx(1.0)
+    # not renormalised over the survivors (issue 17): the failed cluster keeps its place at contribution 0
+    assert result.evidence_shares[:2] == pytest.approx(
+        list(softmax([result.clusters[0].contribution, result.clusters[1].contribution, 0.0], 0.05)[:2])
+    )
+    assert sum(result.evidence_shares[:2]) + result.unattributed_share == pytest.approx(1.0)
     assert result.top_evidence == 1
     assert result.llm_calls == 4  # 2 good calls + 1 failed call + its retry
     assert (
@@ -266,3 +270,117 @@ def test_stock_chat_templates_regenerate_as_chat_messages():
     [messages] = llm.received
     assert [m.role.value for m in messages] == ["system", "user"]
     assert PORT in messages[1].content and QUESTION in messages[1].content
+
+
+# -- failed calls are reported, never renormalised away (issue 17) ---------------
+class FailingCallsLLM(KeywordLLM):
+    """A ``KeywordLLM`` whose calls fail (every attempt) on prompts lacking any text in ``fail_when_missing``:
+    the counterfactual prompts that remove a chosen evidence. ``failed``: how many calls raised."""
+
+    fail_when_missing: List[str] = []
+    failed: int = 0
+
+    def _text(self, prompt: str) -> str:
+        if any(text not in prompt for text in self.fail_when_missing):
+            self.failed += 1
+            raise ConnectionError("provider unavailable")
+        return super()._text(prompt)
+
+
+FILLER = [f"Team {name} meets on {day}." for name, day in zip("ABCDEFG", ["Monday"] * 7)]
+
+
+def test_a_failed_cluster_that_changed_the_answer_is_listed_and_the_others_are_not_renormalised():
+    # the issue's case: eight clusters, the one that holds the answer fails, seven unchanged survivors
+    nodes = evidences(FILLER[0], PORT, *FILLER[1:])
+    llm = FailingCallsLLM(fail_when_missing=[PORT])
+    result = attributor(llm=llm).attribute(QUESTION, nodes, f"{PORT} [Source 2]")
+    assert llm.failed == 2  # the call and its retry
+    assert len(result.clusters) == 8 and result.failed_clusters == [1] and result.failed_evidences == [1]
+    assert not result.complete
+    assert result.evidence_shares[1] is None
+    survivors = [s for s in result.evidence_shares if s is not None]
+    # not 1/7 = 14.29% each: the failed cluster keeps its place (contribution 0), so 1/8 each, an upper bound
+    assert survivors == pytest.approx([1 / 8] * 7)
+    assert result.unattributed_share == pytest.approx(1 / 8)
+    assert result.tied_top == [0, 2, 3, 4, 5, 6, 7]  # a seven-way tie, not "evidence 1"
+    lines = result.to_text().splitlines()
+    assert lines[0].startswith("Incomplete: 1 of 8 clusters failed: cluster 2 [Evidence 2] (ConnectionError: provider")
+    assert "not renormalised" in lines[0] and "12.50% of the answer is left unattributed" in lines[0]
+    assert "Attributed 12.50% to cluster 1 [Evidence 1]" in lines
+    assert "14.29%" not in result.to_text()
+    data = json.loads(result.to_json())
+    assert data["complete"] is False and data["incomplete"] == lines[0]
+    assert data["failed_clusters"] == [2] and data["failed_evidences"] == [2]
+    assert data["unattributed_share"] == pytest.approx(0.125) and data["evidences"][1]["share"] is None
+
+
+def test_failed_clusters_are_held_not_masked_and_the_cli_says_incomplete(tmp_path):
+    from llama_index_ragonite.cli import render_attribution
+    from llama_index_ragonite.explain.math import held_softmax
+
+    nodes = evidences(OTHER, PORT, THIRD)
+    llm = FailingCallsLLM(fail_when_missing=[OTHER])  # removing evidence 1 fails
+    result = attributor(llm=llm, retries=0).attribute(QUESTION, nodes, f"{PORT} [Source 2]")
+    contributions = [c.contribution for c in result.clusters[1:]]
+    assert result.evidence_shares[1:] == pytest.approx(list(held_softmax(contributions, 1, 0.05)))
+    assert sum(result.evidence_shares[1:]) < 1 and result.top_evidence == 1
+    # masking zero contributions (the released code) never masks a failed cluster: it may have changed the answer
+    masked = attributor(llm=FailingCallsLLM(fail_when_missing=[OTHER]), mask_zero_contributions=True)
+    masked = masked.attribute(QUESTION, nodes, f"{PORT} [Source 2]")
+    assert masked.evidence_shares[0] is None and masked.evidence_shares[2] == 0.0
+    assert masked.evidence_shares[1] == pytest.approx(float(held_softmax([contributions[0]], 1, 0.05)[0]))
+    assert masked.evidence_shares[1] < 1.0 and masked.unattributed_share > 0
+    # the CLI names what failed first and lists the failed evidence's source
+    text = render_attribution(result)
+    assert text.splitlines()[1].startswith("  Incomplete: 1 of 3 clusters failed: cluster 1 [Evidence 1]")
+    assert "Evidence 1 = " in text and "No single removal" not in text
+    result.plot(tmp_path / "a.svg")
+    assert "Incomplete" in (tmp_path / "a.svg").read_text()
+
+
+def test_a_run_without_failures_is_complete_and_unchanged():
+    nodes = evidences(OTHER, PORT, THIRD)
+    result = attributor(llm=FailingCallsLLM()).attribute(QUESTION, nodes, f"{PORT} [Source 2]")
+    plain = attributor().attribute(QUESTION, nodes, f"{PORT} [Source 2]")
+    assert result.complete and result.incompleteness() is None and result.unattributed_share == 0.0
+    assert result.evidence_shares == plain.evidence_shares  # exactly the softmax, not approximately
+    assert sum(result.evidence_shares) == pytest.approx(1.0)
+    assert result.to_text() == plain.to_text() and not result.to_text().startswith("Incomplete")
+    assert result.tied_top == [1] and result.failed_evidences == []
+    data = result.to_dict()
+    assert data["complete"] is True and data["incomplete"] is None and data["failed_clusters"] == []
+
+
+def test_ties_at_the_top_are_reported_as_ties():
+    # removing any one of two copies changes nothing when clustering is off: a uniform tie
+    flat = attributor(cluster=False).attribute(QUESTION, evidences(PORT, OTHER, PORT), f"{PORT} [Source 1]")
+    assert flat.evidence_shares == pytest.approx([1 / 3] * 3)
+    assert flat.top_evidence == 0 and flat.tied_top == [0, 1, 2]
+    assert json.loads(flat.to_json())["tied_top"] == [1, 2, 3]
+    assert attributor().attribute(QUESTION, [], OUT_OF_SCOPE).tied_top == []
+
+
+def test_rage_reports_failed_perturbations_as_incomplete():
+    from llama_index_ragonite.explain.combinations import CombinationExplainer
+
+    nodes = evidences(PORT, OTHER, THIRD)
+    # removing evidence 1 would change the answer, but its call fails: "none changes it" is not established
+    llm = FailingCallsLLM(fail_when_missing=[PORT])
+    report = CombinationExplainer(llm=llm, retries=0, max_evaluations=3).explain(QUESTION, nodes, f"{PORT} [Source 1]")
+    assert not report.found and report.failures == 1 and not report.complete
+    text = report.to_text()
+    assert "none of the 2 answered combinations changes the answer" in text
+    assert "Incomplete: 1 of 3 combinations failed (LLM error): removing Evidence 1." in text
+    assert "might have changed the answer" in text
+    data = report.to_dict()
+    assert data["complete"] is False and data["failed_before_explanation"] == 1 and data["incomplete"]
+    # a failure before the explanation in search order: it may not be the smallest
+    llm = FailingCallsLLM(fail_when_missing=[OTHER])
+    report = CombinationExplainer(llm=llm, retries=0, max_concurrency=4).explain(
+        QUESTION, evidences(OTHER, PORT, THIRD), f"{PORT} [Source 2]"
+    )
+    assert report.found and report.explanation.removed == (1,) and report.failed_before_explanation == 1
+    assert "1 came before the explanation in the search order: it may not be the smallest" in report.to_text()
+    clean = CombinationExplainer(llm=FailingCallsLLM()).explain(QUESTION, nodes, f"{PORT} [Source 1]")
+    assert clean.complete and clean.incompleteness() is None and "Incomplete" not in clean.to_text()

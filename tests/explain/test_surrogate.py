@@ -175,7 +175,9 @@ def test_too_few_answered_masks_give_no_shares_not_a_guess():
     assert result.evidence_shares == [None, None, None] and result.top_evidence is None
     assert all("only 1 of 7 masks answered (need 4)" in c.error for c in result.clusters)
     assert result.llm_calls == 6
-    assert result.to_text().startswith("Not attributed: cluster 1 [Evidence 1]")
+    lines = result.to_text().splitlines()  # issue 17: what failed comes first
+    assert lines[0].startswith("Not computed: only 1 of 7 masks answered (at least 4 needed); 6 failed")
+    assert lines[1].startswith("Not attributed: cluster 1 [Evidence 1]")
 
 
 def test_an_evidence_never_dropped_among_answered_masks_gets_no_share():
@@ -193,7 +195,9 @@ def test_an_evidence_never_dropped_among_answered_masks_gets_no_share():
     )
     assert result.evidence_shares[0] is None and "weight unknown" in result.clusters[0].error
     assert all(share is not None for share in result.evidence_shares[1:])
-    assert sum(result.evidence_shares[1:]) == pytest.approx(1.0)
+    # not renormalised over the identified evidences (issue 17): the unknown weight is held at 0
+    assert sum(result.evidence_shares[1:]) + result.unattributed_share == pytest.approx(1.0)
+    assert result.unattributed_share > 0 and not result.complete
 
 
 def test_no_evidence_is_an_empty_attribution():
@@ -202,3 +206,35 @@ def test_no_evidence_is_an_empty_attribution():
     one = surrogate().attribute(QUESTION, evidences(PORT), PORT)
     assert one.llm_calls == 0  # the only mask is the empty one
     assert one.evidence_shares == [1.0]
+
+
+# -- failed masks are reported (issue 17) ----------------------------------------
+def test_failed_masks_say_how_many_and_that_the_fit_is_still_valid():
+    from test_attribution import FailingCallsLLM
+
+    nodes = evidences(OTHER, PORT, THIRD)
+    llm = FailingCallsLLM(fail_when_missing=[THIRD])  # masks 010, 100, 110 fail
+    result = surrogate(llm=llm, retries=0).attribute(QUESTION, nodes, f"{PORT} [Source 2]")
+    assert sorted(result.failed_masks) == [2, 4, 6] and result.n_masks == 7 and result.min_masks == 4
+    assert not result.complete and result.failed_clusters == []  # every weight still identified
+    assert sum(result.evidence_shares) == pytest.approx(1.0) and result.unattributed_share == 0.0
+    first = result.to_text().splitlines()[0]
+    assert first.startswith("Incomplete: 3 of 7 masks failed (ConnectionError: provider unavailable)")
+    assert "the fit on the 4 answered masks is still valid (at least 4 needed)" in first
+    data = result.to_dict()
+    assert data["complete"] is False and data["failed_masks"] == 3 and data["n_masks"] == 7
+    clean = surrogate().attribute(QUESTION, nodes, f"{PORT} [Source 2]")
+    assert clean.complete and clean.incompleteness() is None and clean.failed_masks == {}
+
+
+def test_held_softmax_without_held_places_is_exactly_the_softmax():
+    from llama_index_ragonite.explain.math import held_softmax
+
+    scores = [0.0, 0.37, 0.01, 0.2]
+    assert held_softmax(scores, 0, 0.05).tolist() == softmax(scores, 0.05).tolist()  # benchmark numbers unchanged
+    held = held_softmax(scores, 2, 0.05)
+    assert len(held) == 4 and held.sum() < 1
+    assert held.tolist() == pytest.approx(softmax(scores + [0.0, 0.0], 0.05)[:4].tolist())
+    assert held_softmax([], 1).tolist() == []
+    with pytest.raises(ValueError):
+        held_softmax(scores, -1)
