@@ -283,3 +283,81 @@ def test_completer_rage_explainers_and_retriever_use_settings(clean_settings, tm
     )
     Settings.embed_model = HashingEmbedding()
     assert isinstance(HybridRetriever.from_store(tmp_path / "s").embed_model, HashingEmbedding)
+
+
+# -- the offline answerer when the context needs several calls, in chat messages, concurrently ---
+# Facts a small context window spreads over several calls: tree_summarize reads earlier answers,
+# refine weighs the answer so far against each new context.
+SEVERAL_CALL_QUESTIONS = [
+    *SAMPLE_QUESTIONS,
+    ("What does the OTA server deliver?", "signed Aurora images"),
+    ("How do I fix the UEFI OTA upgrade failure on the Lenovo T14?", "reseal the TPM"),
+    ("Which firmware does the Dell OptiPlex 7070 have in Aurora 2.0?", "2.1.0"),
+]
+
+
+class _CountingAnswerer(ExtractiveAnswerer):
+    calls: int = 0
+
+    def answer(self, prompt, variables=None):
+        self.calls += 1
+        return super().answer(prompt, variables)
+
+
+@pytest.mark.parametrize("window", [900, 1200])
+@pytest.mark.parametrize("mode", ["compact", "refine", "tree_summarize"])
+def test_stock_query_engine_with_a_small_context_window(sample_index, mode, window):
+    llm = _CountingAnswerer(context_window=window)
+    engine = sample_index.as_query_engine(llm=llm, response_mode=mode, similarity_top_k=10)
+    for question, expected in SEVERAL_CALL_QUESTIONS:
+        llm.calls = 0
+        answer = str(engine.query(question))
+        assert llm.calls > 1, (mode, question)  # the context did not fit one call
+        assert expected in answer, (mode, window, question, answer)
+        assert answer.count("Extractive answer:") == 1, answer
+
+
+@pytest.mark.parametrize("engine_class", ["ContextChatEngine", "CondensePlusContextChatEngine"])
+def test_stock_context_chat_engines_with_the_offline_answerer(sample_index, engine_class):
+    from llama_index.core import chat_engine
+
+    chat = getattr(chat_engine, engine_class).from_defaults(
+        retriever=sample_index.as_retriever(), llm=ExtractiveAnswerer()
+    )
+    assert "Bob owns the service" in str(chat.chat("Who owns the OTA server?"))
+    assert "Dana (IT)" in str(asyncio.run(chat.achat("Who grants access to the build server?")))
+    assert "/etc/aurora/ota.toml" in "".join(
+        chat.stream_chat("Where are the OTA server settings read from?").response_gen
+    )
+
+
+def test_chat_messages_with_retrieved_context_in_the_system_message(sample_index):
+    """What a context chat engine that sends messages asks: the context in the system prompt, the question last."""
+    from llama_index.core.chat_engine.condense_plus_context import DEFAULT_CONTEXT_PROMPT_TEMPLATE
+    from llama_index.core.llms import ChatMessage, MessageRole
+    from llama_index.core.schema import MetadataMode
+
+    llm = ExtractiveAnswerer()
+    for question, expected in SAMPLE_QUESTIONS:
+        nodes = sample_index.as_retriever(similarity_top_k=5).retrieve(question)
+        context = "\n\n".join(n.node.get_content(metadata_mode=MetadataMode.LLM) for n in nodes)
+        messages = [
+            ChatMessage(role=MessageRole.SYSTEM, content=DEFAULT_CONTEXT_PROMPT_TEMPLATE.format(context_str=context)),
+            ChatMessage(role=MessageRole.USER, content=question),
+        ]
+        assert expected in llm.chat(messages).message.content, question
+        assert expected in asyncio.run(llm.achat(messages)).message.content, question
+
+
+@pytest.mark.parametrize("mode", ["compact", "tree_summarize"])
+def test_concurrent_aqueries_each_get_their_own_answer(sample_index, mode):
+    """The template variables of one call never leak into another task's (a ContextVar per task)."""
+    llm = ExtractiveAnswerer(context_window=1200)
+    engine = sample_index.as_query_engine(llm=llm, response_mode=mode, similarity_top_k=10, use_async=True)
+    questions = [*SEVERAL_CALL_QUESTIONS, *reversed(SEVERAL_CALL_QUESTIONS)]
+
+    async def ask_all():
+        return await asyncio.gather(*(engine.aquery(question) for question, _ in questions))
+
+    for (question, expected), answer in zip(questions, asyncio.run(ask_all())):
+        assert expected in str(answer), (question, str(answer))

@@ -11,17 +11,22 @@ Which prompts it reads:
 * ours (``prompts.ANSWER_PROMPT`` or any prompt that keeps the ``### Source i ###`` blocks and
   ends with ``User: <question>``): answers cite ``[Source i]``;
 * LlamaIndex's stock QA, refine, tree-summarize and chat-engine templates, and any template
-  that fills ``{context_str}``/``{context_msg}`` and ``{query_str}`` (``templates.py``): the
-  sources are the context's node texts, unnumbered, so answers cite nothing; a refine step
-  keeps the existing answer unless the new context holds a better unit;
-* condense prompts (``{chat_history}`` + ``{question}``, as ``CondensePlusContextChatEngine``
-  and ``CondenseQuestionChatEngine`` send): the follow-up with the conversation's topic terms
-  in front, as ``OfflineQuestionCompleter`` does.
+  that fills ``{context_str}``/``{context_msg}`` and ``{query_str}`` (or ``{question}``)
+  (``templates.py``): the sources are the context's node texts, unnumbered, so answers cite
+  nothing. When the context needs several calls, a refine step keeps the existing answer
+  unless the new context holds a better-supported unit, and tree_summarize's upper levels
+  choose among the earlier answers (their label stripped, their page topic remembered);
+* chat messages whose system message holds the context (a stock context system prompt) and
+  whose last user message is the question;
+* condense prompts (``{chat_history}`` + ``{question}``, no context, as
+  ``CondensePlusContextChatEngine`` and ``CondenseQuestionChatEngine`` send): the follow-up
+  with the conversation's topic terms in front (``text.carried_terms``, the rule of
+  ``OfflineQuestionCompleter``).
 
 Response synthesizers call ``predict``/``stream`` with the template and its variables; the
 answerer keeps those variables for the call (a context variable, so concurrent calls never
-mix) and reads them directly. Plain strings (``complete``, ``chat``) are matched against the
-stock templates and the ones given in ``templates``.
+mix) and reads them directly; ``chat`` reads its messages the same way. Plain strings
+(``complete``) are matched against the stock templates and the ones given in ``templates``.
 
 The algorithm, one module per step, with one small class around them:
 
@@ -44,11 +49,17 @@ from __future__ import annotations
 import logging
 import re
 from collections import OrderedDict
+from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from dataclasses import replace
+from typing import Any, AsyncIterator, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ChatResponse,
+    ChatResponseAsyncGen,
+    ChatResponseGen,
     CompletionResponse,
     CompletionResponseAsyncGen,
     CompletionResponseGen,
@@ -64,6 +75,7 @@ from llama_index_ragonite.models.extractive.prompt import PromptSource, parse_pr
 from llama_index_ragonite.models.extractive.scoring import cosine, score_units, select_units, similarity
 from llama_index_ragonite.models.extractive.templates import (
     TemplateRequest,
+    chat_variables,
     match_templates,
     request_from_variables,
     stock_templates,
@@ -77,6 +89,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_LABEL = "Extractive answer: "
 _EMBED_CACHE_SIZE = 20_000  # unit embeddings kept per answerer: turns of a conversation revisit the same pages
+_TOPIC_CACHE_SIZE = 4_096  # topics of recent answers: a refine or tree_summarize step reads them back
 # The template variables of the predict/stream call in progress (per task/thread: concurrent calls never mix).
 _VARIABLES: ContextVar[Optional[Dict[str, Any]]] = ContextVar("ragonite_template_variables", default=None)
 
@@ -144,6 +157,7 @@ class ExtractiveAnswerer(CustomLLM):
     _cache: "OrderedDict[str, List[float]]" = PrivateAttr(default_factory=OrderedDict)
     _cache_owner: Any = PrivateAttr(default=None)
     _patterns: Optional[List[Any]] = PrivateAttr(default=None)
+    _topics: "OrderedDict[str, str]" = PrivateAttr(default_factory=OrderedDict)
 
     @classmethod
     def class_name(cls) -> str:
@@ -164,22 +178,23 @@ class ExtractiveAnswerer(CustomLLM):
         if request.condense:
             terms = carried_terms(request.history, request.question) if request.history else []
             return " ".join([*terms, request.question])
+        sources = [self._with_topic(s) if s.earlier_answer else s for s in request.sources]
         if request.existing_answer:
-            return self._refine(request)
-        units, chosen = self._select(request.question, request.sources)
+            return self._refine(request, sources)
+        units, chosen = self._select(request.question, sources)
         if not chosen:
             return OUT_OF_SCOPE
-        return compose_answer(units, chosen, request.question, self.label, self.max_words, request.numbered)
+        return self._compose(units, chosen, request)
 
     def read_request(self, prompt: str, variables: Optional[Dict[str, Any]] = None) -> TemplateRequest:
         """What the prompt asks: from the template variables, our ``### Source`` format, or a known template."""
-        request = request_from_variables(variables) if variables else None
+        request = request_from_variables(variables, self.label) if variables else None
         if request is not None:
             return request
         parsed = parse_prompt(prompt)
         if not (parsed.sources and parsed.question):
             found = match_templates(prompt, self._template_patterns())
-            request = request_from_variables(found) if found else None
+            request = request_from_variables(found, self.label) if found else None
             if request is not None:
                 return request
         return TemplateRequest(parsed.question, parsed.sources, numbered=True)
@@ -195,7 +210,7 @@ class ExtractiveAnswerer(CustomLLM):
         units = [
             Unit(source=s.number, rank=r, text=text, topic=s.topic)
             for r, s in enumerate(sources)
-            for text in split_units(s.evidence)
+            for text in ([s.evidence] if s.earlier_answer else split_units(s.evidence))  # an answer stays whole
         ]
         if not units or not question:
             logger.debug("no %s in the prompt: out of scope", "sources" if not units else "question")
@@ -215,16 +230,36 @@ class ExtractiveAnswerer(CustomLLM):
             logger.debug("best unit score %.3f below threshold %.3f", max(scores), self.threshold)
         return units, chosen
 
-    def _refine(self, request: TemplateRequest) -> str:
-        """A refine step keeps an existing answer (it came from higher-ranked nodes); it answers anew only
-        when the answer so far is out of scope. Quotes cannot be merged into a better sentence, and a
-        quote re-scored without its page context would lose to any unit that repeats the question."""
-        if OUT_OF_SCOPE not in request.existing_answer:
-            return request.existing_answer
-        units, chosen = self._select(request.question, request.sources)
-        if not chosen:
-            return request.existing_answer
-        return compose_answer(units, chosen, request.question, self.label, self.max_words, request.numbered)
+    def _compose(self, units: Sequence[Unit], chosen: Sequence[int], request: TemplateRequest) -> str:
+        """The quoted answer; its page topic is remembered, for a later refine or tree_summarize step to read back."""
+        text = compose_answer(units, chosen, request.question, self.label, self.max_words, request.numbered)
+        self._topics[text[len(self.label) :].strip()] = units[chosen[0]].topic
+        while len(self._topics) > _TOPIC_CACHE_SIZE:
+            self._topics.popitem(last=False)
+        return text
+
+    def _with_topic(self, source: PromptSource) -> PromptSource:
+        """An earlier answer with the topic of the page it quoted (when this answerer wrote it)."""
+        return replace(source, topic=source.topic or self._topics.get(source.evidence, ""))
+
+    def _refine(self, request: TemplateRequest, sources: Sequence[PromptSource]) -> str:
+        """A refine step keeps the better-supported of the existing answer and the new context's best units.
+
+        The existing answer competes as the first source (it came from higher-ranked nodes), with
+        its page topic when this answerer wrote it, so a quote is not re-scored without the page it
+        came from. It stays when the new context holds nothing better; an out-of-scope answer
+        always gives way to an in-scope one."""
+        existing = request.existing_answer
+        if OUT_OF_SCOPE in existing:
+            units, chosen = self._select(request.question, sources)
+            return self._compose(units, chosen, request) if chosen else existing
+        body = existing[len(self.label) :].strip() if existing.startswith(self.label) else existing
+        earlier = self._with_topic(PromptSource(0, "", body, earlier_answer=True))
+        units, chosen = self._select(request.question, [earlier, *sources])
+        new = [i for i in chosen if units[i].source != 0]
+        if not chosen or units[chosen[0]].source == 0 or not new:
+            return existing
+        return self._compose(units, new, request)
 
     def _mix_embeddings(self, question: str, units: Sequence[Unit], scores: Sequence[float]) -> List[float]:
         """``(1 - w) x lexical + w x similarity``; each unit is embedded with its topic, once per text."""
@@ -245,34 +280,35 @@ class ExtractiveAnswerer(CustomLLM):
             (1 - w) * s + w * similarity(cosine(query, self._cache[t]), self.embed_floor) for s, t in zip(scores, texts)
         ]
 
-    # -- predict/stream: keep the template's variables for the completion call they make ---------
+    # -- predict/stream/chat: keep the call's template variables for the completion it makes ------
     def predict(self, prompt: BasePromptTemplate, **prompt_args: Any) -> str:
-        token = _VARIABLES.set(_variables(prompt, prompt_args))
-        try:
+        with _call_variables(_variables(prompt, prompt_args)):
             return super().predict(prompt, **prompt_args)
-        finally:
-            _VARIABLES.reset(token)
 
     async def apredict(self, prompt: BasePromptTemplate, **prompt_args: Any) -> str:
-        token = _VARIABLES.set(_variables(prompt, prompt_args))
-        try:
+        with _call_variables(_variables(prompt, prompt_args)):
             return await super().apredict(prompt, **prompt_args)
-        finally:
-            _VARIABLES.reset(token)
 
     def stream(self, prompt: BasePromptTemplate, **prompt_args: Any):
-        token = _VARIABLES.set(_variables(prompt, prompt_args))
-        try:
+        with _call_variables(_variables(prompt, prompt_args)):
             return super().stream(prompt, **prompt_args)  # the answer is computed before the stream is returned
-        finally:
-            _VARIABLES.reset(token)
 
     async def astream(self, prompt: BasePromptTemplate, **prompt_args: Any):
-        token = _VARIABLES.set(_variables(prompt, prompt_args))
-        try:
+        with _call_variables(_variables(prompt, prompt_args)):
             return await super().astream(prompt, **prompt_args)
-        finally:
-            _VARIABLES.reset(token)
+
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        """A context system message and the last user message read as a stock QA request (else the
+        messages as one prompt); ``achat`` comes here too."""
+        with _call_variables(_VARIABLES.get() or chat_variables(messages)):
+            return super().chat(messages, **kwargs)
+
+    def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
+        with _call_variables(_VARIABLES.get() or chat_variables(messages)):
+            return super().stream_chat(messages, **kwargs)
+
+    async def astream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseAsyncGen:
+        return _async(self.stream_chat(messages, **kwargs))  # answered now, not in the stream as CustomLLM does
 
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
@@ -284,18 +320,28 @@ class ExtractiveAnswerer(CustomLLM):
 
     @llm_completion_callback()
     async def astream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseAsyncGen:
-        text = self.answer(prompt, _VARIABLES.get())  # now, while the call's variables are set
+        return _async(_streamed(self.answer(prompt, _VARIABLES.get())))  # answered now, while the variables are set
 
-        async def gen() -> CompletionResponseAsyncGen:
-            for response in _streamed(text):
-                yield response
 
-        return gen()
+@contextmanager
+def _call_variables(variables: Optional[Dict[str, Any]]) -> Iterator[None]:
+    """``variables`` are the template variables of the completion made inside the block."""
+    token = _VARIABLES.set(variables)
+    try:
+        yield
+    finally:
+        _VARIABLES.reset(token)
 
 
 def _variables(prompt: BasePromptTemplate, prompt_args: Dict[str, Any]) -> Dict[str, Any]:
     """The template's partial variables and the call's, as the template is filled with them."""
     return {**(getattr(prompt, "kwargs", None) or {}), **prompt_args}
+
+
+async def _async(responses: Iterator[Any]) -> AsyncIterator[Any]:
+    """Responses computed already, as the async generator LlamaIndex expects."""
+    for response in responses:
+        yield response
 
 
 def _streamed(text: str) -> CompletionResponseGen:

@@ -22,11 +22,12 @@ _TOPIC_LABELS = ("Page:", "Section:")
 
 @dataclass(frozen=True)
 class PromptSource:
-    """One ``### Source i ###`` block: its number, topic (page title, section) and raw evidence."""
+    """One ``### Source i ###`` block (or context paragraph): its number, topic (page title, section) and raw evidence."""
 
     number: int
     topic: str
     evidence: str
+    earlier_answer: bool = False  # an answer of the answerer fed back as context (tree_summarize's upper levels)
 
 
 @dataclass(frozen=True)

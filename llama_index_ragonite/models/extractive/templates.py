@@ -10,10 +10,14 @@ never send our ``### Source i ###`` prompt. Two ways to recover what they asked:
   matched against the stock templates of llama-index-core (and any the user registers),
   each rendered with placeholder values and turned into a regular expression.
 
+* chat messages (``chat``): the system message is the context (a stock context system prompt,
+  or the context itself), the last user message the question.
+
 What the variables mean: ``context_str``/``context_msg`` — the retrieved nodes' LLM views
-joined by blank lines, unnumbered, so answers cite nothing; ``query_str`` — the question;
-``existing_answer`` — the refine step's answer so far; ``chat_history`` + ``question`` with
-no context — a condense (rewrite the follow-up) request.
+joined by blank lines, unnumbered, so answers cite nothing (paragraphs that start with the
+answerer's label are its own earlier answers: tree_summarize's upper levels); ``query_str``
+(or ``question``) — the question; ``existing_answer`` — the refine step's answer so far;
+``chat_history`` + ``question`` with no context — a condense (rewrite the follow-up) request.
 """
 
 from __future__ import annotations
@@ -23,16 +27,18 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.prompts import BasePromptTemplate
 
-from llama_index_ragonite.models.extractive.prompt import PromptSource, numbered_sources
-from llama_index_ragonite.prompts import STOCK_CONTEXT_VARIABLES, STOCK_QUESTION_VARIABLE
+from llama_index_ragonite.models.extractive.prompt import PromptSource, numbered_sources, parse_prompt
+from llama_index_ragonite.prompts import OUT_OF_SCOPE, STOCK_CONTEXT_VARIABLES, STOCK_QUESTION_VARIABLE
 
 _SENTINEL = "RAGONITEVAR{}XEND"
 _META_LINE = re.compile(r"^([A-Za-z_][\w\-]{0,30}):\s")
 _TOPIC_KEYS = {"page", "section", "title"}
 _NEIGHBOUR_KEYS = {"before", "after"}
 _HISTORY_TURN = re.compile(r"^(user|human)\s*:\s*(.*)$", re.IGNORECASE)
+_CONDENSE_QUESTION = "question"  # the follow-up of condense templates; with a context, a user template's question
 
 
 @dataclass(frozen=True)
@@ -80,11 +86,7 @@ def template_pattern(template: BasePromptTemplate, llm: Any = None) -> Optional[
 @lru_cache(maxsize=1)
 def stock_templates() -> Tuple[BasePromptTemplate, ...]:
     """The answer, refine and condense templates of llama-index-core 0.14 the answerer understands."""
-    from llama_index.core.chat_engine.condense_plus_context import (
-        DEFAULT_CONDENSE_PROMPT_TEMPLATE,
-        DEFAULT_CONTEXT_PROMPT_TEMPLATE,
-        DEFAULT_CONTEXT_REFINE_PROMPT_TEMPLATE,
-    )
+    from llama_index.core.chat_engine.condense_plus_context import DEFAULT_CONDENSE_PROMPT_TEMPLATE
     from llama_index.core.chat_engine.condense_question import DEFAULT_PROMPT as CONDENSE_QUESTION_PROMPT
     from llama_index.core.prompts import PromptTemplate
     from llama_index.core.prompts.chat_prompts import (
@@ -106,10 +108,34 @@ def stock_templates() -> Tuple[BasePromptTemplate, ...]:
         CHAT_REFINE_PROMPT,
         CHAT_TREE_SUMMARIZE_PROMPT,
         PromptTemplate(DEFAULT_CONDENSE_PROMPT_TEMPLATE),
-        PromptTemplate(DEFAULT_CONTEXT_PROMPT_TEMPLATE),
-        PromptTemplate(DEFAULT_CONTEXT_REFINE_PROMPT_TEMPLATE),
         CONDENSE_QUESTION_PROMPT,
     )
+
+
+@lru_cache(maxsize=1)
+def context_system_patterns() -> Tuple[re.Pattern, ...]:
+    """The stock chat engines' context system prompts (``{context_str}`` only; the question is a user message)."""
+    from llama_index.core.chat_engine.condense_plus_context import DEFAULT_CONTEXT_PROMPT_TEMPLATE
+    from llama_index.core.chat_engine.context import DEFAULT_CONTEXT_TEMPLATE
+    from llama_index.core.prompts import PromptTemplate
+
+    patterns = (
+        template_pattern(PromptTemplate(t)) for t in (DEFAULT_CONTEXT_PROMPT_TEMPLATE, DEFAULT_CONTEXT_TEMPLATE)
+    )
+    return tuple(p for p in patterns if p is not None)
+
+
+def chat_variables(messages: Sequence[ChatMessage]) -> Optional[Dict[str, str]]:
+    """``{context_str, query_str}`` of a chat whose system messages hold the context and whose last message
+    is the user's question; ``None`` for other chats (e.g. one user message holding a whole answer prompt)."""
+    if not messages or messages[-1].role != MessageRole.USER:
+        return None
+    question = (messages[-1].content or "").strip()
+    system = "\n\n".join((m.content or "").strip() for m in messages if m.role == MessageRole.SYSTEM).strip()
+    if not (question and system) or parse_prompt(question).sources:
+        return None
+    found = match_templates(system, context_system_patterns())
+    return {"context_str": found["context_str"] if found else system, STOCK_QUESTION_VARIABLE: question}
 
 
 def match_templates(prompt: str, patterns: Sequence[re.Pattern]) -> Optional[Dict[str, str]]:
@@ -121,25 +147,27 @@ def match_templates(prompt: str, patterns: Sequence[re.Pattern]) -> Optional[Dic
     return None
 
 
-def request_from_variables(variables: Dict[str, Any]) -> Optional[TemplateRequest]:
-    """What a template's filled variables ask for; ``None`` when they are not a QA/refine/condense request."""
+def request_from_variables(variables: Dict[str, Any], label: str = "") -> Optional[TemplateRequest]:
+    """What a template's filled variables ask for; ``None`` when they are not a QA/refine/condense request.
+
+    With a context the question is ``query_str``, else ``question`` (a user template's name for it);
+    only without a context do ``chat_history`` + ``question`` ask to rewrite the follow-up (condense).
+    ``label``: the answerer's, marking its own earlier answers in the context."""
     context = next((_text(variables[v]) for v in STOCK_CONTEXT_VARIABLES if _text(variables.get(v)) is not None), None)
-    question = variables.get(STOCK_QUESTION_VARIABLE)
+    question = variables.get(STOCK_QUESTION_VARIABLE, variables.get(_CONDENSE_QUESTION))
     if context is not None and isinstance(question, str):
-        sources, numbered = context_sources(context)
+        sources, numbered = context_sources(context, label)
         existing = variables.get("existing_answer")
         return TemplateRequest(
             question.strip(), sources, numbered, existing.strip() if isinstance(existing, str) else ""
         )
-    if isinstance(variables.get("question"), str) and isinstance(variables.get("chat_history"), str):
+    if context is None and isinstance(question, str) and isinstance(variables.get("chat_history"), str):
         turns = [
             m.group(2).strip()
             for line in variables["chat_history"].splitlines()
             if (m := _HISTORY_TURN.match(line.strip()))
         ]
-        return TemplateRequest(
-            variables["question"].strip(), [], False, condense=True, history=tuple(t for t in turns if t)
-        )
+        return TemplateRequest(question.strip(), [], False, condense=True, history=tuple(t for t in turns if t))
     return None
 
 
@@ -152,20 +180,29 @@ def _text(value: Any) -> Optional[str]:
     return None
 
 
-def context_sources(context: str) -> Tuple[List[PromptSource], bool]:
+def context_sources(context: str, label: str = "") -> Tuple[List[PromptSource], bool]:
     """``(sources, numbered)`` of a context: its ``### Source i ###`` blocks when it has them,
     else one source per node text as LlamaIndex joins them (blank-line separated; a run of
-    ``key: value`` lines is a node's metadata header for the text after it)."""
+    ``key: value`` lines is a node's metadata header for the text after it).
+
+    Paragraphs that start with ``label`` are the answerer's earlier answers (label dropped, so
+    answers never double it); out-of-scope answers and a final header with no text (a node cut
+    by the prompt helper) are no evidence."""
     numbered = numbered_sources(context)
     if numbered:
         return numbered, True
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", context) if p.strip()]
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", context) if p.strip() and p.strip() != OUT_OF_SCOPE]
     sources: List[PromptSource] = []
     header: List[str] = []
     for k, paragraph in enumerate(paragraphs):
+        if label and paragraph.startswith(label):
+            sources.append(PromptSource(len(sources) + 1, "", paragraph[len(label) :].strip(), earlier_answer=True))
+            header = []
+            continue
         lines = paragraph.splitlines()
         body_end = len(lines)
-        if k + 1 < len(paragraphs):  # trailing key: value lines head the next text (texts joined by one newline)
+        if k + 1 < len(paragraphs) or all(_is_context_line(line) for line in lines):
+            # trailing key: value lines head the next text (texts joined by one newline)
             while body_end > 0 and _META_LINE.match(lines[body_end - 1]):
                 body_end -= 1
         if body_end:
@@ -173,6 +210,12 @@ def context_sources(context: str) -> Tuple[List[PromptSource], bool]:
             header = []
         header += lines[body_end:]
     return sources, False
+
+
+def _is_context_line(line: str) -> bool:
+    """A contextualizer header line (page, section, neighbours): says where a text sits, answers nothing."""
+    found = _META_LINE.match(line)
+    return bool(found) and found.group(1).lower() in _TOPIC_KEYS | _NEIGHBOUR_KEYS
 
 
 def _source(number: int, header: List[str], body: str) -> PromptSource:
