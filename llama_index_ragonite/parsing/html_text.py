@@ -10,11 +10,16 @@ table cell (inline mode).
 from __future__ import annotations
 
 import html
+import logging
 import re
 from typing import List, Optional, Tuple, Union
 
 from bs4 import BeautifulSoup, Tag
 from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction
+
+from llama_index_ragonite.parsing.html5_tree import parse_html5
+
+logger = logging.getLogger(__name__)
 
 SPACE, CELL, LINE = 1, 2, 3
 Token = Union[str, int]
@@ -59,35 +64,71 @@ INLINE_MACROS = frozenset({"jira", "status"})  # rendered inside the line, like 
 _VISIBLE_PARAMETERS = {"title"}  # e.g. code block titles, panel titles, expand captions, status labels
 _VISIBLE_PARAMETERS_BY_MACRO = {"jira": {"key"}}  # the issue key (OXT-1654) is what the page shows
 
+# Elements that never have content: ``<br/>`` needs no end tag.
+VOID_TAGS = frozenset("area base br col embed hr img input link meta param source track wbr".split())
+# Elements a sibling closes (``<li>a<li>b``): left open, they add no depth.
+_IMPLIED_END = frozenset("p li dt dd td th tr thead tbody tfoot option optgroup rb rp rt rtc".split())
+MAX_HTML5_DEPTH = 10_000
 _CDATA = re.compile(r"<!\[CDATA\[(.*?)\]\]>", re.S)
 _TAG = re.compile(r"<(/?)([A-Za-z][\w.:-]*)([^<>]*)>")
 _WS = re.compile(r"[ \t\r\n\f\v\u00a0\u200b]+")
 
 
 def preclean(markup: str) -> str:
-    """Make markup parse the same on every Python version and keep code placeholders.
+    """Make Confluence storage markup (XHTML) read as its authors meant under an HTML5 parser.
 
     CDATA sections (Confluence code bodies and link labels) become escaped text:
-    html.parser versions disagree on CDATA outside foreign content, and a bogus
-    comment would swallow a code block. Tags that are neither HTML nor namespaced
-    and carry no attributes (``<your-user>``, ``<PACKAGE>``, ``<machine type>``)
-    are placeholders written in prose or code; they are kept as literal text.
+    an HTML5 parser reads them as bogus comments and would swallow a code block.
+    A self-closed element (``<ri:page .../>``, ``<time .../>``, ``<p/>``) gets its
+    end tag: storage format is XHTML, and HTML5 ignores ``/>`` on elements that
+    are not void, which would pull the following text into a link target.
+    Tags that are neither HTML nor namespaced and carry no attributes
+    (``<your-user>``, ``<PACKAGE>``, ``<machine type>``) are placeholders written
+    in prose or code; they are kept as literal text.
     """
+    return _preclean(markup)[0]
+
+
+def _preclean(markup: str) -> Tuple[str, int]:
+    """``preclean``'s markup and the deepest nesting its tags spell (open minus closed, implied ends aside)."""
     markup = markup.encode("utf-8", "replace").decode("utf-8")  # lone surrogates -> "?"
     markup = _CDATA.sub(lambda m: html.escape(m.group(1), quote=False), markup)
+    depth = deepest = 0
 
-    def keep_placeholder(m: re.Match) -> str:
-        name, attrs = m.group(2), m.group(3)
-        if ":" in name or name.lower() in HTML_TAGS or "=" in attrs:
+    def repair(m: re.Match) -> str:
+        nonlocal depth, deepest
+        closing, name, attrs = m.groups()
+        lowered = name.lower()
+        if ":" not in name and lowered not in HTML_TAGS and "=" not in attrs:
+            return html.escape(m.group(0), quote=False)
+        if lowered in VOID_TAGS:
             return m.group(0)
-        return html.escape(m.group(0), quote=False)
+        if attrs.endswith("/") and not closing:
+            return f"<{name}{attrs[:-1]}></{name}>"
+        if lowered in _IMPLIED_END:
+            return m.group(0)
+        if closing:
+            depth = max(depth - 1, 0)
+        else:
+            depth += 1
+            deepest = max(deepest, depth)
+        return m.group(0)
 
-    return _TAG.sub(keep_placeholder, markup)
+    return _TAG.sub(repair, markup), deepest
 
 
 def parse_html(markup: str) -> BeautifulSoup:
-    """Parse page markup with the stdlib-backed parser (keeps ``ac:``/``ri:`` names)."""
-    return BeautifulSoup(preclean(markup), "html.parser")
+    """Parse page markup as a browser does (HTML5 tree construction; keeps ``ac:``/``ri:`` names).
+
+    HTML5 tree construction checks element scopes along the open elements, so its
+    time grows with the square of the depth; beyond ``MAX_HTML5_DEPTH`` levels
+    (browsers stop nesting far earlier) ``html.parser`` builds the tree instead.
+    """
+    cleaned, depth = _preclean(markup)
+    if depth > MAX_HTML5_DEPTH:
+        logger.warning("markup nests %d levels deep; parsed with html.parser instead of HTML5 rules", depth)
+        return BeautifulSoup(cleaned, "html.parser")
+    return parse_html5(cleaned)
 
 
 def macro_name(tag: Tag) -> str:

@@ -21,8 +21,16 @@ def test_placeholders_outside_cdata_stay_literal_text():
 
 
 def test_preclean_leaves_html_and_namespaced_tags_alone():
-    html = '<p class="x">a</p><ac:link><ri:page ri:content-title="T"/></ac:link></ac:structured-macro>'
+    html = '<p class="x">a</p><ac:link><ri:page ri:content-title="T"></ri:page></ac:link></ac:structured-macro><br/>'
     assert preclean(html) == html
+
+
+def test_preclean_closes_xhtml_self_closed_elements_but_not_void_ones():
+    html = '<ac:link><ri:page ri:content-title="T"/></ac:link><time datetime="2020-01-02" /><br/><img src="a.png"/>'
+    assert preclean(html) == (
+        '<ac:link><ri:page ri:content-title="T"></ri:page></ac:link>'
+        '<time datetime="2020-01-02" ></time><br/><img src="a.png"/>'
+    )
 
 
 def test_parameters_are_configuration_except_titles_and_jira_keys():
