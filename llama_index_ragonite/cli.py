@@ -59,9 +59,24 @@ def _index_command(args: argparse.Namespace) -> int:
     docs = load_pages(args.source)
     parser, contextualizer = _pipeline_args(args)
     store = EvidenceStore(args.store, parser=parser, contextualizer=contextualizer)
-    report = store.ingest(docs, remove_missing=not args.keep_missing, show_progress=not args.quiet)
+    report = store.ingest(
+        docs, remove_missing=not args.keep_missing, show_progress=not args.quiet, allow_removal=args.prune
+    )
     print(f"{args.store}: {report} in {sum(report.seconds.values()):.1f} s; {len(store)} evidences indexed")
     return 0
+
+
+def _check_command(args: argparse.Namespace) -> int:
+    from llama_index_ragonite.index.store import EvidenceStore
+
+    store_path = Path(args.store)
+    if not (store_path / "manifest.json").is_file():
+        raise StoreError(f"{store_path}: not a store (no manifest.json); build one with `ragonite index`")
+    report = EvidenceStore(store_path).check(repair=args.repair)
+    print(report)
+    if args.repair and not report.ok:
+        print(f"Repaired: run `ragonite index SOURCE --store {args.store}` to index the dropped pages again")
+    return 0 if report.ok or args.repair else 1
 
 
 def _search_command(args: argparse.Namespace) -> int:
@@ -129,11 +144,12 @@ def _models(args: argparse.Namespace):
 
 
 def _chat_engine(args: argparse.Namespace, conversation_id: str, models):
+    from llama_index_ragonite.chat.chat_db import default_history_file
     from llama_index_ragonite.chat.chat_store import SQLiteChatStore
     from llama_index_ragonite.chat.engine import RagoniteChatEngine
 
     llm, embed_model = models
-    chats = SQLiteChatStore(args.conversations or Path(args.store) / "conversations.sqlite")
+    chats = SQLiteChatStore(args.conversations or default_history_file(args.store))
     engine = RagoniteChatEngine.from_store(
         args.store, llm=llm, embed_model=embed_model, chat_store=chats, conversation_id=conversation_id
     )
@@ -223,8 +239,14 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", required=True, help="index folder (created if missing)")
     _add_pipeline_options(p)
     p.add_argument("--keep-missing", action="store_true", help="keep indexed pages that are not in SOURCE")
+    p.add_argument("--prune", action="store_true", help="allow removing more than half (or all) of the indexed pages")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_index_command)
+
+    p = sub.add_parser("check", help="compare a store's Chroma, BM25, latent terms and manifest (exit 1: differences)")
+    p.add_argument("--store", required=True)
+    p.add_argument("--repair", action="store_true", help="drop the pages that differ (then run `ragonite index`)")
+    p.set_defaults(func=_check_command)
 
     p = sub.add_parser("search", help="hybrid retrieval from an index built by `ragonite index`")
     p.add_argument("query")
@@ -239,7 +261,11 @@ def build_arg_parser() -> argparse.ArgumentParser:
             p.add_argument("--explain", action="store_true", help="also attribute the answer to its evidences")
         p.add_argument("--store", required=True)
         p.add_argument("--conversation", default=None if name == "chat" else "cli", help="conversation id")
-        p.add_argument("--conversations", default=None, help="SQLite file (default: STORE/conversations.sqlite)")
+        p.add_argument(
+            "--conversations",
+            default=None,
+            help="SQLite file (default: STORE/conversations.sqlite, or ~/.local/state/ragonite/ for a read-only store)",
+        )
         add_model_arguments(p)
         p.set_defaults(func=_ask_command if name == "ask" else _chat_command)
 

@@ -40,6 +40,22 @@ class StoreLockedError(StoreError):
     """Another process is writing to the store."""
 
 
+class StoreInterruptedError(StoreError):
+    """A write to the store was interrupted: its indexes may disagree until the next write repairs them."""
+
+
+class StoreInconsistentError(StoreError):
+    """The store's indexes disagree (run ``ragonite check --store DIR --repair``, then index again)."""
+
+
+class MassRemovalError(StoreError, ValueError):
+    """An ingest would remove most (or all) of the store's pages: usually a wrong or empty source folder."""
+
+
+class VectorStoreUnavailableError(StoreError):
+    """The vector store (a Chroma server) cannot be reached; the message names it and the cause."""
+
+
 class LLMCallError(RagoniteError, RuntimeError):
     """The LLM could not be reached or did not answer in time (the message names the cause)."""
 

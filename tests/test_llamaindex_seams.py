@@ -34,6 +34,7 @@ from llama_index_ragonite import (
 from llama_index_ragonite.errors import StoreError
 from llama_index_ragonite.models.defaults import resolve_embed_model, resolve_llm
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
 # (question, what the answer must say) over examples/sample_wiki
 SAMPLE_QUESTIONS = [
@@ -242,8 +243,11 @@ def test_store_uses_settings_embed_model(clean_settings, tmp_path):
     store.ingest([Document(id_="p", text="<title>P</title><p>Bob owns the OTA server.</p>")])
     assert "HashingEmbedding" in store.manifest["embed_model"]
     Settings._embed_model = None  # reopened without Settings: the recorded model is not the default
-    with pytest.raises(Exception, match="HashingEmbedding"):
-        EvidenceStore(tmp_path / "s")
+    reopened = EvidenceStore(tmp_path / "s")  # opening needs no model (ragonite check): using it does
+    with pytest.raises(StoreError, match="HashingEmbedding"):
+        _ = reopened.embed_model
+    with pytest.raises(StoreError, match="HashingEmbedding"):
+        HybridRetriever.from_store(tmp_path / "s")
 
 
 def test_store_keeps_its_recorded_model_over_settings(clean_settings, tmp_path, monkeypatch):

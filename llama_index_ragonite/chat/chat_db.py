@@ -6,6 +6,8 @@ the file-level concerns (WAL, busy timeout, ``PRAGMA user_version``) live in one
 
 from __future__ import annotations
 
+import hashlib
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,7 +15,14 @@ from pathlib import Path
 
 from llama_index_ragonite.errors import ChatStoreError
 
-__all__ = ["MEMORY", "SCHEMA_VERSION", "immediate_transaction", "open_chat_database"]
+__all__ = [
+    "MEMORY",
+    "SCHEMA_VERSION",
+    "default_history_file",
+    "immediate_transaction",
+    "is_write_refusal",
+    "open_chat_database",
+]
 
 SCHEMA_VERSION = 1
 MEMORY = ":memory:"
@@ -55,6 +64,29 @@ def immediate_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connecti
     conn.execute("COMMIT")
 
 
+def default_history_file(store: str | os.PathLike[str]) -> Path:
+    """Where ``ragonite ask``/``chat`` keep a store's conversations when not told (``--conversations``).
+
+    ``STORE/conversations.sqlite`` when it can be written there (SQLite also needs the folder,
+    for its WAL files); else, for a read-only store, a file of its own under the user's state
+    folder (``$XDG_STATE_HOME/ragonite``, by default ``~/.local/state/ragonite``), named after the store.
+    """
+    folder = Path(store).expanduser()
+    beside = folder / "conversations.sqlite"
+    if os.access(folder, os.W_OK) and (not beside.exists() or os.access(beside, os.W_OK)):
+        return beside
+    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "ragonite"
+    tag = hashlib.sha256(str(folder.resolve()).encode("utf-8", "replace")).hexdigest()[:10]
+    return state / f"conversations-{folder.resolve().name or 'store'}-{tag}.sqlite"
+
+
+def _not_writable(target: str, err: BaseException) -> ChatStoreError:
+    return ChatStoreError(
+        f"{target}: cannot write the chat history there ({err}); "
+        "pass a writable file (`--conversations FILE`, or SQLiteChatStore(path))"
+    )
+
+
 def _database_target(path: str) -> str:
     """The file ``sqlite3.connect`` should open, its parent folders created; ``":memory:"`` as is."""
     if path == MEMORY:
@@ -62,7 +94,10 @@ def _database_target(path: str) -> str:
     file = Path(path).expanduser()
     if file.is_dir():
         raise ChatStoreError(f"{file} is a folder; SQLiteChatStore needs a database file path")
-    file.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _not_writable(str(file), err) from err
     return str(file)
 
 
@@ -89,12 +124,20 @@ def open_chat_database(path: str, busy_timeout: float) -> sqlite3.Connection:
         ChatStoreError: ``path`` is a folder, not a SQLite database, or written by a newer schema.
     """
     target = _database_target(path)
-    conn = sqlite3.connect(target, timeout=busy_timeout, check_same_thread=False, isolation_level=None)
+    try:
+        conn = sqlite3.connect(target, timeout=busy_timeout, check_same_thread=False, isolation_level=None)
+    except sqlite3.OperationalError as err:  # "unable to open database file": a read-only folder
+        raise _not_writable(target, err) from err
     try:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA journal_mode = WAL")  # stays "memory" for ":memory:"
         conn.execute("PRAGMA synchronous = NORMAL")  # durable enough with WAL, much faster
         _migrate(conn, target)
+    except sqlite3.OperationalError as err:
+        conn.close()
+        if is_write_refusal(err):
+            raise _not_writable(target, err) from err
+        raise ChatStoreError(f"{target} is not a usable SQLite chat store database ({err})") from err
     except sqlite3.DatabaseError as err:
         conn.close()
         raise ChatStoreError(f"{target} is not a usable SQLite chat store database ({err})") from err
@@ -102,3 +145,9 @@ def open_chat_database(path: str, busy_timeout: float) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def is_write_refusal(err: sqlite3.OperationalError) -> bool:
+    """SQLite's ways of saying a file or its folder cannot be written (no error codes before 3.11)."""
+    text = str(err).lower()
+    return any(m in text for m in ("readonly", "read-only", "unable to open", "disk i/o", "permission"))

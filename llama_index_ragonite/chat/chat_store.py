@@ -48,7 +48,13 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.storage.chat_store.base import BaseChatStore
 
-from llama_index_ragonite.chat.chat_db import MEMORY, SCHEMA_VERSION, immediate_transaction, open_chat_database
+from llama_index_ragonite.chat.chat_db import (
+    MEMORY,
+    SCHEMA_VERSION,
+    immediate_transaction,
+    is_write_refusal,
+    open_chat_database,
+)
 from llama_index_ragonite.chat.chat_records import (
     RATINGS,
     ConversationInfo,
@@ -122,9 +128,16 @@ class SQLiteChatStore(BaseChatStore):
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction on the store's connection."""
-        with self._read() as conn, immediate_transaction(conn):
-            yield conn
+        """One write transaction on the store's connection; a file that became read-only is a ``ChatStoreError``."""
+        try:
+            with self._read() as conn, immediate_transaction(conn):
+                yield conn
+        except sqlite3.OperationalError as err:
+            if not is_write_refusal(err):
+                raise
+            raise ChatStoreError(
+                f"{self.path}: cannot write the chat history there ({err}); pass a writable file"
+            ) from err
 
     # -- helpers (call inside _read/_write) -------------------------------------------
     @staticmethod

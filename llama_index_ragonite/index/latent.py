@@ -45,6 +45,14 @@ class LatentTermIndex:
     def __contains__(self, node_id: object) -> bool:
         return node_id in self._vectors
 
+    def node_pages(self) -> Dict[str, Optional[str]]:
+        """Node id -> page id of every vector (for store checks)."""
+        return dict(self._pages)
+
+    def vector(self, node_id: str) -> SparseVector:
+        """The latent-term vector of one node (ids, weights). Raises ``KeyError`` if absent."""
+        return self._vectors[node_id]
+
     def upsert(self, nodes: Sequence[BaseNode], vectors: Sequence[SparseVector]) -> None:
         if len(nodes) != len(vectors):
             raise ValueError(f"{len(nodes)} nodes but {len(vectors)} latent-term vectors")

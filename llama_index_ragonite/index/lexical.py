@@ -187,6 +187,11 @@ class LexicalIndex:
         with self._lock:
             return list(self._records)
 
+    def node_pages(self) -> dict[str, str | None]:
+        """Node id -> ``ref_doc_id`` of every indexed node, without deserializing them (for store checks)."""
+        with self._lock:
+            return {node_id: record.ref_doc_id for node_id, record in self._records.items()}
+
     def get_node(self, node_id: str) -> BaseNode:
         """A fresh copy of a stored node (without embedding). Raises ``KeyError`` if absent."""
         with self._lock:

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import uuid
 import zipfile
 from collections.abc import Iterator, Mapping
@@ -75,7 +74,10 @@ def atomic_folder(path: Path) -> Iterator[Path]:
     missing) and the previous version beside it, never a half-written one.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    # mkdir rather than mkdtemp: the folder gets the permissions (umask) of an ordinary one, not 0700,
+    # so a store built by one user can be read by the service account that serves it.
+    tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex}"
+    tmp.mkdir()
     try:
         yield tmp
         fsync_tree(tmp)

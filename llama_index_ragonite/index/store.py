@@ -24,7 +24,25 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, Document
 from llama_index.core.utils import get_tqdm_iterable
 
-from llama_index_ragonite.errors import StoreCorruptError, StoreError, StoreLockedError
+from llama_index_ragonite.errors import (
+    MassRemovalError,
+    StoreCorruptError,
+    StoreError,
+)
+from llama_index_ragonite.index.check import (
+    StoreCheckReport,
+    check_readable,
+    check_store,
+    count_mismatch,
+    drop_pages,
+)
+from llama_index_ragonite.index.chroma_access import open_collection
+from llama_index_ragonite.index.journal import (
+    begin_journal,
+    finish_journal,
+    read_journal,
+    writer_lock,
+)
 from llama_index_ragonite.index.latent import LatentTermIndex, embed_nodes
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
@@ -33,19 +51,22 @@ from llama_index_ragonite.models.embeddings import default_embedding
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no advisory lock, one writer is on the user
-    fcntl = None
-
 logger = logging.getLogger(__name__)
 
+__all__ = [
+    "EvidenceStore",
+    "IngestReport",
+    "StoreCheckReport",
+    "StoreError",
+]
+
 MANIFEST = "manifest.json"
-LOCK_FILE = ".ingest.lock"
 LEXICAL_DIR = "lexical"
 CHROMA_DIR = "chroma"
 COLLECTION = "ragonite"
 FORMAT_VERSION = 1
+MAX_REMOVAL_SHARE = 0.5  # an ingest removing more of the store's pages than this refuses unless asked
+_DELETE_BATCH = 1000
 
 
 @dataclass
@@ -54,6 +75,7 @@ class IngestReport:
     updated: List[str] = field(default_factory=list)
     removed: List[str] = field(default_factory=list)
     unchanged: List[str] = field(default_factory=list)
+    repaired: List[str] = field(default_factory=list)  # pages dropped by the repair of an earlier, interrupted write
     nodes_written: int = 0
     seconds: Dict[str, float] = field(default_factory=dict)  # where the time went, step by step
 
@@ -61,6 +83,7 @@ class IngestReport:
         return (
             f"{len(self.added)} added, {len(self.updated)} updated, {len(self.removed)} removed, "
             f"{len(self.unchanged)} unchanged pages; {self.nodes_written} evidences written"
+            + (f"; {len(self.repaired)} pages of an interrupted write repaired" if self.repaired else "")
         )
 
 
@@ -96,7 +119,12 @@ class _Clock:
 
 
 class EvidenceStore:
-    """A persisted hybrid index at ``path`` (embedded Chroma) or on a Chroma server (``chroma_client``)."""
+    """A persisted hybrid index at ``path`` (embedded Chroma) or on a Chroma server (``chroma_client``).
+
+    Opening reads the manifest and the lexical and latent-term indexes; the embedding model
+    is resolved on first use (``ragonite check`` needs none). Readers need no write access:
+    a read-only store's Chroma database is read from a temporary copy.
+    """
 
     def __init__(
         self,
@@ -110,22 +138,35 @@ class EvidenceStore:
     ) -> None:
         self.path = Path(path)
         self.manifest = self._read_manifest()
-        recorded = self.manifest.get("embed_model")
-        self.embed_model = embed_model or _embedding_for(recorded, self.path)
+        self._embed_model = embed_model
+        if embed_model is not None:
+            self._check_model(embed_model)
         self.parser = parser or HTMLEvidenceParser()
         self.contextualizer = contextualizer or EvidenceContextualizer()
-        if recorded and recorded != embedding_id(self.embed_model):
-            raise StoreError(
-                f"{self.path} was built with embedding model {recorded!r}, not {embedding_id(self.embed_model)!r}; "
-                "open it with the same model or build a new store"
-            )
         self.lexical = lexical or self._load_lexical()
         self.latent = LatentTermIndex.load(self.path)
         self._chroma_client = chroma_client
         self._collection_name = collection
         self._vector_store = None
+        self._writing = False  # inside ingest/repair: the writer checks and repairs instead of refusing
 
     # -- parts ------------------------------------------------------------------
+    @property
+    def embed_model(self) -> BaseEmbedding:
+        """The store's embedding model: the one passed, else the recorded one (see ``_embedding_for``)."""
+        if self._embed_model is None:
+            self._embed_model = _embedding_for(self.manifest.get("embed_model"), self.path)
+            self._check_model(self._embed_model)
+        return self._embed_model
+
+    def _check_model(self, model: BaseEmbedding) -> None:
+        recorded = self.manifest.get("embed_model")
+        if recorded and recorded != embedding_id(model):
+            raise StoreError(
+                f"{self.path} was built with embedding model {recorded!r}, not {embedding_id(model)!r}; "
+                "open it with the same model or build a new store"
+            )
+
     def _read_manifest(self) -> Dict[str, Any]:
         file = self.path / MANIFEST
         if not file.exists():
@@ -142,26 +183,33 @@ class EvidenceStore:
 
     @property
     def vector_store(self):
-        """The LlamaIndex ``ChromaVectorStore`` (created on first use)."""
+        """The LlamaIndex ``ChromaVectorStore`` (created on first use).
+
+        A reader's first use checks the store: an interrupted write raises ``StoreInterruptedError``,
+        evidence counts that disagree raise ``StoreInconsistentError`` (both name the fix).
+        A server that cannot be reached raises ``VectorStoreUnavailableError``, then and later.
+        """
         if self._vector_store is None:
-            import chromadb
+            self._open_vector_store()
+            if not self._writing:
+                self._check_readable()
+        return self._vector_store
+
+    def _open_vector_store(self):
+        if self._vector_store is None:
             from llama_index.vector_stores.chroma import ChromaVectorStore
 
-            client = self._chroma_client
-            if client is None:
+            if self._chroma_client is None and (self._writing or not (self.path / CHROMA_DIR).exists()):
                 self._make_folder()
-                try:
-                    client = chromadb.PersistentClient(path=str(self.path / CHROMA_DIR))
-                except Exception as err:  # chromadb raises its own types for locked/corrupt files
-                    raise StoreError(f"{self.path / CHROMA_DIR}: cannot open the Chroma database ({err})") from err
-            collection = client.get_or_create_collection(
-                self._collection_name,
-                # search_ef 100 (Chroma's default is 10): near-exact top-10, dense P@1 +0.01 on ConfQuestions
-                metadata={"hnsw:space": "cosine", "hnsw:search_ef": 100},
-                embedding_function=None,
+            collection = open_collection(
+                self.path / CHROMA_DIR, self._chroma_client, self._collection_name, writable=self._writing
             )
             self._vector_store = ChromaVectorStore(chroma_collection=collection)
         return self._vector_store
+
+    def _check_readable(self) -> None:
+        """The cheap check at open: an interrupted write or counts that disagree are errors, not silent."""
+        check_readable(self.path, self._vector_store.client, self.lexical, self.latent)
 
     def fingerprint(self, doc: Document) -> str:
         """Changes when the page or the way it is indexed changes."""
@@ -176,42 +224,102 @@ class EvidenceStore:
             digest.update(b"\x00")
         return digest.hexdigest()
 
+    # -- checking ------------------------------------------------------------------
+    def check(self, repair: bool = False) -> StoreCheckReport:
+        """Compare Chroma, the lexical index, the latent terms and the manifest evidence by evidence.
+
+        ``repair=True`` (needs write access and the writer lock) drops every page with a
+        difference from all of them and from the manifest; the next ingest indexes it again.
+        The report is what was found before the repair.
+        """
+        if not repair:
+            return check_store(self.path, self.manifest, self._open_vector_store().client, self.lexical, self.latent)
+        with self._writer():
+            report = self._full_check()
+            if not report.ok:
+                pages = dict(self.manifest.get("pages", {}))
+                self._drop(report, pages)
+                self._write(pages, keep_settings=True)  # this handle's parser may not be the store's
+                finish_journal(self.path)
+            return report
+
+    def _full_check(self) -> StoreCheckReport:
+        return check_store(self.path, self.manifest, self.vector_store.client, self.lexical, self.latent)
+
+    def _drop(self, report: StoreCheckReport, pages: Dict[str, str]) -> None:
+        logger.warning("%s: repairing the store\n%s", self.path, report)
+        begin_journal(self.path, report.bad_pages)  # a crash during the repair is repaired next time
+        drop_pages(report, pages, self.vector_store.client, self.lexical, self.latent)
+
+    def _recover(self, pages: Dict[str, str]) -> List[str]:
+        """Before a write: repair what an interrupted write (journal) or an older version left (counts)."""
+        if read_journal(self.path) is None and not count_mismatch(self.vector_store.client, self.lexical, self.latent):
+            return []
+        report = self._full_check()
+        if report.ok:
+            return []
+        self._drop(report, pages)
+        return sorted(report.bad_pages)
+
     # -- ingestion ----------------------------------------------------------------
     def ingest(
-        self, documents: Sequence[Document], remove_missing: bool = False, show_progress: bool = False
+        self,
+        documents: Sequence[Document],
+        remove_missing: bool = False,
+        show_progress: bool = False,
+        allow_removal: bool = False,
+        max_removal_share: float = MAX_REMOVAL_SHARE,
     ) -> IngestReport:
         """Bring the store in line with ``documents``; ``remove_missing`` deletes pages not among them.
 
-        One writer at a time: a second process ingesting into the same folder gets a
-        ``StoreError`` instead of interleaving writes (readers need no lock).
+        A run that would remove more than ``max_removal_share`` of the indexed pages, or all of
+        them, raises ``MassRemovalError`` unless ``allow_removal``: an empty or wrong source
+        folder must not wipe the store. One writer at a time: a second process ingesting into
+        the same folder gets a ``StoreLockedError`` instead of interleaving writes (readers need no lock).
         """
         ids = [doc.id_ for doc in documents]
         if len(set(ids)) != len(ids):
             dupes = sorted({i for i in ids if ids.count(i) > 1})
             raise ValueError(f"Duplicate document ids {dupes[:5]}: each page needs its own stable id")
-        with self._writer_lock():
-            on_disk = self._read_manifest()
-            if on_disk != self.manifest:  # another process wrote since we opened: start from its state
-                self.manifest, self.lexical = on_disk, self._load_lexical()
-                self.latent = LatentTermIndex.load(self.path)
+        if not 0 <= max_removal_share <= 1:
+            raise ValueError(f"max_removal_share must be between 0 and 1; got {max_removal_share!r}")
+        with self._writer():
+            if remove_missing and not allow_removal:
+                self._guard_removal(set(self.manifest.get("pages", {})) - set(ids), max_removal_share)
             return self._ingest(documents, ids, remove_missing, show_progress)
 
+    def _guard_removal(self, doomed: set, share: float) -> None:
+        indexed = len(self.manifest.get("pages", {}))
+        if doomed and (len(doomed) == indexed or len(doomed) > share * indexed):
+            examples = ", ".join(sorted(doomed)[:3]) + (", …" if len(doomed) > 3 else "")
+            raise MassRemovalError(
+                f"{self.path}: this run would remove {len(doomed)} of the {indexed} indexed pages ({examples}), "
+                f"more than {share:.0%}: is the source the right folder, and mounted? Nothing was changed. "
+                "To remove them, pass allow_removal=True (`ragonite index --prune`)"
+            )
+
     @contextmanager
-    def _writer_lock(self) -> Iterator[None]:
+    def _writer(self) -> Iterator[None]:
+        """Hold the writer lock, starting from the state on disk (another process may have written)."""
         self._make_folder()
-        with open(self.path / LOCK_FILE, "a") as handle:
-            if fcntl is not None:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
-                    raise StoreLockedError(
-                        f"{self.path} is being updated by another process; run again when it has finished"
-                    ) from None
-            yield  # the lock goes with the file handle
+        with writer_lock(self.path):
+            self._writing = True
+            try:
+                on_disk = self._read_manifest()
+                if on_disk != self.manifest:  # another process wrote since we opened: start from its state
+                    self.manifest, self.lexical = on_disk, self._load_lexical()
+                    self.latent = LatentTermIndex.load(self.path)
+                yield
+            finally:
+                self._writing = False
 
     def _ingest(self, documents, ids, remove_missing, show_progress) -> IngestReport:
         pages: Dict[str, str] = dict(self.manifest.get("pages", {}))
         report = IngestReport()
+        clock = _Clock(report.seconds)
+        report.repaired = self._recover(pages)
+        if report.repaired:
+            clock.lap("repair")
         changed: List[Document] = []
         new_fingerprints: Dict[str, str] = {}
         for doc in documents:
@@ -225,7 +333,6 @@ class EvidenceStore:
         if remove_missing:
             report.removed = sorted(set(pages) - set(ids))
 
-        clock = _Clock(report.seconds)
         nodes: List[BaseNode] = []
         for doc in get_tqdm_iterable(changed, show_progress, "Parsing pages"):
             nodes.extend(self.contextualizer(self.parser.get_nodes_from_documents([doc])))
@@ -233,12 +340,14 @@ class EvidenceStore:
         terms = self._embed(nodes, show_progress)
         clock.lap("embed")
 
-        # Remove old evidences first, then write; the manifest is written last, so an
-        # interrupted run re-processes the affected pages next time instead of losing them.
-        for doc_id in report.updated + report.removed:
-            self.vector_store.delete(ref_doc_id=doc_id)
-            self.lexical.delete_ref_doc(doc_id)
-            self.latent.delete_ref_doc(doc_id)
+        # The journal names every page about to change before the first write and goes away
+        # after the manifest: an interrupted run is repaired by the next one. Each page's old
+        # evidences go first, whatever the manifest says (Chroma's add ignores existing ids).
+        touched = list(new_fingerprints) + report.removed
+        if touched or report.repaired:
+            begin_journal(self.path, touched + report.repaired)
+        self._delete_pages(touched)
+        for doc_id in report.removed:
             pages.pop(doc_id, None)
         if nodes:
             self.vector_store.add(nodes)
@@ -251,10 +360,20 @@ class EvidenceStore:
         clock.lap("lexical index")
         report.nodes_written = len(nodes)
         pages.update(new_fingerprints)
-        if changed or report.removed or not (self.path / MANIFEST).exists():
+        if touched or report.repaired or not (self.path / MANIFEST).exists():
             self._write(pages)
+            finish_journal(self.path)
         clock.lap("persist")
         return report
+
+    def _delete_pages(self, page_ids: List[str]) -> None:
+        """Remove every evidence of these pages from all indexes (Chroma in batches: one call per 1000 pages)."""
+        collection = self.vector_store.client
+        for start in range(0, len(page_ids), _DELETE_BATCH):
+            collection.delete(where={"document_id": {"$in": page_ids[start : start + _DELETE_BATCH]}})
+        for doc_id in page_ids:
+            self.lexical.delete_ref_doc(doc_id)
+            self.latent.delete_ref_doc(doc_id)
 
     def _embed(self, nodes: List[BaseNode], show_progress: bool) -> Optional[list]:
         """Set each node's embedding; returns latent terms too when the model makes them (else None)."""
@@ -266,19 +385,24 @@ class EvidenceStore:
         except OSError as err:
             raise StoreError(f"{self.path}: cannot create the store folder ({err.strerror})") from err
         if not os.access(self.path, os.W_OK):
-            raise StoreError(f"{self.path}: the store folder is not writable")
+            raise StoreError(
+                f"{self.path}: the store folder is not writable (searching and asking need no write access)"
+            )
 
-    def _write(self, pages: Dict[str, str]) -> None:
+    def _write(self, pages: Dict[str, str], keep_settings: bool = False) -> None:
         self._make_folder()
         self.lexical.persist(self.path / LEXICAL_DIR)
         self.latent.persist(self.path)
-        self.manifest = {
-            "format": FORMAT_VERSION,
-            "embed_model": embedding_id(self.embed_model),
-            "parser": self.parser.to_dict(),
-            "contextualizer": self.contextualizer.to_dict(),
-            "pages": pages,
-        }
+        if keep_settings and self.manifest:
+            self.manifest = {**self.manifest, "pages": pages}
+        else:
+            self.manifest = {
+                "format": FORMAT_VERSION,
+                "embed_model": self.manifest.get("embed_model") or embedding_id(self.embed_model),
+                "parser": self.parser.to_dict(),
+                "contextualizer": self.contextualizer.to_dict(),
+                "pages": pages,
+            }
         write_json(self.path / MANIFEST, self.manifest, indent=1, sort_keys=True)
 
     # -- reading --------------------------------------------------------------------
