@@ -33,6 +33,7 @@ def test_parse_json_and_options(capsys):
     assert records[2]["text"].startswith("Platform | Firmware | Legacy boot / Install")
 
 
+@pytest.mark.fault("`ragonite parse` of a path that does not exist", "exit 2, 'no such file or folder' on stderr")
 def test_missing_path_is_a_clear_error(capsys, tmp_path):
     assert main(["parse", str(tmp_path / "nope.html")]) == 2
     assert "no such file or folder" in capsys.readouterr().err
@@ -187,6 +188,10 @@ def test_ask_answers_through_an_openai_compatible_server(capsys, sample_store, t
     assert request.body["model"] == "llama3:8b" and "### Source 1 ###" in request.messages[-1]["content"]
 
 
+@pytest.mark.fault(
+    "--llm names an unknown provider or a malformed spec, or OPENAI_API_KEY is unset",
+    "exit 2 with 'ragonite: …' naming the spec and the accepted forms",
+)
 @pytest.mark.parametrize(
     "spec, message",
     [
@@ -204,6 +209,10 @@ def test_an_unknown_llm_spec_is_a_clear_error(capsys, monkeypatch, sample_store,
     assert err.startswith("ragonite: ") and message in err and "openai-compatible:MODEL@URL" in err
 
 
+@pytest.mark.fault(
+    "--embedding needs an extra that is not installed",
+    "exit 2 naming the missing package and the [bge] extra",
+)
 def test_a_spec_whose_extra_is_missing_is_a_clear_error(capsys, monkeypatch, sample_store):
     monkeypatch.setitem(sys.modules, "llama_index.embeddings.huggingface", None)  # as if not installed
     assert main(["ask", "--store", sample_store, "--embedding", "minilm", "Who owns the OTA server?"]) == 2
@@ -211,6 +220,7 @@ def test_a_spec_whose_extra_is_missing_is_a_clear_error(capsys, monkeypatch, sam
     assert err.startswith("ragonite: 'minilm' needs a package that is not installed") and "[bge]" in err
 
 
+@pytest.mark.fault("--embedding differs from the store's model", "exit 2 naming both models")
 def test_an_embedding_other_than_the_stores_is_a_clear_error(capsys, tmp_path):
     store = EvidenceStore(tmp_path / "hashed", embed_model=HashingEmbedding())
     store.ingest([Document(id_="p", text="<title>Team</title><p>Alice parses wiki pages.</p>")])

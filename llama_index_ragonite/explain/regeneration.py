@@ -9,7 +9,8 @@ answer was produced, concurrently under a concurrency bound, with one retry per 
 * else with an answer prompt on the LLM's async API: ours (``{sources}``, ``{history}``,
   ``{question}``; sources renumbered ``### Source i ###`` in the given order, no history) or
   a stock-style one (``{context_str}``, ``{query_str}``; the node texts joined by blank lines,
-  as LlamaIndex fills it). Any other prompt is refused when the regenerator is built.
+  as LlamaIndex fills it). Either way evidence text that imitates the prompt's structure is
+  escaped (``prompts.quote_evidence``). Any other prompt is refused when the regenerator is built.
  A call that still fails yields
 ``None`` so the caller can mark what it was for as failed instead of crashing or silently
 guessing. ``normalize_answer`` is the comparison RAGE uses to decide whether two answers differ.
@@ -26,7 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
-from llama_index.core.schema import MetadataMode, NodeWithScore
+from llama_index.core.schema import NodeWithScore
 
 from llama_index_ragonite.prompts import (
     ANSWER_PROMPT,
@@ -34,6 +35,7 @@ from llama_index_ragonite.prompts import (
     STOCK_CONTEXT_VARIABLES,
     STOCK_QUESTION_VARIABLE,
     format_sources,
+    format_stock_context,
     strip_citations,
 )
 
@@ -98,8 +100,7 @@ class AnswerRegenerator:
         variables = set(self.prompt.template_vars)
         if not STOCK_VARIABLES <= variables or OUR_VARIABLES <= variables:
             return None
-        context = "\n\n".join(n.node.get_content(MetadataMode.LLM) for n in nodes)
-        return {STOCK_CONTEXT_VARIABLES[0]: context, STOCK_QUESTION_VARIABLE: question}
+        return {STOCK_CONTEXT_VARIABLES[0]: format_stock_context(nodes), STOCK_QUESTION_VARIABLE: question}
 
     def prompt_for(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
         stock = self._stock_variables(question, nodes)

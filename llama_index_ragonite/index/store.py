@@ -5,7 +5,8 @@ Ingestion is idempotent per page: the manifest records a fingerprint of every pa
 same pages skips unchanged ones, replaces the evidences of changed ones and — when
 ``remove_missing`` — deletes pages that disappeared. The manifest also records the
 embedding model; opening a store with another model is an error, because vectors
-from two models in one index are silent garbage.
+from two models in one index are silent garbage. Each completed write increments the
+manifest's ``generation``, which readers follow (``stale``, ``reload``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from llama_index_ragonite.index.check import (
     drop_pages,
 )
 from llama_index_ragonite.index.chroma_access import open_collection
+from llama_index_ragonite.index.generation import GenerationWatch, reopen_vector_store
 from llama_index_ragonite.index.journal import (
     begin_journal,
     finish_journal,
@@ -137,6 +139,7 @@ class EvidenceStore:
         collection: str = COLLECTION,
     ) -> None:
         self.path = Path(path)
+        self._watch = GenerationWatch(self.path, MANIFEST)  # stat before reading: never newer than what is read
         self.manifest = self._read_manifest()
         self._embed_model = embed_model
         if embed_model is not None:
@@ -159,9 +162,9 @@ class EvidenceStore:
             self._check_model(self._embed_model)
         return self._embed_model
 
-    def _check_model(self, model: BaseEmbedding) -> None:
-        recorded = self.manifest.get("embed_model")
-        if recorded and recorded != embedding_id(model):
+    def _check_model(self, model: Optional[BaseEmbedding], manifest: Optional[Dict[str, Any]] = None) -> None:
+        recorded = (manifest or self.manifest).get("embed_model")
+        if model is not None and recorded and recorded != embedding_id(model):
             raise StoreError(
                 f"{self.path} was built with embedding model {recorded!r}, not {embedding_id(model)!r}; "
                 "open it with the same model or build a new store"
@@ -394,16 +397,50 @@ class EvidenceStore:
         self.lexical.persist(self.path / LEXICAL_DIR)
         self.latent.persist(self.path)
         if keep_settings and self.manifest:
-            self.manifest = {**self.manifest, "pages": pages}
+            self.manifest = {**self.manifest, "pages": pages, "generation": self.generation + 1}
         else:
             self.manifest = {
                 "format": FORMAT_VERSION,
+                "generation": self.generation + 1,  # readers reload when it grows
                 "embed_model": self.manifest.get("embed_model") or embedding_id(self.embed_model),
                 "parser": self.parser.to_dict(),
                 "contextualizer": self.contextualizer.to_dict(),
                 "pages": pages,
             }
         write_json(self.path / MANIFEST, self.manifest, indent=1, sort_keys=True)
+
+    # -- following other writers ------------------------------------------------------
+    @property
+    def generation(self) -> int:
+        """The number of completed writes the loaded manifest records (0: none, or a store older than it)."""
+        return int(self.manifest.get("generation", 0))
+
+    def stale(self) -> bool:
+        """Whether the folder may hold a write this handle has not loaded: two ``stat`` calls, nothing read."""
+        return self._watch.changed()
+
+    def reload(self) -> bool:
+        """Load the newest completed generation, every part before any is replaced; True if one was.
+
+        A write under way keeps the loaded one (warned once, False); an interrupted write raises
+        ``StoreInterruptedError``, parts that disagree ``StoreInconsistentError``."""
+        before = self._watch.now()
+        if self._writing or self._watch.write_under_way(before, self.generation):
+            return False
+        manifest = self._read_manifest()
+        if manifest == self.manifest:
+            self._watch.seen = before
+            return False
+        self._check_model(self._embed_model, manifest)
+        lexical, latent = self._load_lexical(), LatentTermIndex.load(self.path)
+        vector_store = reopen_vector_store(self.path / CHROMA_DIR, self._chroma_client, self._collection_name)
+        if self._watch.now() != before:  # a write began (or ended) meanwhile: try again at the next query
+            return False
+        check_readable(self.path, vector_store.client, lexical, latent)
+        old, self._watch.seen = self.generation, before
+        self.manifest, self.lexical, self.latent, self._vector_store = manifest, lexical, latent, vector_store
+        logger.info("%s: loaded generation %d (was %d), written by another process", self.path, self.generation, old)
+        return True
 
     # -- reading --------------------------------------------------------------------
     def __len__(self) -> int:

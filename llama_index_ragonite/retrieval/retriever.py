@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextlib import nullcontext
 from typing import Dict, List, Literal, Optional, Sequence, Union
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -29,6 +30,7 @@ from llama_index_ragonite.retrieval.index_nodes import (
     node_count,
 )
 from llama_index_ragonite.retrieval.protocols import EmbedModelRetriever, StoredEmbeddingsRetriever, VectorLookupStore
+from llama_index_ragonite.retrieval.store_follow import StoreFollower, StoreParts, store_parts
 from llama_index_ragonite.text import detect_language
 
 dispatcher = get_dispatcher(__name__)
@@ -123,6 +125,7 @@ class HybridRetriever(BaseRetriever):
         if k_lexical and not len(lexical) and _mirror_of is None and node_count(self._dense_index) != 0:
             raise ValueError(EMPTY_LEXICAL)
         self._mirror = None if _mirror_of is None else IndexMirror(_mirror_of, lexical)
+        self._follower: Optional[StoreFollower] = None  # set by from_store only
         self.k_lexical, self.k_dense, self.top_n = k_lexical, k_dense, top_n
         self.fusion, self.reranker, self.rrf_k = fusion, reranker, rrf_k
         if not 0 <= cross_lingual_lexical_weight <= 1:
@@ -144,18 +147,30 @@ class HybridRetriever(BaseRetriever):
         """Retrieve from a store built by ``ragonite index`` (or ``EvidenceStore.ingest``).
 
         ``store``: an open ``EvidenceStore`` or its folder (then opened with ``embed_model`` and
-        ``chroma_client``). ``kwargs`` go to ``HybridRetriever``.
+        ``chroma_client``). ``kwargs`` go to ``HybridRetriever``. The retriever follows the store:
+        before each query it looks for a newer generation (two ``stat`` calls) and, when another
+        process completed a write, loads it whole and serves it from then on (see ``StoreFollower``).
         """
         if not isinstance(store, EvidenceStore):
             store = EvidenceStore(store, embed_model=embed_model, chroma_client=chroma_client)
         if not store.manifest.get("pages"):
             raise StoreError(f"{store.path} holds no pages yet: run `ragonite index SOURCE --store {store.path}` first")
-        index = VectorStoreIndex.from_vector_store(store.vector_store, embed_model=store.embed_model)
-        if len(store.latent) == len(store.lexical) and isinstance(store.embed_model, QueryTermsEmbedding):
-            kwargs.setdefault("latent", store.latent)  # only when every evidence has its vector
+        parts = store_parts(store)
+        own_latent = "latent" not in kwargs  # the store's latent terms, followed with it
+        if own_latent and parts.latent is not None:
+            kwargs["latent"] = parts.latent  # only when every evidence has its vector
         if not store.manifest.get("contextualizer", {}).get("title", True):
             kwargs.setdefault("title_weight", 0.0)  # built without page titles as context: no title ranking either
-        return cls(dense=index, lexical=store.lexical, **kwargs)
+        retriever = cls(dense=parts.index, lexical=parts.lexical, **kwargs)
+        retriever._follower = StoreFollower(store, lambda new: retriever._use_store(new, own_latent), parts.generation)
+        return retriever
+
+    def _use_store(self, parts: StoreParts, own_latent: bool) -> None:
+        """Serve a newer store generation (called between queries by the follower)."""
+        self._dense_index, self.dense = parts.index, parts.index.as_retriever(similarity_top_k=self.k_dense)
+        self.lexical = parts.lexical
+        if own_latent:
+            self.latent = parts.latent
 
     @classmethod
     def from_index(
@@ -352,6 +367,10 @@ class HybridRetriever(BaseRetriever):
         return self.cross_lingual_lexical_weight
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        with nullcontext() if self._follower is None else self._follower.query():  # a newer store generation first
+            return self._retrieve_now(query_bundle)
+
+    def _retrieve_now(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         query = _checked(query_bundle)
         self._follow_index()
         sides = self._sides(query_bundle)
@@ -367,6 +386,15 @@ class HybridRetriever(BaseRetriever):
         return self._fuse(query, pool, reranked)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        if self._follower is None:
+            return await self._aretrieve_now(query_bundle)
+        await asyncio.to_thread(self._follower.begin)  # stat calls, and a reload, off the event loop
+        try:
+            return await self._aretrieve_now(query_bundle)
+        finally:
+            self._follower.end()
+
+    async def _aretrieve_now(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         query = _checked(query_bundle)
         mirrored = self._mirror is not None  # its checks read the index (Chroma: a call): off the event loop
         if mirrored:

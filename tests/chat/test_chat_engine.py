@@ -128,6 +128,10 @@ def test_no_evidence_means_the_out_of_scope_sentence_without_an_llm_call():
     assert response.turn.cited == [] and response.turn.follow_ups == []
 
 
+@pytest.mark.fault(
+    "LLM call times out or the LLM server refuses connections",
+    "LLMCallError ('did not answer in time' / 'could not be reached')",
+)
 @pytest.mark.parametrize(
     "fail, expected",
     [
@@ -140,6 +144,11 @@ def test_unreachable_llm_is_a_clear_error(store, fail, expected):
         engine(store, llm=ScriptedLLM(fail_with=fail)).chat("Who parses?")
 
 
+@pytest.mark.fault(
+    "LLM output cannot be parsed (not JSON, no choices)",
+    "out-of-scope answer with a warning; the conversation goes on",
+)
+@pytest.mark.fault("LLM returns empty text", "out-of-scope answer with a 'no text' warning")
 @pytest.mark.parametrize("fail", [json.JSONDecodeError("Expecting value", "<html>", 0), TypeError("no choices")])
 def test_garbled_llm_output_answers_out_of_scope_with_a_warning(store, fail):
     chat = engine(store, llm=ScriptedLLM(fail_with=fail))
@@ -150,6 +159,11 @@ def test_garbled_llm_output_answers_out_of_scope_with_a_warning(store, fail):
     assert chat.chat("And Bob?").response == OUT_OF_SCOPE  # the engine keeps working
 
 
+@pytest.mark.fault("question is blank or None", "ValueError ('Empty message'); nothing written to the history")
+@pytest.mark.fault(
+    "question is very long (100,000 characters)",
+    "ValueError ('longer than 20,000'); nothing written to the history",
+)
 def test_bad_messages(store):
     chat = engine(store)
     for bad in ("", "   ", None):

@@ -62,24 +62,40 @@ def test_prompts_arrive_and_the_llm_completes_follow_ups(store, stub):
     assert "User: Which BIOS did the HP EliteDesk 800 run?\nAssistant:" in stub.requests[2].messages[-1]["content"]
 
 
+@pytest.mark.fault(
+    "OpenAI-compatible server answers HTTP 429 then 500, then recovers",
+    "retried by the client; the answer arrives",
+)
 def test_rate_limits_and_server_errors_are_retried(store, stub):
     stub.script(rate_limited(), server_error(), reply("A16 [Source 1]"))
     assert engine(store, stub).chat("Which BIOS did the Dell run?").response == "A16 [Source 1]"
     assert len(stub.requests) == 3
 
 
+@pytest.mark.fault(
+    "OpenAI-compatible server keeps answering HTTP 429",
+    "LLMCallError ('service failed … RateLimitError') after the retries",
+)
 def test_errors_that_outlast_the_retries_are_clear(store, stub):
     stub.script(rate_limited(), rate_limited())
     with pytest.raises(LLMCallError, match="service failed.*RateLimitError"):
         engine(store, stub, max_retries=1).chat("Which BIOS did the Dell run?")
 
 
+@pytest.mark.fault(
+    "OpenAI-compatible server answers too late",
+    "LLMCallError ('did not answer in time') within the timeout",
+)
 def test_a_timeout_is_a_clear_error(store, stub):
     stub.script(delay(2.0, then=reply("late")))
     with pytest.raises(LLMCallError, match="did not answer in time"):
         engine(store, stub, max_retries=0, timeout=0.3).chat("Which BIOS did the Dell run?")
 
 
+@pytest.mark.fault(
+    "OpenAI-compatible server sends a malformed body (not JSON, no choices, null content)",
+    "out-of-scope answer with a warning; the next turn works",
+)
 @pytest.mark.parametrize("kind", ["not_json", "no_choices", "null_content"])
 def test_malformed_output_does_not_crash_the_engine(store, stub, kind):
     chat = engine(store, stub, max_retries=0)

@@ -70,6 +70,10 @@ def test_messages_round_trip_across_reopening(db):
         assert reopened.get_keys() == ["conv-1"]
 
 
+@pytest.mark.fault(
+    "conversation id is empty",
+    "ValueError ('non-empty'); an unknown key reads as empty, like SimpleChatStore",
+)
 def test_unknown_key_reads_empty_and_empty_id_is_rejected(store):
     assert store.get_messages("nope") == []
     assert store.get_keys() == []
@@ -115,6 +119,10 @@ def test_set_messages_replaces_history_and_keeps_feedback_of_unchanged_answers(s
 
 
 # -- conversations ------------------------------------------------------------------------
+@pytest.mark.fault(
+    "writing to a soft-deleted conversation",
+    "ConversationDeletedError saying to restore_conversation first; messages kept",
+)
 def test_list_delete_restore_purge(store):
     dialog(store, "old")
     store.add_message("new", user("  How do I   flash the\nBIOS on a Dell OptiPlex 7040 without Windows installed?  "))
@@ -152,6 +160,7 @@ def test_list_delete_restore_purge(store):
     assert [c.id for c in store.list_conversations(include_deleted=True)] == ["blank", "new"]
 
 
+@pytest.mark.fault("conversation id unknown", "UnknownConversationError (a KeyError) 'No conversation with id …'")
 def test_unknown_conversation_is_a_clear_key_error(store):
     for call in (
         store.delete_conversation,
@@ -252,6 +261,7 @@ def test_store_reopens_from_its_dict(db):
 
 
 # -- threads and async --------------------------------------------------------------------
+@pytest.mark.fault("many threads write one chat store at once", "no message lost or duplicated")
 @pytest.mark.parametrize("shared", [True, False], ids=["one-store", "store-per-thread"])
 def test_concurrent_writes_lose_nothing(db, shared):
     per_thread = 40
@@ -329,6 +339,10 @@ def test_memory_database(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.fault(
+    "chat store path is a text file or a folder",
+    "ChatStoreError naming the file; the file left untouched",
+)
 def test_a_file_that_is_not_a_database_is_named_in_the_error(tmp_path):
     bad = tmp_path / "notes.txt"
     bad.write_text("these are my notes, not a database\n" * 50)
@@ -339,6 +353,7 @@ def test_a_file_that_is_not_a_database_is_named_in_the_error(tmp_path):
         SQLiteChatStore(tmp_path)
 
 
+@pytest.mark.fault("chat store of a newer schema version", "ChatStoreError ('schema version … upgrade')")
 def test_newer_schema_is_refused(db):
     SQLiteChatStore(db).close()
     conn = sqlite3.connect(db)
@@ -348,6 +363,7 @@ def test_newer_schema_is_refused(db):
         SQLiteChatStore(db)
 
 
+@pytest.mark.fault("chat store used after close()", "ChatStoreError ('closed')")
 def test_closed_store_says_so(db):
     store = SQLiteChatStore(db)
     store.close()

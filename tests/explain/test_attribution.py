@@ -99,6 +99,10 @@ def test_index_embeddings_are_reused_not_recomputed():
     assert embed.texts == [f"{QUESTION}\n{PORT}", f"{QUESTION}\n{OUT_OF_SCOPE}"]
 
 
+@pytest.mark.fault(
+    "a counterfactual LLM call times out (retried, then fails)",
+    "the cluster is marked failed with the cause; not renormalised; to_text() says 'Not attributed'",
+)
 def test_failed_cluster_is_marked_and_left_out_of_the_distribution():
     # the LLM times out whenever "Onboarding" is missing: removing evidence 3 fails twice (call + retry)
     llm = KeywordLLM(fail_without="Onboarding")
@@ -121,6 +125,7 @@ def test_failed_cluster_is_marked_and_left_out_of_the_distribution():
     assert result.to_text().splitlines()[-1].startswith("Not attributed")
 
 
+@pytest.mark.fault("every counterfactual call fails", "no shares, no top evidence, no crash")
 def test_everything_failing_gives_no_shares_not_a_crash():
     result = attributor(llm=KeywordLLM(fail_without="nowhere"), retries=0).attribute(
         QUESTION, evidences(PORT, OTHER), PORT
@@ -200,6 +205,10 @@ def test_events_and_renderings(tmp_path):
         result.plot(tmp_path / "a.jpg")
 
 
+@pytest.mark.fault(
+    "attribution of a blank question or with no evidence",
+    "ValueError for the blank question; an empty attribution for no evidence",
+)
 def test_empty_question_is_an_error_and_no_evidence_is_an_empty_attribution():
     with pytest.raises(ValueError):
         attributor().attribute(" ", evidences(PORT), PORT)
@@ -290,6 +299,10 @@ class FailingCallsLLM(KeywordLLM):
 FILLER = [f"Team {name} meets on {day}." for name, day in zip("ABCDEFG", ["Monday"] * 7)]
 
 
+@pytest.mark.fault(
+    "the failed counterfactual call is the one that would change the answer",
+    "listed as failed, the result is marked incomplete; the others keep their shares",
+)
 def test_a_failed_cluster_that_changed_the_answer_is_listed_and_the_others_are_not_renormalised():
     # the case: eight clusters, the one that holds the answer fails, seven unchanged survivors
     nodes = evidences(FILLER[0], PORT, *FILLER[1:])

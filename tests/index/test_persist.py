@@ -97,6 +97,10 @@ def test_npz_round_trip_carries_a_checksum(tmp_path):
         assert persist.NPZ_CHECKSUM in raw.files
 
 
+@pytest.mark.fault(
+    "BM25 file tampered with or deleted",
+    "StoreCorruptError naming the file ('checksum mismatch' / 'missing')",
+)
 def test_folder_round_trip_and_checksums(tmp_path):
     target = tmp_path / "idx"
     for version in ("one", "two"):
@@ -118,6 +122,11 @@ def test_folder_round_trip_and_checksums(tmp_path):
 # ---------------------------------------------------------------- damage names the file
 
 
+@pytest.mark.fault("store manifest truncated", "StoreCorruptError naming the file ('truncated')")
+@pytest.mark.fault(
+    "store manifest missing or not UTF-8",
+    "StoreCorruptError naming the file ('missing' / 'unreadable')",
+)
 def test_missing_truncated_or_unparsable_json_is_corrupt(tmp_path):
     file = tmp_path / "m.json"
     with pytest.raises(StoreCorruptError, match="missing") as excinfo:
@@ -133,6 +142,10 @@ def test_missing_truncated_or_unparsable_json_is_corrupt(tmp_path):
         read_json(file, "the manifest")
 
 
+@pytest.mark.fault(
+    "latent-term arrays truncated or altered (stale checksum)",
+    "StoreCorruptError naming the file ('damaged' / 'checksum mismatch')",
+)
 def test_truncated_altered_or_missing_npz_is_corrupt(tmp_path):
     file = tmp_path / "x.npz"
     arrays = {"weights": np.linspace(0, 1, 50, dtype=np.float32)}
@@ -154,6 +167,7 @@ def test_truncated_altered_or_missing_npz_is_corrupt(tmp_path):
         read_npz(tmp_path / "nowhere.npz", "test arrays")
 
 
+@pytest.mark.fault("format version field missing or not an integer", "StoreCorruptError ('no valid format version')")
 def test_format_versions():
     check_format_version(1, 1, Path("f"), "a file")
     with pytest.raises(StoreVersionError, match="newer version"):
@@ -166,6 +180,7 @@ def test_format_versions():
 # ---------------------------------------------------------------- interrupted writes keep the old version
 
 
+@pytest.mark.fault("process dies while writing a JSON file", "the previous version stays; no temporary file left")
 def test_an_interrupted_file_write_leaves_the_previous_version(tmp_path):
     file = tmp_path / "manifest.json"
     write_json(file, {"version": 1})
@@ -187,6 +202,7 @@ def test_an_interrupted_folder_write_leaves_the_previous_version(tmp_path):
     assert (tmp_path / "idx" / "a").read_text() == "old" and names(tmp_path) == ["idx"]
 
 
+@pytest.mark.fault("process dies while saving the BM25 index", "the previous BM25 index loads; no half-written folder")
 def test_an_interrupted_lexical_persist_leaves_the_previous_index(tmp_path, monkeypatch):
     index = LexicalIndex()
     index.upsert([node("a", "alpha release notes", "p")])
@@ -205,6 +221,7 @@ def test_an_interrupted_lexical_persist_leaves_the_previous_index(tmp_path, monk
     assert names(tmp_path) == ["lex"]
 
 
+@pytest.mark.fault("process dies while saving the latent-term index", "the previous latent-term index loads")
 def test_an_interrupted_latent_persist_leaves_the_previous_index(tmp_path, monkeypatch):
     index = LatentTermIndex(dim=8)
     index.upsert([node("a", "a", "p")], [vec([(1, 1.0)])])
@@ -226,6 +243,8 @@ def test_an_interrupted_latent_persist_leaves_the_previous_index(tmp_path, monke
 # ---------------------------------------------------------------- each persisted part, damaged
 
 
+@pytest.mark.fault("store manifest of a newer format version", "StoreVersionError naming the file ('newer version')")
+@pytest.mark.fault("store manifest is JSON but not an object", "StoreCorruptError ('unreadable')")
 def test_damaged_lexical_latent_and_store_files_raise_the_family_errors(tmp_path):
     index = LexicalIndex()
     index.upsert([node("a", "alpha", "p")])
@@ -270,6 +289,10 @@ def test_old_latent_file_without_version_or_checksum_loads():
     assert index.dim == 8 and index.search(vec([(3, 1.0)])) == [("b", 2.0), ("a", 0.5)]
 
 
+@pytest.mark.fault(
+    "store written by an older version (format 1)",
+    "opens, ingests and is rewritten in the current format",
+)
 def test_old_store_opens_ingests_and_is_rewritten_in_a_readable_format(tmp_path):
     shutil.copytree(OLD / "store", tmp_path / "store")
     store = EvidenceStore(tmp_path / "store", embed_model=HashingEmbedding())
@@ -285,6 +308,8 @@ def test_old_store_opens_ingests_and_is_rewritten_in_a_readable_format(tmp_path)
     assert sorted(report.unchanged) == ["faq", "install", "team"]  # same fingerprints: the manifest was understood
     assert (tmp_path / "store" / "manifest.json").read_text() == old_manifest  # nothing to write
     store._write(dict(store.manifest["pages"]))
-    assert (tmp_path / "store" / "manifest.json").read_text() == old_manifest  # same bytes as the old writer
+    # same bytes as the old writer, plus the generation each completed write now increments (0 before: none recorded)
+    with_generation = old_manifest.replace('\n "format": 1,\n', '\n "format": 1,\n "generation": 1,\n')
+    assert (tmp_path / "store" / "manifest.json").read_text() == with_generation != old_manifest
     reopened = EvidenceStore(tmp_path / "store", embed_model=HashingEmbedding())
     assert reopened.page_ids() == store.page_ids() and len(reopened) == 6

@@ -64,6 +64,7 @@ def test_node_ids_in_both_indexes_agree_and_have_no_duplicates(tmp_path):
     assert chroma_ids == sorted(store.lexical.node_ids()) and len(set(chroma_ids)) == len(chroma_ids)
 
 
+@pytest.mark.fault("store opened with another embedding model", "StoreError naming the recorded model")
 def test_reopen_gives_the_same_results_and_model_mismatch_is_an_error(tmp_path):
     store_at(tmp_path).ingest(docs())
     first = [
@@ -79,6 +80,15 @@ def test_reopen_gives_the_same_results_and_model_mismatch_is_an_error(tmp_path):
         EvidenceStore(tmp_path, embed_model=HashingEmbedding(model_name="other"))
 
 
+@pytest.mark.fault(
+    "duplicate document ids in one ingest",
+    "ValueError naming the ids ('Duplicate document ids'); nothing written",
+)
+@pytest.mark.fault("store manifest is not JSON", "StoreError ('unreadable')")
+@pytest.mark.fault(
+    "store folder cannot be created (a file in its path)",
+    "StoreError ('cannot create the store folder')",
+)
 def test_bad_store_input(tmp_path):
     with pytest.raises(StoreError, match="holds no pages yet"):
         HybridRetriever.from_store(store_at(tmp_path / "empty"))
@@ -94,6 +104,10 @@ def test_bad_store_input(tmp_path):
         store_at(blocker / "store").ingest(docs())
 
 
+@pytest.mark.fault(
+    "a second process indexes while one holds the writer lock",
+    "StoreLockedError ('being updated by another process'); a stale handle reloads before writing, nothing lost",
+)
 def test_a_second_writer_is_refused_and_a_stale_handle_catches_up(tmp_path):
     import subprocess
     import sys
@@ -250,6 +264,7 @@ def test_async_matches_sync_and_events_trace_each_step(store):
     assert events[3].node_ids == [i for i, _ in sync]
 
 
+@pytest.mark.fault("search query is blank", "ValueError ('Empty query')", area="retrieval")
 def test_empty_query_is_an_error(store):
     with pytest.raises(ValueError, match="Empty query"):
         HybridRetriever.from_store(store).retrieve("  ")

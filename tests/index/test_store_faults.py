@@ -62,6 +62,10 @@ def interrupted_write(path, pages, fail_at="persist"):
 # ---- case 1: crash, edit, resume ------------------------------------------------------
 
 
+@pytest.mark.fault(
+    "crash after Chroma wrote a page, before the manifest recorded it; page edited",
+    "StoreInterruptedError for readers; the next index repairs: nothing stale in Chroma",
+)
 def test_a_page_written_to_chroma_before_a_crash_leaves_nothing_stale_after_an_edit(tmp_path):
     store_at(tmp_path).ingest(wiki_documents({"install": WIKI_PAGES["install"]}))
     interrupted_write(tmp_path, WIKI_PAGES)  # "team" and "faq" reach Chroma, not the manifest
@@ -81,6 +85,10 @@ def test_a_page_written_to_chroma_before_a_crash_leaves_nothing_stale_after_an_e
     assert chroma_texts(clean) == texts
 
 
+@pytest.mark.fault(
+    "inconsistent store without a journal (Chroma and BM25 disagree)",
+    "StoreInconsistentError with the counts; the next index repairs",
+)
 def test_every_written_page_replaces_its_evidences_even_without_a_journal(tmp_path):
     """A store left inconsistent by an older version (no journal): the counts disagree, the next write repairs."""
     store_at(tmp_path).ingest(wiki_documents({"install": WIKI_PAGES["install"]}))
@@ -97,6 +105,10 @@ def test_every_written_page_replaces_its_evidences_even_without_a_journal(tmp_pa
     assert store.check().ok and not any("Bob" in t for t in chroma_texts(store).values())
 
 
+@pytest.mark.fault(
+    "evidence text altered in Chroma behind the store's back",
+    "`check` names the page; `--repair` drops it; the next index restores it",
+)
 def test_check_repair_drops_the_differing_pages_and_the_next_index_restores_them(tmp_path, capsys):
     store_at(tmp_path).ingest(wiki_documents())
     store = store_at(tmp_path)
@@ -112,6 +124,10 @@ def test_check_repair_drops_the_differing_pages_and_the_next_index_restores_them
     assert store_at(tmp_path).check().ok
 
 
+@pytest.mark.fault(
+    "`ragonite check` on an interrupted store or on a folder that is no store",
+    "exit 1 with the differences, 0 after --repair; exit 2 for a folder that is no store",
+)
 def test_cli_check_reports_and_repairs(tmp_path, capsys):
     store_at(tmp_path / "s").ingest(wiki_documents({"install": WIKI_PAGES["install"]}))
     interrupted_write(tmp_path / "s", WIKI_PAGES)
@@ -129,6 +145,10 @@ def test_cli_check_reports_and_repairs(tmp_path, capsys):
 # ---- case 2: an empty or wrong source folder --------------------------------------------
 
 
+@pytest.mark.fault(
+    "ingest would remove most or all indexed pages",
+    "MassRemovalError ('would remove N of the M indexed pages'), store unchanged, unless allow_removal=",
+)
 def test_an_ingest_that_would_remove_most_pages_refuses(tmp_path):
     store_at(tmp_path).ingest(wiki_documents())
     with pytest.raises(MassRemovalError, match="would remove 3 of the 3 indexed pages"):
@@ -148,6 +168,10 @@ def test_an_ingest_that_would_remove_most_pages_refuses(tmp_path):
         store_at(tmp_path).ingest([], remove_missing=True, max_removal_share=2)
 
 
+@pytest.mark.fault(
+    "`ragonite index` of an empty (unmounted) source folder",
+    "exit 2, store kept; --prune empties it on purpose",
+)
 def test_cli_index_of_an_empty_folder_exits_2_and_keeps_the_store(tmp_path, capsys, monkeypatch):
     from llama_index.core import Settings
 
@@ -207,6 +231,10 @@ def _read_only_runner():
     return [setpriv, "--bounding-set", "-dac_override,-dac_read_search,-fowner"]
 
 
+@pytest.mark.fault(
+    "store folder is read-only",
+    "search and ask work; history goes to the state folder; writing history into the store is a ChatStoreError",
+)
 def test_a_read_only_store_can_be_searched_and_asked(tmp_path):
     """Real permissions: the store is chmod'ed read-only; as root, the reader runs without CAP_DAC_OVERRIDE."""
     store = tmp_path / "ro"
@@ -236,6 +264,11 @@ def test_a_read_only_store_can_be_searched_and_asked(tmp_path):
     assert not (store / "conversations.sqlite").exists()
 
 
+@pytest.mark.fault(
+    "chat history path not writable",
+    "history falls back to $XDG_STATE_HOME/ragonite; an unusable path is a ChatStoreError ('cannot write the chat history there')",
+    area="chat",
+)
 def test_history_goes_beside_a_writable_store_and_to_the_state_folder_otherwise(tmp_path, monkeypatch):
     assert default_history_file(tmp_path) == tmp_path / "conversations.sqlite"
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
@@ -254,6 +287,10 @@ def test_history_goes_beside_a_writable_store_and_to_the_state_folder_otherwise(
 # ---- vector-store outages -----------------------------------------------------------------------
 
 
+@pytest.mark.fault(
+    "Chroma server stops mid-session",
+    "VectorStoreUnavailableError naming host:port; no silent fallback to BM25",
+)
 def test_a_chroma_server_that_goes_away_is_a_store_error_naming_it(tmp_path):
     import chromadb
     from test_chroma_server import _free_port
@@ -290,6 +327,10 @@ def test_a_chroma_server_that_goes_away_is_a_store_error_naming_it(tmp_path):
         HybridRetriever.from_store(store_at(tmp_path / "local", chroma_client=client))
 
 
+@pytest.mark.fault(
+    "evidence deleted from Chroma behind the store's back",
+    "`check --repair` then index restores the same node ids",
+)
 def test_documents_keep_their_ids_through_a_repair(tmp_path):
     """Node ids are stable (page id, granularity, position): a repaired page comes back with the same ids."""
     store_at(tmp_path).ingest(wiki_documents())

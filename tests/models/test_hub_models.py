@@ -182,6 +182,7 @@ def test_reranker_in_hybrid_retrieval(tiny, tmp_path):
 # ---- default_reranker and the missing extra ------------------------------------------
 
 
+@pytest.mark.fault("reranker model absent and the hub offline", "no reranker (RRF fusion), logged why, within 5 s")
 def test_default_reranker_offline_without_the_model_is_none_and_says_why(caplog):
     caplog.set_level(logging.INFO, logger="llama_index_ragonite.models.hub_models")
     start = time.perf_counter()
@@ -190,6 +191,10 @@ def test_default_reranker_offline_without_the_model_is_none_and_says_why(caplog)
     assert "HF_HUB_OFFLINE is set" in caplog.text and "fusing by RRF" in caplog.text
 
 
+@pytest.mark.fault(
+    "Hugging Face hub accepts connections and never answers",
+    "no reranker, logged 'the hub did not answer', within the timeout",
+)
 def test_default_reranker_gives_up_on_a_silent_hub_within_the_timeout(monkeypatch, caplog):
     """Online mode, but the hub accepts connections and never answers (a socket on 127.0.0.1)."""
     import huggingface_hub.constants
@@ -224,6 +229,10 @@ def test_default_reranker_without_flagembedding_is_none(monkeypatch, caplog):
     assert "FlagEmbedding is not installed" in caplog.text and "llama-index-ragonite[bge]" in caplog.text
 
 
+@pytest.mark.fault(
+    "[bge] extra not installed (FlagEmbedding, HuggingFace embeddings)",
+    'ImportError naming `pip install "llama-index-ragonite[bge]"`',
+)
 def test_missing_extra_names_it(monkeypatch, tiny_path):
     monkeypatch.setitem(sys.modules, "FlagEmbedding", None)
     monkeypatch.setitem(sys.modules, "llama_index.embeddings.huggingface", None)

@@ -4,6 +4,7 @@ Each expectation is what the WHATWG tree-construction algorithm builds (what a
 browser's DOM inspector shows), checked on the tree and on the evidences.
 """
 
+import pytest
 from fakes import parse
 
 from llama_index_ragonite.parsing.html_text import parse_html, render
@@ -23,6 +24,10 @@ def shape(html: str) -> list[list[str]]:
     return [[render(cell, inline=True) for cell in row.find_all(("td", "th"), recursive=False)] for row in rows]
 
 
+@pytest.mark.fault(
+    "table with unclosed <th>/<td>/<tr> and a list in a cell",
+    "HTML5 reading: a header row K | V and two data rows; the list stays in the last cell",
+)
 def test_unclosed_cells_and_rows_give_a_header_and_two_rows_with_the_list_in_the_last_cell():
     soup = parse_html(ISSUE_TABLE)
     table = parse_table(soup.find("table"), index=1)
@@ -63,6 +68,7 @@ def test_stray_end_tags_are_ignored():
     assert parse_html("</div>text").get_text() == "text"
 
 
+@pytest.mark.fault("nested tables without <tbody>", "the inner table stays inside its cell; no row is emitted twice")
 def test_nested_tables_without_tbody_stay_inside_their_cell():
     html = "<table><tr><td>outer<table><tr><td>inner 1<td>inner 2</table><td>after</table><p>next"
     soup = parse_html(html)
@@ -88,6 +94,10 @@ def test_missing_table_end_at_the_end_of_the_document():
     assert [kind for kind, _ in evidences(html)] == ["passage", "table", "table_row", "table_row"]
 
 
+@pytest.mark.fault(
+    "text loose inside <table> (outside any cell)",
+    "moved before the table, as HTML5 foster-parenting does",
+)
 def test_text_loose_in_a_table_is_moved_before_it():
     """Foster parenting: a browser shows stray table text above the table, it is not lost."""
     assert evidences("<table>Note:<tr><td>a</td><td>b</td></tr></table>")[0] == ("passage", "Note:")
@@ -108,6 +118,7 @@ def test_tags_in_any_case_read_alike():
     assert parse_html(macro).find("ac:structured-macro")["ac:name"] == "info"
 
 
+@pytest.mark.fault("malformed character entities", "decoded as a browser decodes them")
 def test_entity_soup_decodes_as_a_browser_does():
     html = "<p>a &amp b &lt;c&gt; &copy 2020 &notit; &#x41;&#66 &nbsp;x &bogus; &#0; &#x110000;</p>"
     assert parse_html(html).p.get_text() == "a & b <c> © 2020 ¬it; AB \u00a0x &bogus; \ufffd \ufffd"
@@ -120,6 +131,10 @@ def test_xhtml_self_closed_storage_elements_close_themselves():
     assert evidences(html) == [("passage", "See Home since 2020-01-02 now")]
 
 
+@pytest.mark.fault(
+    "markup deeper than the HTML5 tree-builder limit",
+    "parsed with html.parser (logged), the page is still read",
+)
 def test_pathologically_deep_markup_falls_back_to_html_parser(monkeypatch, caplog):
     """HTML5 tree construction is quadratic in depth; past the limit the page is still read, nested as written."""
     from llama_index_ragonite.parsing import html_text

@@ -97,6 +97,7 @@ def test_include_prev_next_rel_false():
 # ---- bad input ---------------------------------------------------------------
 
 
+@pytest.mark.fault("page is empty, blank, an empty <p> or only a comment", "no evidences, no error")
 @pytest.mark.parametrize("text", ["", "   \n ", "<p></p>", "<!-- only a comment -->", "<html><body></body></html>"])
 def test_empty_pages_give_no_nodes(text):
     assert parse(text) == []
@@ -109,6 +110,10 @@ def test_plain_text_is_one_passage():
     ]
 
 
+@pytest.mark.fault(
+    "unclosed <p>, <li>, <td> and stray end tags",
+    "read as a browser reads them; stray end tags ignored",
+)
 def test_unclosed_and_stray_tags():
     nodes = parse("<h1>Title<p>para one<p>para two<ul><li>item<li>item two</ul><table><tr><td>x<td>y")
     assert [(n.metadata["evidence_type"], n.text) for n in nodes] == [
@@ -121,6 +126,10 @@ def test_unclosed_and_stray_tags():
     assert parse("</div></p>text</table>")[0].text == "text"
 
 
+@pytest.mark.fault(
+    "markup nested 2000 levels deep",
+    "parsed without RecursionError; the evidences and heading path are kept",
+)
 def test_markup_nested_2000_deep():
     html = "<div>" * 2000 + "<h2>Deep</h2><p>bottom</p><ul><li>item</li></ul>" + "</div>" * 2000
     nodes = parse(html)
@@ -134,6 +143,7 @@ def test_lists_nested_2000_deep():
     assert len(nodes) == 1 and nodes[0].text.count("x") == 2000
 
 
+@pytest.mark.fault("table with 20,000 rows", "parsed in bounded time: one table evidence and 20,000 row evidences")
 def test_table_with_20000_rows():
     rows = "".join(f"<tr><td>r{i}</td><td>v{i}</td></tr>" for i in range(20000))
     nodes = parse(f"<table><tr><th>K</th><th>V</th></tr>{rows}</table>")
@@ -142,6 +152,10 @@ def test_table_with_20000_rows():
     assert len(nodes[0].relationships[NodeRelationship.CHILD]) == 20000
 
 
+@pytest.mark.fault(
+    "page file is not valid UTF-8",
+    "read with U+FFFD replacements and a warning naming the file; the rest of the page is indexed",
+)
 def test_invalid_utf8_file_is_read_with_replacement(tmp_path, caplog):
     page = tmp_path / "bad.html"
     page.write_bytes(b"<h1>Caf\xe9</h1><p>ok \xff\xfe bytes</p>")
@@ -151,6 +165,12 @@ def test_invalid_utf8_file_is_read_with_replacement(tmp_path, caplog):
     assert "not valid UTF-8" in caplog.text
 
 
+@pytest.mark.fault(
+    "page file or source folder does not exist",
+    "PageLoadError naming the path ('no such file or folder')",
+)
+@pytest.mark.fault("JSON page is not valid JSON", "PageLoadError naming the file ('not valid JSON')")
+@pytest.mark.fault("JSON page has no string 'content' field", "PageLoadError naming the file and the missing field")
 def test_loader_errors_name_the_file(tmp_path):
     with pytest.raises(PageLoadError, match="no such file"):
         load_pages(tmp_path / "missing")

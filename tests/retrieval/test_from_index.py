@@ -80,6 +80,10 @@ def test_an_insert_into_chroma_is_followed(tmp_path, caplog):
     assert "the index changed" in caplog.text and "1 nodes added" in caplog.text
 
 
+@pytest.mark.fault(
+    "hybrid retriever built with an empty BM25 index",
+    "ValueError saying how to fill it or to ask for dense-only (k_lexical=0)",
+)
 def test_an_empty_lexical_index_is_an_error_not_a_dense_only_retriever():
     index = docstore_index()
     with pytest.raises(ValueError, match=r"from_index\(index\).*lexical\.upsert\(nodes\).*k_lexical=0"):

@@ -78,6 +78,10 @@ def test_an_update_in_place_is_seen_by_the_docstore_signature():
     assert returned(retriever, "restart the UIVM")[0].node.node_id == node.node_id
 
 
+@pytest.mark.fault(
+    "evidence deleted from Chroma while the BM25 copy still has it",
+    "the deleted evidence is never returned",
+)
 def test_a_lexical_hit_deleted_behind_the_signature_is_never_returned(tmp_path):
     index = chroma_index(tmp_path)
     retriever = HybridRetriever.from_index(index)
@@ -153,6 +157,7 @@ def test_auto_merging_parents_are_fused_as_dense_only_hits():
     assert any(h.node.node_id not in leaf_ids and h.lexical_rank is None for h in hits)  # a merged parent
 
 
+@pytest.mark.fault("BM25 side out of sync with a hand-built vector retriever", "StoreError ('out of sync')")
 def test_a_vector_index_retriever_out_of_sync_is_still_an_error():
     index = docstore_index()
     lexical = LexicalIndex()
@@ -161,6 +166,10 @@ def test_a_vector_index_retriever_out_of_sync_is_still_an_error():
         HybridRetriever(index.as_retriever(similarity_top_k=10), lexical).retrieve("reboot afterwards")
 
 
+@pytest.mark.fault(
+    "index keeps changing under a running retrieval",
+    "one logged rebuild, then StoreError ('still out of step'); never a stale result",
+)
 def test_a_hit_still_out_of_step_after_a_rebuild_is_an_error_not_a_result(monkeypatch, caplog):
     retriever = HybridRetriever.from_index(docstore_index())
     monkeypatch.setattr(retriever._mirror, "stale_hit", lambda sides: "changing")  # the index changes under us

@@ -1,10 +1,14 @@
 """Reading an answer prompt: its numbered ``### Source i ###`` blocks, the question, the history.
 
 Parsing rule for ``### Source`` inside an evidence: a source header is a whole line
-``### Source N ###`` whose N is the next number in sequence (1, 2, 3, …). The text
-``### Source`` anywhere else — inline, or on its own line with another number — stays
-part of the evidence. An evidence line that is exactly the next header is
-indistinguishable from a real boundary (for an LLM as well) and splits the source there.
+``### Source N ###`` whose N is the next number in sequence (1, 2, 3, …). ``prompts.format_sources``
+escapes every imitation of the prompt's structure in evidence text (``\\#\\#\\# Source 7 \\#\\#\\#``,
+``User\\:``, ``\\-----``, ``\\[Source 3\\]``), so an evidence never holds a header line and a
+source is never split inside. Each source's text is read back unescaped
+(``prompts.unquote_evidence``): the answerer scores and quotes the page's own words, with
+``[Source n]`` markers of the page kept escaped, so a quote never cites with them. (In a prompt
+built by someone else an evidence line that is exactly the next header still splits the source:
+it is indistinguishable from a real boundary, for an LLM as well.)
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import List, Tuple
+
+from llama_index_ragonite.prompts import unquote_evidence
 
 _HEADER_LINE = re.compile(r"^###\s*Source\s+(\d+)\s*###\s*$")
 _SEPARATOR = re.compile(r"^-{3,}\s*$")
@@ -43,14 +49,15 @@ def split_source(text: str) -> Tuple[str, str]:
     The contextualizer's header is a run of leading ``Page:``/``Section:``/``Before:``/``After:``
     lines followed by a blank line. The topic keeps the page title and section only: they say
     what the evidence is about; ``Before:``/``After:`` quote neighbouring evidences, which
-    answer nothing here. Without such a header the whole text is evidence.
+    answer nothing here. Without such a header the whole text is evidence. Escaped imitations
+    of the prompt's structure read back as the page wrote them (citations stay escaped).
     """
-    lines = text.strip("\n").split("\n")
+    lines = unquote_evidence(text, citations=False).strip("\n").split("\n")
     i = 0
     while i < len(lines) and lines[i].startswith(_CONTEXT_LABELS):
         i += 1
     if i == 0 or (i < len(lines) and lines[i].strip()):
-        return "", text.strip()
+        return "", "\n".join(lines).strip()
     topic = " ".join(line.split(":", 1)[1].strip() for line in lines[:i] if line.startswith(_TOPIC_LABELS))
     return topic, "\n".join(lines[i:]).strip()
 

@@ -31,7 +31,12 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.prompts import BasePromptTemplate
 
 from llama_index_ragonite.models.extractive.prompt import PromptSource, numbered_sources, parse_prompt
-from llama_index_ragonite.prompts import OUT_OF_SCOPE, STOCK_CONTEXT_VARIABLES, STOCK_QUESTION_VARIABLE
+from llama_index_ragonite.prompts import (
+    OUT_OF_SCOPE,
+    STOCK_CONTEXT_VARIABLES,
+    STOCK_QUESTION_VARIABLE,
+    unquote_evidence,
+)
 
 _SENTINEL = "RAGONITEVAR{}XEND"
 _META_LINE = re.compile(r"^([A-Za-z_][\w\-]{0,30}):\s")
@@ -187,10 +192,12 @@ def context_sources(context: str, label: str = "") -> Tuple[List[PromptSource], 
 
     Paragraphs that start with ``label`` are the answerer's earlier answers (label dropped, so
     answers never double it); out-of-scope answers and a final header with no text (a node cut
-    by the prompt helper) are no evidence."""
+    by the prompt helper) are no evidence. Escaped imitations of the prompt's structure (a
+    context ``prompts.format_stock_context`` quoted) read back as the page wrote them."""
     numbered = numbered_sources(context)
     if numbered:
         return numbered, True
+    context = unquote_evidence(context, citations=False)
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", context) if p.strip() and p.strip() != OUT_OF_SCOPE]
     sources: List[PromptSource] = []
     header: List[str] = []
