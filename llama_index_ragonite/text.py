@@ -45,6 +45,14 @@ STOPWORD_LISTS = {
 }
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` with lone surrogates (undecodable bytes an LLM client kept) as U+FFFD: storable and printable."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
 def stopword_list(stopwords: Union[str, Sequence[str], None]) -> List[str]:
     """Resolve ``stopwords`` (language codes joined by ``+`` such as ``"en+de"``, one code, a word
     list, or None) to one sorted word list; an unknown code is a ``ValueError`` naming the known ones."""

@@ -84,12 +84,16 @@ def test_an_empty_page_file_is_a_page_without_evidences(tmp_path):
     assert report.added == ["empty.html"] and report.nodes_written == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a binary file named .html is decoded with U+FFFD and indexed as a passage of control "
-    "characters. Repro: write bytes(range(256)) to x.html; HTMLEvidenceParser().get_nodes_from_documents("
-    "load_pages(x.html))[0].text starts with '\\x01\\x02\\x03'",
+@pytest.mark.fault(
+    "page file saved as UTF-16 (with its BOM)", "read as the page it is, not refused as binary", area="parsing"
 )
+def test_a_utf16_page_is_read_not_refused(tmp_path):
+    page = tmp_path / "team.html"
+    page.write_bytes("<title>Team</title><p>Bob ranks evidences.</p>".encode("utf-16"))
+    [doc] = load_pages(page)
+    assert "Bob ranks evidences" in doc.text
+
+
 @pytest.mark.fault(
     "binary file with an .html extension",
     "PageLoadError naming the file, or the file skipped with a warning; never control characters indexed",
@@ -221,12 +225,6 @@ class ShortEmbedding(HashingEmbedding):
     dim: int = 128
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: chromadb's raw InvalidArgumentError ('Embeddings must not contain NaN') escapes, and the "
-    "failed ingest leaves a journal: readers then get StoreInterruptedError. Repro: EvidenceStore(s, "
-    "embed_model=NaNEmbedding()).ingest(new pages) on a built store, then HybridRetriever.from_store(s)",
-)
 @pytest.mark.fault(
     "embedding model returns NaN",
     "an error naming the model and NaN before anything is written; the store stays readable",
@@ -238,12 +236,6 @@ def test_an_embedding_that_returns_nan_is_refused_and_leaves_the_store_readable(
     assert "Bob" in top_text(store)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: chromadb's raw InvalidArgumentError ('expecting embedding with dimension of 256, got 128') "
-    "escapes and the store is left 'interrupted' for readers. Repro: ingest a new page into a 256-d store "
-    "with a 128-d model of the same class and model_name, then HybridRetriever.from_store(s)",
-)
 @pytest.mark.fault(
     "embedding model returns vectors of the wrong dimension",
     "an error naming both dimensions before anything is written; the store stays readable",
@@ -258,11 +250,6 @@ def test_an_embedding_of_the_wrong_dimension_is_refused_and_leaves_the_store_rea
 # ---- retrieval ----------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a retriever whose store folder was deleted returns [] silently. Repro: r = "
-    "HybridRetriever.from_store(s); shutil.rmtree(s); r.retrieve('who ranks evidences') == []",
-)
 @pytest.mark.fault(
     "store folder deleted while a reader is open",
     "StoreError saying the store is gone (never a silent empty result)",
@@ -330,12 +317,6 @@ def test_an_llm_that_always_raises_leaves_no_half_turn(store, tmp_path):
     assert chats.get_messages("c") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: an answer with lone surrogates (undecodable bytes kept by surrogateescape) raises "
-    "PydanticSerializationError and leaves the question in the history without an answer. Repro: "
-    "chat through KeywordLLM(keyword='Bob', fixed_answer='Bob \\udcff ranks') with a SQLiteChatStore",
-)
 @pytest.mark.fault(
     "LLM returns garbled, non-UTF-8 text (lone surrogates)",
     "answered with U+FFFD in place of the bad bytes; the turn stored whole",
@@ -365,11 +346,6 @@ def test_a_question_with_control_characters_is_answered(store, tmp_path):
     assert chats.get_messages("c")[0].content == question
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a question made only of control characters is answered (with the top evidence) instead of "
-    "refused as empty. Repro: RagoniteChatEngine.from_store(s, ...).chat('\\x00\\x01\\x02')",
-)
 @pytest.mark.fault(
     "question is only control characters",
     "ValueError ('Empty message'), as for a blank question",

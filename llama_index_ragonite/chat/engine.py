@@ -362,8 +362,8 @@ def _default_completer(llm: LLM) -> QuestionCompleter:
 
 
 def _checked(message: str) -> str:
-    if not isinstance(message, str) or not message.strip():
-        raise ValueError("Empty message: ask a question")
+    if not isinstance(message, str) or not any(c.isprintable() and not c.isspace() for c in message):
+        raise ValueError("Empty message: ask a question")  # blank, or nothing but control characters
     if len(message) > MAX_MESSAGE_CHARS:
         raise ValueError(
             f"Message of {len(message):,} characters is longer than {MAX_MESSAGE_CHARS:,}: ask a question, "

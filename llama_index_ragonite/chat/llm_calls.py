@@ -16,6 +16,7 @@ from llama_index.core.llms.llm import LLM
 
 from llama_index_ragonite.chat.responses import TurnResult
 from llama_index_ragonite.errors import LLMCallError
+from llama_index_ragonite.text import valid_unicode
 
 __all__ = ["MALFORMED", "acall_llm", "aiter_items", "astream_llm", "call_llm", "stream_llm"]
 
@@ -44,7 +45,7 @@ def _malformed(turn: TurnResult, err: Exception) -> str:
 def call_llm(fn: Callable, prompt: str, turn: TurnResult) -> str:
     """``fn(prompt).text`` (``fn`` is ``llm.complete``); ``""`` with a warning on garbled output."""
     try:
-        return fn(prompt).text or ""
+        return valid_unicode(fn(prompt).text or "")
     except MALFORMED as err:
         return _malformed(turn, err)
     except Exception as err:
@@ -54,7 +55,7 @@ def call_llm(fn: Callable, prompt: str, turn: TurnResult) -> str:
 async def acall_llm(fn: Callable, prompt: str, turn: TurnResult) -> str:
     """``call_llm`` for ``llm.acomplete``."""
     try:
-        return (await fn(prompt)).text or ""
+        return valid_unicode((await fn(prompt)).text or "")
     except MALFORMED as err:
         return _malformed(turn, err)
     except Exception as err:
@@ -66,7 +67,7 @@ def stream_llm(llm: LLM, prompt: str, turn: TurnResult) -> Generator[str, None, 
     try:
         for chunk in llm.stream_complete(prompt):
             if chunk.delta:
-                yield chunk.delta
+                yield valid_unicode(chunk.delta)
     except MALFORMED as err:  # keep what arrived; the warning says the rest was garbled
         _malformed(turn, err)
     except Exception as err:
@@ -78,7 +79,7 @@ async def astream_llm(llm: LLM, prompt: str, turn: TurnResult) -> AsyncGenerator
     try:
         async for chunk in await llm.astream_complete(prompt):
             if chunk.delta:
-                yield chunk.delta
+                yield valid_unicode(chunk.delta)
     except MALFORMED as err:
         _malformed(turn, err)
     except Exception as err:

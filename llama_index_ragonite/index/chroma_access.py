@@ -18,14 +18,16 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
+
+import numpy as np
 
 from llama_index_ragonite.errors import (
     StoreError,
     VectorStoreUnavailableError,
 )
 
-__all__ = ["GuardedCollection", "open_collection", "server_name"]
+__all__ = ["GuardedCollection", "check_vectors", "open_collection", "server_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +84,30 @@ def guarded(server: str, function, /, *args: Any, **kwargs: Any) -> Any:
             f"{server} cannot be reached ({type(err).__name__}: {err}); start it again or check the address. "
             "Retrieval does not fall back to BM25 alone: that would silently change the ranking"
         ) from err
+
+
+def check_vectors(collection: Any, nodes: Sequence[Any], model: str) -> None:
+    """Refuse vectors Chroma would reject mid-write: not finite, or not the collection's dimension.
+
+    Called after embedding and before any write, so a misbehaving model leaves the store as it was
+    (Chroma's own error would come after the old evidences of the pages were deleted).
+    """
+    vectors = [node.embedding for node in nodes]
+    if not vectors:
+        return
+    dims = {len(v) for v in vectors}
+    bad = next((node.node_id for node, v in zip(nodes, vectors) if not np.all(np.isfinite(v))), None)
+    if bad is not None:
+        raise StoreError(
+            f"The embedding model {model} returned NaN or infinite values (evidence {bad}); nothing written"
+        )
+    stored = collection.get(limit=1, include=["embeddings"])["embeddings"] if collection.count() else []
+    expected = {len(stored[0])} if len(stored) else set()
+    if len(dims | expected) > 1:
+        raise StoreError(
+            f"The embedding model {model} returned {'/'.join(map(str, sorted(dims)))}-dimensional vectors, "
+            f"the store holds {'/'.join(map(str, sorted(expected or dims)))}-dimensional ones; nothing written"
+        )
 
 
 def open_collection(folder: Path, client: Any, name: str, writable: bool) -> Any:

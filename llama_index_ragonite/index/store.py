@@ -25,11 +25,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, Document
 from llama_index.core.utils import get_tqdm_iterable
 
-from llama_index_ragonite.errors import (
-    MassRemovalError,
-    StoreCorruptError,
-    StoreError,
-)
+from llama_index_ragonite.errors import MassRemovalError, StoreCorruptError, StoreError
 from llama_index_ragonite.index.check import (
     StoreCheckReport,
     check_readable,
@@ -37,14 +33,9 @@ from llama_index_ragonite.index.check import (
     count_mismatch,
     drop_pages,
 )
-from llama_index_ragonite.index.chroma_access import open_collection
+from llama_index_ragonite.index.chroma_access import check_vectors, open_collection
 from llama_index_ragonite.index.generation import GenerationWatch, reopen_vector_store
-from llama_index_ragonite.index.journal import (
-    begin_journal,
-    finish_journal,
-    read_journal,
-    writer_lock,
-)
+from llama_index_ragonite.index.journal import begin_journal, finish_journal, read_journal, writer_lock
 from llama_index_ragonite.index.latent import LatentTermIndex, embed_nodes
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
@@ -379,8 +370,10 @@ class EvidenceStore:
             self.latent.delete_ref_doc(doc_id)
 
     def _embed(self, nodes: List[BaseNode], show_progress: bool) -> Optional[list]:
-        """Set each node's embedding; returns latent terms too when the model makes them (else None)."""
-        return embed_nodes(self.embed_model, nodes, show_progress)
+        """Set each node's embedding (checked before anything is written); returns latent terms too, or None."""
+        terms = embed_nodes(self.embed_model, nodes, show_progress)
+        check_vectors(self._open_vector_store().client, nodes, embedding_id(self.embed_model))
+        return terms
 
     def _make_folder(self) -> None:
         try:
@@ -428,6 +421,8 @@ class EvidenceStore:
         if self._writing or self._watch.write_under_way(before, self.generation):
             return False
         manifest = self._read_manifest()
+        if before.manifest is None and self.manifest:
+            raise StoreError(f"{self.path}: the store is gone (no {MANIFEST}): open it again or rebuild it")
         if manifest == self.manifest:
             self._watch.seen = before
             return False

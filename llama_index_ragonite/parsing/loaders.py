@@ -23,13 +23,26 @@ _PAGE_METADATA = ("title", "url", "space", "date")
 
 
 def read_text(path: Path) -> str:
-    """Decode UTF-8; undecodable bytes become U+FFFD (logged) instead of failing the page."""
+    """Decode UTF-8 (UTF-16 with its BOM); undecodable bytes become U+FFFD (logged) instead of failing the page.
+
+    A binary file (an image or archive named ``.html``) is a ``PageLoadError``: decoded, it would
+    be indexed as evidence made of control characters.
+    """
     data = path.read_bytes()
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", errors="replace")
+    if _looks_binary(data[:4096]):
+        raise PageLoadError(f"{path}: binary content (NUL or control bytes), not a page")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         logger.warning("%s is not valid UTF-8 (%s); undecodable bytes replaced", path, err.reason)
         return data.decode("utf-8", errors="replace")
+
+
+def _looks_binary(head: bytes) -> bool:
+    controls = sum(b < 32 and b not in b"\t\n\x0c\r" for b in head)
+    return b"\x00" in head or controls > len(head) // 10
 
 
 def load_json_page(path: Union[str, Path]) -> Document:
