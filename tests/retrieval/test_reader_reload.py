@@ -83,6 +83,10 @@ class Reader:
             self.process.kill()
 
 
+@pytest.mark.fault(
+    "reader opened before a re-index (another process)",
+    "the next query loads the new generation; deleted evidences never served",
+)
 def test_reader_process_serves_the_new_generation_never_the_deleted_evidences(tmp_path):
     write(tmp_path, WIKI_PAGES)
     reader = Reader(tmp_path)
@@ -160,6 +164,10 @@ def test_unchanged_store_gives_identical_results_and_the_check_is_cheap(tmp_path
     assert per_query_us < 500  # two stat calls and a lock; generous for a loaded CI machine
 
 
+@pytest.mark.fault(
+    "reader queries during another process's write, or after it was killed",
+    "the loaded generation served with a warning; an interrupted write raises StoreInterruptedError",
+)
 def test_a_write_under_way_keeps_the_loaded_generation_and_an_interrupted_one_raises(tmp_path, caplog):
     write(tmp_path, WIKI_PAGES)
     retriever = HybridRetriever.from_store(tmp_path, embed_model=HashingEmbedding(), top_n=10)
