@@ -77,6 +77,7 @@ class AttributionEndEvent(RagoniteEvent):
     method: str
     evidence_shares: List[Optional[float]]
     failed_clusters: List[int]  # 0-based cluster indices whose LLM calls failed
+    complete: bool = True  # False: some calls failed and the shares are partial (see Attribution.complete)
     llm_calls: int
     wall_time_s: float
 

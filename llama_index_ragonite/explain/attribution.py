@@ -126,7 +126,9 @@ class BaseAttributor(BaseExplainer):
 
     def _end_event(self, result: Attribution, **cost: Any) -> AttributionEndEvent:
         shares, failed = result.evidence_shares, result.failed_clusters
-        return AttributionEndEvent(method=self.METHOD, evidence_shares=shares, failed_clusters=failed, **cost)
+        return AttributionEndEvent(
+            method=self.METHOD, evidence_shares=shares, failed_clusters=failed, complete=result.complete, **cost
+        )
 
     # -- shared steps -----------------------------------------------------------
     async def evidence_embeddings(self, nodes: Sequence[NodeWithScore]) -> np.ndarray:

@@ -184,7 +184,7 @@ def test_events_and_renderings(tmp_path):
     ends = [e for e in events if isinstance(e, AttributionEndEvent)]
     assert len(starts) == len(ends) == 1
     assert starts[0].n_evidences == 3 and starts[0].method == "counterfactual"
-    assert ends[0].evidence_shares == result.evidence_shares and ends[0].llm_calls == 2
+    assert ends[0].evidence_shares == result.evidence_shares and ends[0].llm_calls == 2 and ends[0].complete
 
     lines = result.to_text().splitlines()
     share = result.clusters[0].share
@@ -307,7 +307,10 @@ def test_a_failed_cluster_that_changed_the_answer_is_listed_and_the_others_are_n
     # the case: eight clusters, the one that holds the answer fails, seven unchanged survivors
     nodes = evidences(FILLER[0], PORT, *FILLER[1:])
     llm = FailingCallsLLM(fail_when_missing=[PORT])
-    result = attributor(llm=llm).attribute(QUESTION, nodes, f"{PORT} [Source 2]")
+    with collected_events() as events:
+        result = attributor(llm=llm).attribute(QUESTION, nodes, f"{PORT} [Source 2]")
+    [end] = [e for e in events if isinstance(e, AttributionEndEvent)]
+    assert end.complete is False and end.failed_clusters == [1]
     assert llm.failed == 2  # the call and its retry
     assert len(result.clusters) == 8 and result.failed_clusters == [1] and result.failed_evidences == [1]
     assert not result.complete
