@@ -269,6 +269,12 @@ def build_arg_parser() -> argparse.ArgumentParser:
         add_model_arguments(p)
         p.set_defaults(func=_ask_command if name == "ask" else _chat_command)
 
+    from llama_index_ragonite.serve import command as serve
+
+    p = sub.add_parser("serve", help="the web app and REST API over one or more stores (FastAPI; [web] extra)")
+    serve.add_arguments(p)
+    p.set_defaults(func=serve.run)
+
     from llama_index_ragonite.bench import command as bench
 
     p = sub.add_parser("bench", help="ConfQuestions benchmark suite: the paper's Tables 2 and 4, resumable")

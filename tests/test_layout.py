@@ -15,7 +15,7 @@ import llama_index_ragonite
 PACKAGE = REPO / "llama_index_ragonite"
 ROOT = "llama_index_ragonite"
 # The pipeline, earliest first; a module may import its own stage and earlier ones only.
-STAGES = ["base", "parsing", "models", "index", "retrieval", "chat", "explain", "bench", "cli"]
+STAGES = ["base", "parsing", "models", "index", "retrieval", "chat", "explain", "serve", "bench", "cli"]
 BASE_MODULES = {"errors", "events", "prompts", "text"}
 MAX_LINES = 450
 

@@ -1,0 +1,114 @@
+"""``create_app(config)``: the FastAPI app of ``ragonite serve`` (API, page, OpenAPI docs).
+
+The page is ``static/index.html`` at ``/`` with its modules under ``/static/``; the API is
+``routes.py`` under ``/api``; ``auth.SecurityMiddleware`` wraps everything (tokens or cookie
+users, body limit, CSP). ``/docs`` is FastAPI's Swagger UI, served with its own CSP that
+allows its CDN and the SHA-256 of its one inline script, and nothing else inline.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, Optional
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from llama_index_ragonite.errors import RagoniteError
+from llama_index_ragonite.serve.auth import SecurityMiddleware
+from llama_index_ragonite.serve.config import ServeConfig
+from llama_index_ragonite.serve.errors import error_payload
+from llama_index_ragonite.serve.routes import router
+from llama_index_ragonite.serve.sessions import NotFound, Sessions
+
+__all__ = ["STATIC", "create_app", "serve"]
+
+STATIC = Path(__file__).parent / "static"
+SWAGGER_CDN = "https://cdn.jsdelivr.net"
+HTTP_KINDS = {401: "auth", 404: "not_found", 405: "input", 413: "input"}
+
+
+def _version() -> str:
+    try:
+        return version("llama-index-ragonite")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+@lru_cache(maxsize=1)
+def _docs_page() -> tuple[str, str]:
+    """Swagger UI's page and the CSP that lets exactly it run."""
+    html = get_swagger_ui_html(openapi_url="/openapi.json", title="RAGonite API").body.decode()
+    hashes = " ".join(
+        "'sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode() + "'"
+        for script in re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+    )
+    csp = (
+        f"default-src 'self'; script-src 'self' {SWAGGER_CDN} {hashes}; style-src 'self' {SWAGGER_CDN}; "
+        "img-src 'self' data: https://fastapi.tiangolo.com; object-src 'none'; frame-ancestors 'none'"
+    )
+    return html, csp
+
+
+def create_app(config: ServeConfig, sessions: Optional[Sessions] = None) -> Any:
+    """The ASGI app over ``config``'s domains and LLMs (loads them unless ``sessions`` is given)."""
+    app = FastAPI(
+        title="RAGonite",
+        version=_version(),
+        description="Conversational question answering over wiki pages, with cited sources and explanations.",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.sessions = sessions or Sessions(config)
+    app.state.config = config
+    app.include_router(router)
+
+    async def failed(request: Request, err: Exception) -> JSONResponse:
+        status, body = error_payload(err)
+        return JSONResponse(body, status_code=status)
+
+    for expected in (NotFound, RagoniteError, ValueError, LookupError, Exception):  # Exception: also logged
+        app.add_exception_handler(expected, failed)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, err: RequestValidationError) -> JSONResponse:
+        first = err.errors()[0] if err.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        message = f"{where}: {first.get('msg', 'invalid request')}" if where else first.get("msg", "invalid request")
+        return JSONResponse({"error": message, "kind": "input"}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, err: StarletteHTTPException) -> JSONResponse:
+        kind = HTTP_KINDS.get(err.status_code, "input" if err.status_code < 500 else "internal")
+        return JSONResponse({"error": str(err.detail), "kind": kind}, status_code=err.status_code)
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        html, _ = _docs_page()
+        return HTMLResponse(html)  # SecurityMiddleware gives /docs the CSP of _docs_page
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", media_type="text/html")
+
+    if STATIC.is_dir():
+        app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return SecurityMiddleware(app, config.tokens, docs_csp=lambda: _docs_page()[1])
+
+
+def serve(config: ServeConfig, log_level: str = "info") -> None:
+    """Run the app with uvicorn on ``config.host:config.port`` until interrupted."""
+    import uvicorn
+
+    app = create_app(config)
+    print(f"RAGonite on http://{config.host}:{config.port}/ (API docs: /docs)", flush=True)
+    uvicorn.run(app, host=config.host, port=config.port, log_level=log_level, timeout_graceful_shutdown=5)

@@ -1,0 +1,152 @@
+"""Who is asking, and the limits every request passes: one ASGI middleware.
+
+* With access tokens configured, every ``/api`` call needs one (``Authorization: Bearer``;
+  the page takes it from ``/#token=…``): 401 otherwise. The user is the token: each token
+  (``--token A --token B``) owns its own conversations.
+* Without tokens (loopback only), the user is a random id in the ``ragonite_user`` cookie
+  (HttpOnly, SameSite=Strict), set on the first response that lacks it.
+* Request bodies over ``MAX_BODY_BYTES`` are refused with 413 before any route reads them.
+* Every response gets a Content-Security-Policy without inline scripts (``/docs`` gets its
+  own, allowing Swagger UI's CDN and the hash of its one inline script), ``nosniff``, no
+  framing and no referrer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+from http.cookies import CookieError, SimpleCookie
+from typing import Any, Callable, Dict, List, Optional
+
+from llama_index_ragonite.serve.config import MAX_BODY_BYTES
+
+__all__ = ["CSP", "SecurityMiddleware", "USER_COOKIE", "token_user"]
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+USER_COOKIE = "ragonite_user"
+_USER_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def token_user(token: str) -> str:
+    """The owner id of a token (its hash: the token itself is never stored)."""
+    return "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+
+
+def cookie_header(name: str, value: str) -> bytes:
+    return f"{name}={value}; Path=/; HttpOnly; SameSite=Strict".encode()
+
+
+class SecurityMiddleware:
+    """The checks above around an ASGI app; ``scope["state"]["user"]`` is the caller's owner id."""
+
+    def __init__(self, app: Any, tokens: List[str], docs_csp: Callable[[], str]) -> None:
+        self.app, self.tokens, self.docs_csp = app, list(tokens), docs_csp
+
+    def valid_token(self, candidate: Optional[str]) -> Optional[str]:
+        if not candidate:
+            return None
+        for token in self.tokens:
+            if hmac.compare_digest(candidate.encode(), token.encode()):
+                return token
+        return None
+
+    async def __call__(self, scope: Dict[str, Any], receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        cookies = _cookies(headers.get("cookie", ""))
+        path = scope["path"]
+        new_user = None
+        if self.tokens:
+            bearer = headers.get("authorization", "")
+            given = bearer[7:].strip() if bearer.lower().startswith("bearer ") else None
+            token = self.valid_token(given)
+            if token is None and path.startswith("/api"):
+                why = "Wrong access token" if given else "Missing access token: send Authorization: Bearer TOKEN"
+                await _error(send, 401, why, "auth", [(b"www-authenticate", b"Bearer")])
+                return
+            user = token_user(token) if token else None
+        else:
+            user = cookies.get(USER_COOKIE)
+            if not user or not _USER_ID.match(user):
+                user = new_user = secrets.token_hex(16)
+        scope.setdefault("state", {})["user"] = user
+
+        declared = headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            await _error(send, 413, f"Request body over {MAX_BODY_BYTES // 1024} KiB", "input")
+            return
+        if scope["method"] in ("POST", "PUT", "PATCH"):
+            body, more = b"", True
+            while more:
+                message = await receive()
+                if message["type"] != "http.request":
+                    break
+                body += message.get("body", b"")
+                more = message.get("more_body", False)
+                if len(body) > MAX_BODY_BYTES:
+                    await _error(send, 413, f"Request body over {MAX_BODY_BYTES // 1024} KiB", "input")
+                    return
+            receive = _replay(body, receive)
+
+        csp = self.docs_csp() if path in ("/docs", "/docs/oauth2-redirect") else CSP
+
+        async def secured(message: Dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                extra = [
+                    (b"content-security-policy", csp.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"x-frame-options", b"DENY"),
+                    (b"referrer-policy", b"no-referrer"),
+                ]
+                if new_user:
+                    extra.append((b"set-cookie", cookie_header(USER_COOKIE, new_user)))
+                message = {**message, "headers": list(message.get("headers", [])) + extra}
+            await send(message)
+
+        await self.app(scope, receive, secured)
+
+
+def _cookies(header: str) -> Dict[str, str]:
+    try:
+        return {k: m.value for k, m in SimpleCookie(header).items()}
+    except CookieError:  # a malformed Cookie header: as if there were none
+        return {}
+
+
+def _replay(body: bytes, receive: Callable) -> Callable:
+    sent = False
+
+    async def replay() -> Dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # then wait for the disconnect, as the server's receive does
+
+    return replay
+
+
+async def _error(send: Callable, status: int, message: str, kind: str, headers: Optional[list] = None) -> None:
+    body = json.dumps({"error": message, "kind": kind}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"content-security-policy", CSP.encode()),
+                (b"x-content-type-options", b"nosniff"),
+            ]
+            + (headers or []),
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,67 @@
+"""``ragonite serve``: its options, and starting the app (refused early when unsafe or unusable)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from llama_index_ragonite.models.specs import DEFAULT_EMBEDDING_SPEC, EMBEDDING_SPECS, LLM_SPECS
+from llama_index_ragonite.serve.config import TOKEN_ENV, ServeConfig
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--store",
+        action="append",
+        required=True,
+        metavar="NAME=DIR",
+        help="a domain: its name and store folder (repeatable)",
+    )
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: %(default)s; others need --token)"
+    )
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument(
+        "--llm",
+        action="append",
+        metavar="[NAME=]SPEC",
+        help=f"an LLM users may pick: {LLM_SPECS} (repeatable; the first is the default; default: extractive)",
+    )
+    p.add_argument(
+        "--embedding", default=DEFAULT_EMBEDDING_SPEC, metavar="SPEC", help=f"query embeddings: {EMBEDDING_SPECS}"
+    )
+    p.add_argument(
+        "--token",
+        action="append",
+        metavar="TOKEN",
+        help=f"access token required on every API call (repeatable: each token is one user; also ${TOKEN_ENV})",
+    )
+    p.add_argument(
+        "--conversations", default=None, help="SQLite file of the conversations (default: beside the first store)"
+    )
+    p.add_argument(
+        "--reranker", action="store_true", help="load the BGE reranker ([bge] extra): enables rerank fusions"
+    )
+    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+
+
+def run(args: argparse.Namespace) -> int:
+    config = ServeConfig.from_args(
+        args.store,
+        llms=args.llm,
+        tokens=args.token,
+        embedding=args.embedding,
+        host=args.host,
+        port=args.port,
+        history=args.conversations,
+        reranker=args.reranker,
+    )  # a ServeConfigError (ValueError) here: the CLI prints it and exits 2, before any model loads
+    try:
+        from llama_index_ragonite.serve.app import serve
+    except ImportError as err:
+        print(f"ragonite serve needs the [web] extra: pip install 'llama-index-ragonite[web]' ({err})", file=sys.stderr)
+        return 2
+    serve(config, log_level=args.log_level)
+    return 0

@@ -1,0 +1,130 @@
+"""Explanations of a stored turn, as the page shows them.
+
+A turn is explained from what the answer saw: the evidences it stored, in prompt order, the
+completed question, the answer and the LLM that wrote it (the conversation's current LLM
+when that one is no longer configured). ``counterfactual`` is the paper's attribution;
+``combination`` and ``permutation`` are RAGE's explanations with their answer distribution,
+rules, answer groupings and the perturbations that changed the answer. Evidence numbers in
+the JSON are 1-based, as the sources of the turn are.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from llama_index_ragonite.explain.attribution import CounterfactualAttributor
+from llama_index_ragonite.explain.combinations import CombinationExplainer
+from llama_index_ragonite.explain.permutations import PermutationExplainer
+from llama_index_ragonite.explain.perturbations import Perturbation, PerturbationReport
+from llama_index_ragonite.explain.regeneration import normalize_answer
+from llama_index_ragonite.serve.turns import nodes_from_records
+
+__all__ = ["METHODS", "explain_turn"]
+
+METHODS = ("counterfactual", "combination", "permutation")
+
+
+def explain_turn(sessions: Any, owner: str, conversation_id: str, number: int, method: str) -> Dict[str, Any]:
+    """Run ``method`` on turn ``number`` (sync: call it off the event loop)."""
+    if method not in METHODS:
+        raise ValueError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}")
+    turn, records, settings = sessions.stored_turn(owner, conversation_id, number)
+    nodes = nodes_from_records(records)
+    if not nodes:
+        raise ValueError("This answer used no evidence: there is nothing to explain")
+    run_settings = dict(settings)
+    if turn.get("llm") in sessions.llms:
+        run_settings["llm"] = turn["llm"]
+    if turn.get("domain") in sessions.stores:
+        run_settings["domain"] = turn["domain"]
+    engine, _ = sessions.engine(conversation_id, run_settings)
+    question, answer = turn["completed_question"], turn["answer"]
+    if method == "counterfactual":
+        attribution = CounterfactualAttributor.from_engine(engine).attribute(question, nodes, answer)
+        return _counterfactual(attribution, turn)
+    if method == "combination":
+        explainer = CombinationExplainer(llm=engine.llm, prompt=engine.answer_prompt)
+    else:
+        explainer = PermutationExplainer(llm=engine.llm, prompt=engine.answer_prompt)
+    return _rage(method, explainer.explain(question, nodes, answer))
+
+
+def _counterfactual(attribution: Any, turn: Dict[str, Any]) -> Dict[str, Any]:
+    data = attribution.to_dict()
+    cited = set(turn.get("cited") or [])
+    return {
+        "method": "counterfactual",
+        "shares": [
+            {"evidence": i, "share": share, "cited": i in cited}
+            for i, share in enumerate(attribution.evidence_shares, 1)
+        ],
+        "clusters": data["clusters"],
+        "complete": attribution.complete,
+        "incomplete": attribution.incompleteness(),
+        "text": attribution.to_text(),
+        "llm_calls": attribution.llm_calls,
+        "seconds": attribution.wall_time_s,
+    }
+
+
+def _one_based(indices) -> List[int]:
+    return [i + 1 for i in indices]
+
+
+def _perturbation(p: Perturbation) -> Dict[str, Any]:
+    return {
+        "kind": p.kind,
+        "description": p.describe(),
+        "evidences": _one_based(p.evidences),
+        "removed": _one_based(p.removed),
+        "kendall_tau": p.kendall_tau,
+        "answer": p.answer,
+        "changed": p.changed,
+        "failed": p.failed,
+    }
+
+
+def _rage(method: str, report: PerturbationReport) -> Dict[str, Any]:
+    groupings = []
+    for share in report.distribution:
+        members = [
+            p for p in report.perturbations if p.answer is not None and normalize_answer(p.answer) == share.answer
+        ]
+        groupings.append(
+            {
+                "answer": share.text,
+                "original": share.original,
+                "count": share.count,
+                "perturbations": [_perturbation(p) for p in members],
+            }
+        )
+    return {
+        "method": method,
+        "mode": report.mode,
+        "question": report.question,
+        "original_answer": report.original_answer,
+        "explanation": _perturbation(report.explanation) if report.explanation else None,
+        "counterfactual_answer": report.counterfactual_answer,
+        "answer_distribution": [
+            {"answer": s.text, "share": s.share, "count": s.count, "original": s.original} for s in report.distribution
+        ],
+        "rules": [
+            {
+                "text": r.text,
+                "answer": r.answer,
+                "support": r.support,
+                "relation": r.relation,
+                "evidences": _one_based(r.evidences),
+                "position": None if r.position is None else r.position + 1,
+            }
+            for r in report.rules
+        ],
+        "groupings": groupings,
+        "counterfactuals": [_perturbation(p) for p in report.perturbations if p.changed],
+        "perturbations": len(report.perturbations),
+        "complete": report.complete,
+        "incomplete": report.incompleteness(),
+        "text": report.to_text(),
+        "llm_calls": report.llm_calls,
+        "seconds": report.wall_time_s,
+    }

@@ -1,0 +1,161 @@
+"""The REST API under ``/api`` (see docs/serve.md and the OpenAPI page at ``/docs``).
+
+Routes only translate HTTP to ``Sessions`` calls: every call that touches a model, an index
+or a database runs in a worker thread (``anyio.to_thread.run_sync``), so one slow turn or
+explanation never stalls the event loop and the other users' requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from functools import partial
+from typing import Any, Dict, List, Literal, Optional
+
+import anyio
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from llama_index_ragonite.chat.engine import MAX_MESSAGE_CHARS
+from llama_index_ragonite.serve.errors import error_payload
+from llama_index_ragonite.serve.explaining import explain_turn
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api")
+_running: set = set()  # streaming turns in flight (a task with no reference may be collected)
+
+
+class NewConversation(BaseModel):
+    domain: Optional[str] = Field(default=None, description="A configured domain; default: the first.")
+
+
+class SettingsChange(BaseModel):
+    domain: Optional[str] = None
+    fusion: Optional[Literal["rrf", "rerank", "rerank+rrf"]] = None
+    top_k: Optional[int] = Field(default=None, ge=1, le=20)
+    complete_questions: Optional[bool] = None
+    llm: Optional[str] = None
+
+
+class Message(BaseModel):
+    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS, description="The user's turn.")
+
+
+class ExplainRequest(BaseModel):
+    method: Literal["counterfactual", "combination", "permutation"] = "counterfactual"
+
+
+class FeedbackRequest(BaseModel):
+    rating: Literal[1, -1]
+    comment: Optional[str] = Field(default=None, max_length=2000)
+
+
+def user(request: Request) -> str:
+    return request.state.user
+
+
+def sessions(request: Request) -> Any:
+    return request.app.state.sessions
+
+
+async def off_loop(fn, *args, **kwargs):
+    return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))
+
+
+@router.get("/health")
+async def health(request: Request) -> Dict[str, Any]:
+    state = sessions(request)
+    return {"status": "ok", "domains": list(state.stores), "version": request.app.version, "fusions": state.fusions}
+
+
+@router.get("/domains")
+async def domains(request: Request) -> List[Dict[str, Any]]:
+    return await off_loop(sessions(request).domains)
+
+
+@router.get("/llms")
+async def llms(request: Request) -> List[Dict[str, Any]]:
+    return sessions(request).llm_list()
+
+
+@router.post("/conversations", status_code=201)
+async def create_conversation(request: Request, body: Optional[NewConversation] = None, owner: str = Depends(user)):
+    return await off_loop(sessions(request).create, owner, body.domain if body else None)
+
+
+@router.get("/conversations")
+async def list_conversations(request: Request, include_deleted: bool = False, owner: str = Depends(user)):
+    return await off_loop(sessions(request).conversations, owner, include_deleted)
+
+
+@router.get("/conversations/{conversation_id}")
+async def open_conversation(request: Request, conversation_id: str, owner: str = Depends(user)):
+    return await off_loop(sessions(request).conversation, owner, conversation_id, turns=True)
+
+
+@router.delete("/conversations/{conversation_id}", status_code=204)
+async def delete_conversation(request: Request, conversation_id: str, owner: str = Depends(user)) -> Response:
+    await off_loop(sessions(request).delete, owner, conversation_id)
+    return Response(status_code=204)
+
+
+@router.post("/conversations/{conversation_id}/restore")
+async def restore_conversation(request: Request, conversation_id: str, owner: str = Depends(user)):
+    return await off_loop(sessions(request).restore, owner, conversation_id)
+
+
+@router.put("/conversations/{conversation_id}/settings")
+async def change_settings(request: Request, conversation_id: str, body: SettingsChange, owner: str = Depends(user)):
+    return await off_loop(sessions(request).update_settings, owner, conversation_id, body.model_dump())
+
+
+@router.post("/conversations/{conversation_id}/messages")
+async def send_message(request: Request, conversation_id: str, body: Message, owner: str = Depends(user)):
+    return await off_loop(sessions(request).chat, owner, conversation_id, body.message)
+
+
+@router.post("/conversations/{conversation_id}/messages/stream", response_class=StreamingResponse)
+async def stream_message(request: Request, conversation_id: str, body: Message, owner: str = Depends(user)):
+    """Server-sent events: ``delta`` ({"text"}) while the answer is written, then ``turn`` (or ``error``)."""
+    state = sessions(request)
+    await off_loop(state.owned, owner, conversation_id)  # 404 before the stream starts
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue = asyncio.Queue()
+
+    def on_delta(text: str) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, ("delta", {"text": text}))
+
+    async def turn() -> None:
+        try:
+            await queue.put(("turn", await off_loop(state.chat, owner, conversation_id, body.message, on_delta)))
+        except Exception as err:  # the stream has started: the error is its last event
+            await queue.put(("error", error_payload(err)[1]))
+
+    async def events():
+        task = asyncio.create_task(turn())  # runs to the end even if the client leaves: the turn is stored
+        _running.add(task)
+        task.add_done_callback(_running.discard)
+        while True:
+            event, data = await queue.get()
+            yield f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+            if event != "delta":
+                break
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+
+@router.post("/conversations/{conversation_id}/turns/{number}/explain")
+async def explain(
+    request: Request, conversation_id: str, number: int, body: ExplainRequest, owner: str = Depends(user)
+):
+    return await off_loop(explain_turn, sessions(request), owner, conversation_id, number, body.method)
+
+
+@router.post("/conversations/{conversation_id}/turns/{number}/feedback", status_code=201)
+async def feedback(
+    request: Request, conversation_id: str, number: int, body: FeedbackRequest, owner: str = Depends(user)
+):
+    return await off_loop(sessions(request).feedback, owner, conversation_id, number, body.rating, body.comment)

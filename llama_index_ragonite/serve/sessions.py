@@ -1,0 +1,270 @@
+"""The app's state: domains and their retrievers, the LLMs, and the conversations of each user.
+
+Everything here is synchronous and CPU-bound (retrieval, embedding, the offline answerer);
+the routes call it through ``anyio.to_thread``. Retrievers are shared per (domain, fusion),
+loaded once; a chat engine is built per turn (cheap: its memory reads the conversation from
+the chat store), and turns of one conversation run one at a time under that conversation's
+lock, so concurrent users never share or corrupt a memory.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from queue import Empty
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from llama_index.core.base.llms.types import MessageRole
+from llama_index.core.memory import ChatMemoryBuffer
+
+from llama_index_ragonite.chat.chat_store import SQLiteChatStore, UnknownConversationError
+from llama_index_ragonite.chat.completion import LLMQuestionCompleter, OfflineQuestionCompleter
+from llama_index_ragonite.chat.engine import RagoniteChatEngine
+from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.models.extractive import ExtractiveAnswerer
+from llama_index_ragonite.models.specs import embedding_from_spec, llm_from_spec
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
+from llama_index_ragonite.serve.config import ServeConfig
+from llama_index_ragonite.serve.records import ServeRecords
+from llama_index_ragonite.serve.turns import TurnTrace, node_record, turn_json
+
+__all__ = ["FUSIONS", "NotFound", "Sessions"]
+
+FUSIONS = ("rrf", "rerank", "rerank+rrf")
+TOP_K_MAX = 20
+
+
+class NotFound(LookupError):
+    """No such conversation or turn for this user (another user's id is not found either)."""
+
+
+class Sessions:
+    """Domains, LLMs and conversations behind the API (see the module doc)."""
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        history = config.history_file()
+        self.chat_store = SQLiteChatStore(history)
+        self.records = ServeRecords(history.with_name(history.stem + ".serve.sqlite"))
+        self.embed_model = embedding_from_spec(config.embedding)
+        self.llms = {name: llm_from_spec(spec) for name, spec in config.llms.items()}
+        self.reranker = None
+        if config.reranker:
+            from llama_index_ragonite.models.hub_models import default_reranker
+
+            self.reranker = default_reranker()
+        self.stores = {name: EvidenceStore(path, embed_model=self.embed_model) for name, path in config.domains.items()}
+        self._retrievers: Dict[Tuple[str, str], HybridRetriever] = {}
+        self._lock = threading.Lock()
+        self._conversation_locks: Dict[str, threading.Lock] = {}
+        TurnTrace.install()
+        for name in self.stores:
+            self.retriever(name, "rrf")  # load every domain now: the first turn should not wait for it
+
+    # -- resources ------------------------------------------------------------------------
+    @property
+    def fusions(self) -> List[str]:
+        return list(FUSIONS) if self.reranker is not None else ["rrf"]
+
+    def retriever(self, domain: str, fusion: str) -> HybridRetriever:
+        with self._lock:
+            key = (domain, fusion)
+            if key not in self._retrievers:
+                extra = {"reranker": self.reranker} if fusion != "rrf" else {}
+                self._retrievers[key] = HybridRetriever.from_store(
+                    self.stores[domain], top_n=TOP_K_MAX, fusion=fusion, **extra
+                )
+            return self._retrievers[key]
+
+    def domains(self) -> List[Dict[str, Any]]:
+        return [
+            {
+                "name": name,
+                "store": str(store.path),
+                "evidences": len(store),
+                "pages": len(store.manifest.get("pages") or {}),
+            }
+            for name, store in self.stores.items()
+        ]
+
+    def llm_list(self) -> List[Dict[str, Any]]:
+        default = self.config.default_llm
+        return [{"name": name, "spec": spec, "default": name == default} for name, spec in self.config.llms.items()]
+
+    def default_settings(self, domain: Optional[str] = None) -> Dict[str, Any]:
+        return {
+            "domain": domain or self.config.default_domain,
+            "fusion": "rrf",
+            "top_k": 10,
+            "complete_questions": True,
+            "llm": self.config.default_llm,
+        }
+
+    def check_settings(self, settings: Dict[str, Any]) -> Dict[str, Any]:
+        """``settings`` when every value is one this server offers; ``ValueError`` (422) otherwise."""
+        if settings["domain"] not in self.stores:
+            raise ValueError(f"Unknown domain {settings['domain']!r}: choose one of {', '.join(self.stores)}")
+        if settings["llm"] not in self.llms:
+            raise ValueError(f"Unknown LLM {settings['llm']!r}: choose one of {', '.join(self.llms)}")
+        if settings["fusion"] not in self.fusions:
+            raise ValueError(
+                f"Fusion {settings['fusion']!r} needs the reranker (start with --reranker and the [bge] extra); "
+                f"available: {', '.join(self.fusions)}"
+            )
+        if not 1 <= int(settings["top_k"]) <= TOP_K_MAX:
+            raise ValueError(f"top_k must be between 1 and {TOP_K_MAX}")
+        return settings
+
+    # -- conversations ----------------------------------------------------------------------
+    def conversation_lock(self, conversation_id: str) -> threading.Lock:
+        with self._lock:
+            return self._conversation_locks.setdefault(conversation_id, threading.Lock())
+
+    def create(self, owner: str, domain: Optional[str] = None) -> Dict[str, Any]:
+        settings = self.check_settings(self.default_settings(domain))
+        conversation_id = uuid.uuid4().hex
+        self.chat_store.set_messages(conversation_id, [])  # listed from now on
+        self.records.add(conversation_id, owner, settings)
+        return self.conversation(owner, conversation_id)
+
+    def owned(self, owner: str, conversation_id: str) -> Dict[str, Any]:
+        record = self.records.get(conversation_id, owner)
+        if record is None:
+            raise NotFound(f"No conversation {conversation_id!r}")
+        return record
+
+    def _json(self, info, settings: Dict[str, Any]) -> Dict[str, Any]:
+        return {
+            "id": info.id,
+            "domain": settings["domain"],
+            "title": info.title,
+            "created": info.created_at.isoformat(),
+            "updated": info.updated_at.isoformat(),
+            "deleted": info.deleted,
+            "messages": info.message_count,
+            "settings": settings,
+        }
+
+    def conversation(self, owner: str, conversation_id: str, turns: bool = False) -> Dict[str, Any]:
+        record = self.owned(owner, conversation_id)
+        try:
+            out = self._json(self.chat_store.get_conversation(conversation_id), record["settings"])
+        except UnknownConversationError as err:
+            raise NotFound(str(err)) from err
+        if turns:
+            ratings = {f.message_index: f.rating for f in self.chat_store.get_feedback(conversation_id)}
+            out["turns"] = []
+            for turn, message_index in self.records.turns(conversation_id):
+                out["turns"].append({**turn, "feedback": ratings.get(message_index)})
+        return out
+
+    def conversations(self, owner: str, include_deleted: bool = False) -> List[Dict[str, Any]]:
+        mine = self.records.owned(owner)
+        infos = self.chat_store.list_conversations(include_deleted=include_deleted)
+        return [self._json(info, mine[info.id]) for info in infos if info.id in mine]
+
+    def delete(self, owner: str, conversation_id: str) -> None:
+        self.owned(owner, conversation_id)
+        self.chat_store.delete_conversation(conversation_id)
+
+    def restore(self, owner: str, conversation_id: str) -> Dict[str, Any]:
+        self.owned(owner, conversation_id)
+        self.chat_store.restore_conversation(conversation_id)
+        return self.conversation(owner, conversation_id)
+
+    def update_settings(self, owner: str, conversation_id: str, changes: Dict[str, Any]) -> Dict[str, Any]:
+        record = self.owned(owner, conversation_id)
+        settings = self.check_settings({**record["settings"], **{k: v for k, v in changes.items() if v is not None}})
+        self.records.set_settings(conversation_id, settings)
+        return settings
+
+    def feedback(self, owner: str, conversation_id: str, number: int, rating: int, comment: Optional[str]) -> Dict:
+        self.owned(owner, conversation_id)
+        stored = self.records.turn(conversation_id, number)
+        if stored is None:
+            raise NotFound(f"No turn {number} in conversation {conversation_id!r}")
+        given = self.chat_store.add_feedback(conversation_id, stored[2], rating, comment)
+        return {
+            "turn": number,
+            "rating": given.rating,
+            "comment": given.comment,
+            "created": given.created_at.isoformat(),
+        }
+
+    # -- turns --------------------------------------------------------------------------------
+    def engine(self, conversation_id: str, settings: Dict[str, Any]) -> Tuple[RagoniteChatEngine, Any]:
+        """The chat engine for one turn with these settings, and its question completer."""
+        llm = self.llms[settings["llm"]]
+        completer = OfflineQuestionCompleter() if isinstance(llm, ExtractiveAnswerer) else LLMQuestionCompleter(llm=llm)
+        memory = ChatMemoryBuffer.from_defaults(
+            token_limit=3000, chat_store=self.chat_store, chat_store_key=conversation_id
+        )
+        engine = RagoniteChatEngine(
+            self.retriever(settings["domain"], settings["fusion"]),
+            llm=llm,
+            completer=completer,
+            memory=memory,
+            top_k=int(settings["top_k"]),
+            complete_questions=bool(settings["complete_questions"]),
+        )
+        return engine, completer
+
+    def chat(
+        self, owner: str, conversation_id: str, message: str, on_delta: Optional[Callable[[str], None]] = None
+    ) -> Dict[str, Any]:
+        """One turn (streamed to ``on_delta`` when given), stored and returned as the contract's JSON."""
+        settings = self.owned(owner, conversation_id)["settings"]
+        with self.conversation_lock(conversation_id):
+            engine, completer = self.engine(conversation_id, settings)
+            history = engine.memory.get()
+            started = time.perf_counter()
+            with TurnTrace.collecting() as events:
+                if on_delta is None:
+                    response = engine.chat(message)
+                else:
+                    response = self._streamed(engine, conversation_id, message, on_delta)
+            seconds = time.perf_counter() - started
+            rephraser = None
+            if isinstance(completer, LLMQuestionCompleter) and settings["complete_questions"] and history:
+                rephraser = completer.format_prompt(history, message)
+            turn = turn_json(
+                message, response.response, response.turn, response.source_nodes, events, seconds, rephraser
+            )
+            turn.update(domain=settings["domain"], llm=settings["llm"])
+            message_index = len(self.chat_store.get_messages(conversation_id)) - 1
+            self.records.add_turn(conversation_id, message_index, turn, [node_record(n) for n in response.source_nodes])
+            return turn
+
+    def _streamed(self, engine: RagoniteChatEngine, conversation_id: str, message: str, on_delta):
+        response = engine.stream_chat(message)
+        writer = response.write_response_to_history_thread
+        try:
+            while True:
+                try:
+                    delta = response.queue.get(timeout=0.05)
+                except Empty:
+                    if response.exception is not None:
+                        raise response.exception from None
+                    if (response.is_done or not writer.is_alive()) and response.queue.empty():
+                        break
+                    continue
+                if delta:
+                    on_delta(delta)
+            writer.join()
+            if response.exception is not None:
+                raise response.exception
+        except Exception:
+            messages = self.chat_store.get_messages(conversation_id)
+            if messages and messages[-1].role == MessageRole.USER:  # the question whose answer failed
+                self.chat_store.delete_last_message(conversation_id)
+            raise
+        return response
+
+    def stored_turn(self, owner: str, conversation_id: str, number: int):
+        """(turn JSON, evidences, settings) of a stored turn."""
+        settings = self.owned(owner, conversation_id)["settings"]
+        stored = self.records.turn(conversation_id, number)
+        if stored is None:
+            raise NotFound(f"No turn {number} in conversation {conversation_id!r}")
+        return stored[0], stored[1], settings

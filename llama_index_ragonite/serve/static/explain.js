@@ -1,0 +1,85 @@
+// Explanation views: the counterfactual attribution as a bar chart over the evidences, and
+// RAGE's combination / permutation explanations (answer distribution pie, rules, groupings and
+// counterfactuals as tables). Results come from POST .../turns/{n}/explain.
+
+import { answerPie, attributionChart, percent } from "./charts.js";
+import { el, recordsView } from "./dom.js";
+import { t } from "./i18n.js";
+
+function heading(method) {
+  return { counterfactual: t("explainCounterfactual"), combination: t("explainCombination"), permutation: t("explainPermutation") }[method] || method;
+}
+
+function incompleteNotice(text) {
+  const detail = String(text || "").replace(/^\s*incomplete\s*:\s*/i, "");
+  return el("p", { class: "notice incomplete", testid: "attribution-incomplete", role: "status" }, el("strong", {}, `${t("incomplete")}: `), detail);
+}
+
+/** Bars for every evidence of the turn (in prompt order), shares in %, cited ones starred. */
+function counterfactualView(result, turn, onSelect) {
+  const titles = new Map((turn.sources || []).map((s) => [s.n, s.title || s.id || ""]));
+  const cited = new Set(turn.cited || []);
+  const rows = (result.shares || []).map((s) => ({
+    evidence: s.evidence,
+    share: s.share,
+    cited: Boolean(s.cited) || cited.has(s.evidence),
+    title: titles.get(s.evidence) || "",
+  }));
+  const parts = [];
+  if (result.complete === false || result.incomplete) parts.push(incompleteNotice(result.incomplete || ""));
+  parts.push(el("div", { class: "chart-wrap" }, attributionChart(rows, onSelect)));
+  const table = recordsView(
+    rows.map((r) => ({ [t("source")]: r.evidence, [t("titleCol")]: r.title, [t("cited")]: r.cited ? t("yes") : t("no"), "%": percent(r.share, 2) })),
+    { testid: "attribution-table" }
+  );
+  parts.push(el("details", { class: "attribution-details" }, el("summary", {}, t("explanation")), table, result.text ? el("pre", { class: "explain-text" }, result.text) : null));
+  return parts;
+}
+
+function describeExplanation(explanation) {
+  if (explanation === null || explanation === undefined) return t("noExplanation");
+  if (typeof explanation === "string") return explanation;
+  if (typeof explanation === "object") {
+    const parts = [explanation.description || explanation.text || ""];
+    if (explanation.answer) parts.push(`→ ${explanation.answer}`);
+    const text = parts.filter(Boolean).join(" ");
+    return text || JSON.stringify(explanation);
+  }
+  return String(explanation);
+}
+
+function columnLabels() {
+  return { answer: t("colAnswer"), original: t("original"), count: t("colCount"), perturbations: t("colPerturbations"), description: t("colDescription"), removed: t("colRemoved"), kendall_tau: "Kendall τ" };
+}
+
+/** RAGE: the explanation sentence, the answer distribution pie, rules, groupings, counterfactuals. */
+function rageView(result) {
+  const parts = [el("p", { class: "rage-explanation", testid: "rage-explanation" }, describeExplanation(result.explanation))];
+  if (result.complete === false || result.incomplete) parts.push(incompleteNotice(result.incomplete || ""));
+  const distribution = (result.answer_distribution || []).map((d) => ({ ...d, answer: d.answer ?? d.text ?? "" }));
+  parts.push(el("h4", {}, t("answerDistribution")));
+  parts.push(distribution.length ? answerPie(distribution) : el("p", { class: "muted" }, t("noneFound")));
+  parts.push(el("h4", {}, t("rules")));
+  const rules = (result.rules || []).map((r) => (r && typeof r === "object" && r.text ? r.text : r));
+  parts.push(recordsView(rules, { testid: "rage-rules", empty: t("noneFound") }));
+  parts.push(el("h4", {}, t("groupings")));
+  const labels = columnLabels();
+  const groupings = recordsView(result.groupings, { testid: "rage-groupings", columns: ["answer", "original", "count", "perturbations"], labels, empty: t("noneFound") });
+  parts.push(el("div", { class: "table-wrap" }, groupings));
+  parts.push(el("h4", {}, t("counterfactuals")));
+  const counterfactuals = recordsView(result.counterfactuals, { testid: "rage-counterfactuals", columns: ["description", "answer", "removed", "kendall_tau"], labels, empty: t("noneFound") });
+  parts.push(el("div", { class: "table-wrap" }, counterfactuals));
+  if (result.text) parts.push(el("details", {}, el("summary", {}, t("explanation")), el("pre", { class: "explain-text" }, result.text)));
+  return parts;
+}
+
+/** Put `result` into `container`, replacing an earlier result of the same method. */
+export function showExplanation(container, method, result, turn, onSelect) {
+  const existing = container.querySelector(`section[data-method="${method}"]`);
+  const section = el("section", { class: `explain-result ${method}`, "data-method": method, testid: `explanation-${method}` }, el("h3", {}, heading(method)));
+  const body = method === "counterfactual" ? counterfactualView(result, turn, onSelect) : rageView(result);
+  for (const part of body) section.appendChild(part);
+  if (existing) existing.replaceWith(section);
+  else container.appendChild(section);
+  return section;
+}

@@ -1,0 +1,169 @@
+"""A chat turn as the page shows it: JSON for the answer, its sources, citations and trace.
+
+The trace is collected per request: ``TurnTrace`` is a root event handler that hands each
+event to the sink of the thread-local context that fired it (a ``ContextVar``), so the
+lexical and dense hits of one user's turn never land in another's trace, however many
+turns run at once. Evidences are also kept as plain dicts (``node_record``) so a turn can
+be explained later from the exact evidences, in prompt order, that the answer saw.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Dict, Iterator, List, Optional, Sequence
+
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from llama_index_ragonite.prompts import OUT_OF_SCOPE
+from llama_index_ragonite.text import detect_language
+
+__all__ = ["TurnTrace", "node_record", "nodes_from_records", "source_json", "table_cells", "turn_json"]
+
+KINDS = {"passage": "passage", "list": "list", "table": "table", "table_row": "row"}
+_ROW = re.compile(r"^Row \d+ in Table \d+: (.*)$")
+_sink: ContextVar[Optional[List[BaseEvent]]] = ContextVar("ragonite_serve_trace", default=None)
+
+
+class TurnTrace(BaseEventHandler):
+    """Routes pipeline events to the collecting request (see the module doc); install once."""
+
+    _installed: bool = PrivateAttr(default=False)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "TurnTrace"
+
+    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+        sink = _sink.get()
+        if sink is not None and event.class_name() in ("QuestionCompletedEvent", "RetrievalHitsEvent"):
+            sink.append(event)
+
+    @classmethod
+    def install(cls) -> "TurnTrace":
+        root = get_dispatcher()
+        for handler in root.event_handlers:
+            if isinstance(handler, cls):
+                return handler
+        handler = cls()
+        root.add_event_handler(handler)
+        return handler
+
+    @staticmethod
+    @contextmanager
+    def collecting() -> Iterator[List[BaseEvent]]:
+        """The events fired in this context (call it inside the worker thread that runs the turn)."""
+        events: List[BaseEvent] = []
+        token = _sink.set(events)
+        try:
+            yield events
+        finally:
+            _sink.reset(token)
+
+
+def table_cells(text: str, kind: str, headers: Optional[Sequence[str]] = None) -> Optional[List[List[str]]]:
+    """The cells of a verbalized table or row ("Row 1 in Table 1: A is x, and B is y"), header row first.
+
+    ``None`` when the text is not in that form (another linearizer) or its rows disagree.
+    """
+    if kind not in ("table", "row"):
+        return None
+    rows = []
+    for line in text.splitlines():
+        match = _ROW.match(line.strip())
+        if not match:
+            return None
+        pairs = [part.partition(" is ") for part in re.split(r", and (?=[^,]*? is )", match.group(1))]
+        if any(not sep for _, sep, _ in pairs):
+            return None
+        rows.append(pairs)
+    if not rows:
+        return None
+    header = [h for h, _, _ in rows[0]]
+    if any([h for h, _, _ in row] != header for row in rows):
+        return None
+    return [header] + [[value for _, _, value in row] for row in rows]
+
+
+def _rank(hit: NodeWithScore, side: str) -> Optional[int]:
+    return getattr(hit, f"{side}_rank", None)
+
+
+def source_json(n: int, hit: NodeWithScore) -> Dict[str, Any]:
+    node, meta = hit.node, hit.node.metadata
+    kind = KINDS.get(meta.get("evidence_type"), "passage")
+    text = node.get_content()
+    return {
+        "n": n,
+        "id": node.node_id,
+        "title": meta.get("title") or "",
+        "url": meta.get("url"),
+        "text": text,
+        "context": meta.get("context") or "",
+        "kind": kind,
+        "table": table_cells(text, kind, meta.get("column_headers")),
+        "score": None if hit.score is None else float(hit.score),
+        "lexical_rank": _rank(hit, "lexical"),
+        "dense_rank": _rank(hit, "dense"),
+        "latent_rank": _rank(hit, "latent"),
+    }
+
+
+def _trace(events: Sequence[BaseEvent], prompts: Dict[str, str], rephraser: Optional[str], titles) -> Dict[str, Any]:
+    trace: Dict[str, Any] = {"answer_prompt": prompts.get("answer")}
+    if rephraser:
+        trace["rephraser_prompt"] = rephraser
+    for event in events:
+        if event.class_name() == "QuestionCompletedEvent":
+            trace["completion"] = {"message": event.message, "completed": event.completed, "by": event.completer}
+        elif event.source in ("lexical", "dense", "latent", "fused"):
+            trace[event.source] = [
+                {"id": i, "title": titles.get(i, ""), "rank": r, "score": s}
+                for r, (i, s) in enumerate(zip(event.node_ids[:20], event.scores[:20]), 1)
+            ]
+    for side in ("lexical", "dense"):
+        trace.setdefault(side, [])
+    return trace
+
+
+def turn_json(
+    question: str,
+    answer: str,
+    turn: Any,
+    nodes: Sequence[NodeWithScore],
+    events: Sequence[BaseEvent],
+    seconds: float,
+    rephraser_prompt: Optional[str] = None,
+    titles: Optional[Dict[str, str]] = None,
+) -> Dict[str, Any]:
+    """The contract's turn JSON (``index`` is set when the turn is stored)."""
+    out_of_scope = OUT_OF_SCOPE.rstrip(".").lower() in answer.lower()
+    titles = dict(titles or {}) | {n.node.node_id: n.node.metadata.get("title") or "" for n in nodes}
+    return {
+        "index": None,
+        "question": question,
+        "completed_question": turn.completed_question,
+        "answer": answer,
+        "cited": list(turn.cited),
+        "sources": [source_json(i, hit) for i, hit in enumerate(nodes, 1)],
+        "follow_ups": list(turn.follow_ups),
+        "warning": turn.warning,
+        "out_of_scope": out_of_scope,
+        "language": detect_language(question),
+        "trace": _trace(events, turn.prompts, rephraser_prompt, titles),
+        "seconds": round(seconds, 4),
+    }
+
+
+def node_record(hit: NodeWithScore) -> Dict[str, Any]:
+    """What an explanation needs of an evidence: the node as stored, and its score."""
+    return {"node": hit.node.to_dict(), "score": hit.score}
+
+
+def nodes_from_records(records: Sequence[Dict[str, Any]]) -> List[NodeWithScore]:
+    return [NodeWithScore(node=TextNode.from_dict(r["node"]), score=r["score"]) for r in records]
