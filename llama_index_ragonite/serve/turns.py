@@ -69,7 +69,9 @@ class TurnTrace(BaseEventHandler):
 def table_cells(text: str, kind: str, headers: Optional[Sequence[str]] = None) -> Optional[List[List[str]]]:
     """The cells of a verbalized table or row ("Row 1 in Table 1: A is x, and B is y"), header row first.
 
-    ``None`` when the text is not in that form (another linearizer) or its rows disagree.
+    ``None`` when the text is not in that form (another linearizer). Rows may name different
+    headers (verbalization leaves empty cells out; merged header cells name sub-columns): the
+    header row is their union in order of appearance, a cell a row does not name is empty.
     """
     if kind not in ("table", "row"):
         return None
@@ -84,10 +86,9 @@ def table_cells(text: str, kind: str, headers: Optional[Sequence[str]] = None) -
         rows.append(pairs)
     if not rows:
         return None
-    header = [h for h, _, _ in rows[0]]
-    if any([h for h, _, _ in row] != header for row in rows):
-        return None
-    return [header] + [[value for _, _, value in row] for row in rows]
+    header = list(dict.fromkeys(h for row in rows for h, _, _ in row))
+    cells = [{h: value for h, _, value in row} for row in rows]
+    return [header] + [[row.get(h, "") for h in header] for row in cells]
 
 
 def _rank(hit: NodeWithScore, side: str) -> Optional[int]:

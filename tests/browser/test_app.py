@@ -1,0 +1,330 @@
+"""The web app in a real browser: every demo feature a user meets, against the real server.
+
+Each test opens a fresh tab (a fresh user cookie, so an empty history) on the server of
+conftest.py: domains ``wiki`` (sample wiki + a page with markup in its text) and ``other``
+(German pages); LLMs ``extractive`` (default) and ``stub`` (HTTP 500 on every request).
+Screenshots of the main views go to docs/screenshots/ under fixed names.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the `browser` fixture skips (or, under CI, fails) every test with the reason
+    expect = None
+
+ANSWER_MS = 30_000  # one answer on the embedded default takes about a second
+EXPLAIN_MS = 40_000
+
+UEFI = "Which platform failed the UEFI OTA upgrade in Aurora 2.0?"
+FOLLOW_UP = "Which firmware does it run?"
+GERMAN = "Wer vergibt den Zugang zum Build-Server?"
+OUT_OF_SCOPE = "What is the weather in Paris?"
+SCRIPT_MARKUP = "<script>window.__xss=1</script>"
+IMG_MARKUP = '<img src=x onerror="window.__xss=2">'
+
+FINISHED = '[data-testid="turn"]:not(.pending)'
+ERRORS = '[data-testid="error"]'
+
+
+def ask(app, question: str, *, expect_error: bool = False):
+    """Type ``question``, press Enter, wait for the finished turn (or the error); return it."""
+    page = app.page
+    turns, errors = page.locator(FINISHED).count(), page.locator(ERRORS).count()
+    box = page.get_by_test_id("message-input")
+    box.fill(question)
+    box.press("Enter")
+    page.wait_for_function(
+        """([turns, errors, finished, failed]) =>
+             document.querySelectorAll(finished).length > turns || document.querySelectorAll(failed).length > errors""",
+        arg=[turns, errors, FINISHED, ERRORS],
+        timeout=ANSWER_MS,
+    )
+    expect(page.get_by_test_id("busy")).to_be_hidden(timeout=ANSWER_MS)
+    if page.locator(ERRORS).count() > errors:
+        message = page.locator(ERRORS).last.inner_text()
+        if not expect_error:
+            pytest.fail(f"asking {question!r} showed an error: {message}")
+        return page.locator(ERRORS).last
+    if expect_error:
+        pytest.fail(f"asking {question!r} gave an answer, not an error: {page.locator(FINISHED).last.inner_text()}")
+    turn = page.locator(FINISHED).nth(turns)
+    expect(turn.get_by_test_id("answer")).not_to_be_empty()
+    return turn
+
+
+def current_conversation(app) -> dict:
+    """The open conversation, read through the API as this tab's user."""
+    item = app.page.locator('[data-testid="conversation-item"][aria-current="true"]')
+    expect(item).to_have_count(1)
+    response = app.api("GET", f"/api/conversations/{item.get_attribute('data-id')}")
+    assert response.status == 200, response.text()
+    return response.json()
+
+
+def assert_inert(app) -> None:
+    """No markup from the data ran: no flag set, no dialog, no script or image element in the log."""
+    page = app.page
+    assert page.evaluate("typeof window.__xss") == "undefined"
+    assert app.dialogs == []
+    assert page.locator("#log script, #log img, #conversation-list script, #conversation-list img").count() == 0
+    assert not [e for e in app.page_errors if "__xss" in e]
+
+
+# -- ask, follow-up, sources ---------------------------------------------------------------------
+
+
+def test_ask_shows_a_cited_answer_with_sources_and_a_table(app):
+    turn = ask(app, UEFI)
+    expect(turn.get_by_test_id("question")).to_have_text(UEFI)
+    expect(turn.get_by_test_id("answer")).to_contain_text("Extractive answer")
+    expect(turn.get_by_test_id("citation").first).to_be_visible()
+
+    sources = turn.get_by_test_id("source")
+    assert sources.count() >= 3
+    expect(sources.first.get_by_test_id("source-title")).to_contain_text(re.compile(r"\S"))
+    expect(sources.first.get_by_test_id("source-score")).to_contain_text(re.compile(r"\d\.\d{3}"))
+    titles = " | ".join(turn.get_by_test_id("source-title").all_inner_texts())
+    assert "Release testing" in titles, titles
+    assert sources.first.get_by_test_id("source-id").text_content().strip() not in ("", "–")
+    expect(sources.first.locator(".source-url")).to_contain_text("release-testing")  # file: URLs are not links
+
+    cited = turn.get_by_test_id("citation").first  # a citation highlights its evidence
+    cited.click()
+    number = cited.get_attribute("data-source")
+    expect(turn.locator(f'[data-testid="source"][data-source="{number}"]')).to_have_class(re.compile("highlighted"))
+    app.screenshot("answer-sources")
+
+    tables = turn.locator('[data-testid="source"][data-kind="table"]')  # the test matrices
+    assert tables.count() >= 1
+    for i in range(tables.count()):  # every table evidence is shown as a table, header first
+        source = tables.nth(i)
+        table = source.get_by_test_id("source-table")
+        assert table.count() == 1, (
+            f"table evidence {source.get_attribute('data-source')} is shown as text: {source.inner_text()[:300]}"
+        )
+        expect(table).to_be_visible()
+        assert table.evaluate("t => t.tagName") == "TABLE"
+        assert table.locator("tr").count() >= 3 and table.locator("th").count() >= 2
+        expect(table).to_contain_text("UEFI")
+
+
+def test_follow_up_shows_the_completed_question(app):
+    ask(app, UEFI)
+    turn = ask(app, FOLLOW_UP)
+    expect(turn.get_by_test_id("question")).to_have_text(FOLLOW_UP)
+    completed = turn.get_by_test_id("completed-question")
+    expect(completed).to_be_visible()
+    expect(completed).to_contain_text(re.compile("UEFI|Aurora", re.I))
+    assert "firmware" in completed.inner_text().lower()
+    assert len(current_conversation(app)["turns"]) == 2
+
+
+def test_follow_up_suggestion_chip_asks_it(app):
+    turn = ask(app, "Who owns the OTA server?")
+    chips = turn.get_by_test_id("follow-up")
+    expect(chips.first).to_be_visible()  # (12) follow-up suggestions
+    suggestion = chips.first.inner_text()
+    chips.first.click()
+    expect(app.page.locator(FINISHED)).to_have_count(2, timeout=ANSWER_MS)
+    expect(app.page.locator(FINISHED).nth(1).get_by_test_id("question")).to_have_text(suggestion)
+
+
+# -- explanations and trace ----------------------------------------------------------------------
+
+
+def test_explain_draws_the_attribution_bar_chart(app):
+    app.page.set_viewport_size({"width": 1280, "height": 1300})
+    turn = ask(app, "Who owns the OTA server?")
+    turn.get_by_test_id("explain-button").click()
+    chart = turn.get_by_test_id("attribution-chart")
+    expect(chart).to_be_visible(timeout=EXPLAIN_MS)
+    bars = chart.get_by_test_id("attribution-bar")
+    assert bars.count() == turn.get_by_test_id("source").count()
+    shares = [bars.nth(i).get_attribute("data-share") for i in range(bars.count())]
+    assert any(s not in (None, "") for s in shares), shares
+    assert sum(float(s) for s in shares if s) > 0, shares
+    turn.get_by_test_id("answer").scroll_into_view_if_needed()
+    app.screenshot("answer-explanation")
+
+    bars.first.click()  # a bar highlights its evidence
+    number = bars.first.get_attribute("data-evidence")
+    expect(turn.locator(f'[data-testid="source"][data-source="{number}"]')).to_have_class(re.compile("highlighted"))
+
+
+def test_rage_views_show_the_answer_distribution_pie(app):
+    turn = ask(app, "Who owns the OTA server?")
+    turn.get_by_test_id("explain-combination").click()
+    section = turn.get_by_test_id("explanation-combination")
+    expect(section).to_be_visible(timeout=EXPLAIN_MS)
+    expect(section.get_by_test_id("rage-explanation")).not_to_be_empty()
+    pie = section.get_by_test_id("rage-pie")
+    expect(pie).to_be_visible()
+    assert pie.get_by_test_id("rage-slice").count() >= 1
+    expect(section.get_by_test_id("rage-groupings")).to_be_attached()
+    expect(section.get_by_test_id("rage-counterfactuals")).to_be_attached()
+    section.scroll_into_view_if_needed()
+    app.screenshot("rage-pie")
+
+    turn.get_by_test_id("explain-permutation").click()
+    permutation = turn.get_by_test_id("explanation-permutation")
+    expect(permutation).to_be_visible(timeout=EXPLAIN_MS)
+    expect(permutation.get_by_test_id("rage-pie")).to_be_visible()
+
+
+def test_behind_the_scenes_shows_results_and_prompts(app):
+    ask(app, UEFI)
+    turn = ask(app, FOLLOW_UP)
+    turn.get_by_test_id("trace-toggle").click()
+    prompt = turn.get_by_test_id("trace-answer-prompt")
+    expect(prompt).to_be_visible()
+    expect(prompt).to_contain_text(re.compile("firmware", re.I))
+    rephraser = turn.get_by_test_id("trace-rephraser-prompt")  # only an LLM completer has a prompt
+    if rephraser.count():
+        expect(rephraser).to_contain_text(FOLLOW_UP)
+    for name in ("trace-lexical", "trace-dense"):
+        results = turn.get_by_test_id(name)
+        expect(results).to_be_visible()
+        assert results.locator("tr").count() >= 2, name  # a header and at least one hit
+    turn.get_by_test_id("trace").scroll_into_view_if_needed()
+    app.screenshot("trace")
+
+
+# -- feedback and history ------------------------------------------------------------------------
+
+
+def test_thumb_up_is_recorded(app):
+    turn = ask(app, UEFI)
+    with app.page.expect_response(lambda r: "/feedback" in r.url) as sent:
+        turn.get_by_test_id("feedback-up").click()
+    assert sent.value.status == 201, sent.value.text()
+    expect(turn.get_by_test_id("feedback-up")).to_have_attribute("aria-pressed", "true")
+    expect(turn.get_by_test_id("feedback-down")).to_have_attribute("aria-pressed", "false")
+    stored = current_conversation(app)["turns"][0]
+    assert stored.get("feedback") == 1, stored.get("feedback")
+
+
+def test_history_delete_and_restore_in_the_sidebar(app):
+    page = app.page
+    ask(app, UEFI)
+    page.get_by_test_id("new-conversation").click()
+    ask(app, "Who owns the OTA server?")
+    items = page.get_by_test_id("conversation-item")
+    expect(items).to_have_count(2)
+    first = page.locator('[data-testid="conversation-item"]', has_text="UEFI")
+    conversation_id = first.get_attribute("data-id")
+
+    first.get_by_test_id("delete-conversation").click()
+    expect(items).to_have_count(1)
+    listed = {c["id"]: c for c in app.api("GET", "/api/conversations?include_deleted=true").json()}
+    assert listed[conversation_id]["deleted"] is True
+
+    page.get_by_test_id("show-deleted").check()
+    deleted = page.locator(f'[data-testid="conversation-item"][data-id="{conversation_id}"]')
+    expect(deleted).to_have_attribute("data-deleted", "true")
+    expect(items).to_have_count(2)
+    app.screenshot("history")
+
+    deleted.get_by_test_id("restore-conversation").click()
+    expect(deleted).to_have_attribute("data-deleted", "false")
+    listed = {c["id"]: c for c in app.api("GET", "/api/conversations").json()}
+    assert listed[conversation_id]["deleted"] is False
+
+    deleted.get_by_test_id("open-conversation").click()  # the restored conversation opens with its turn
+    expect(page.locator(FINISHED)).to_have_count(1)
+    expect(page.locator(FINISHED).first.get_by_test_id("question")).to_have_text(UEFI)
+    expect(deleted).to_have_attribute("aria-current", "true")
+
+
+# -- domains, languages, scope -------------------------------------------------------------------
+
+
+def test_domain_switch_answers_from_the_other_store(app):
+    page = app.page
+    ask(app, UEFI)
+    page.get_by_test_id("domain-select").select_option("other")
+    turn = ask(app, "Wann öffnet die Kantine?")
+    titles = " | ".join(turn.get_by_test_id("source-title").all_inner_texts())
+    assert "Kantine" in titles and "Release testing" not in titles, titles
+    expect(turn.get_by_test_id("answer")).to_contain_text("11:30")
+    assert current_conversation(app)["domain"] == "other"
+    conversations = app.api("GET", "/api/conversations").json()
+    assert sorted(c["domain"] for c in conversations) == ["other", "wiki"]
+
+
+def test_a_german_turn_switches_the_ui_to_german_and_back(app):
+    page = app.page
+    expect(page.get_by_test_id("send-button")).to_have_text("Send")
+    turn = ask(app, GERMAN)
+    expect(turn).to_have_attribute("lang", "de")
+    expect(page.locator("html")).to_have_attribute("lang", "de")
+    expect(page.get_by_test_id("send-button")).to_have_text("Senden")
+    expect(page.locator("#conversations-heading")).to_have_text("Unterhaltungen")
+    expect(turn.get_by_test_id("answer")).to_contain_text("Dana")
+
+    ask(app, "Who grants access to Jira?")
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    expect(page.get_by_test_id("send-button")).to_have_text("Send")
+
+
+def test_an_out_of_scope_question_says_so(app):
+    turn = ask(app, OUT_OF_SCOPE)
+    expect(turn.get_by_test_id("out-of-scope")).to_be_visible()
+    assert current_conversation(app)["turns"][0]["out_of_scope"] is True
+    ask(app, "Who owns the OTA server?")  # the conversation goes on
+
+
+# -- failures and hostile content ----------------------------------------------------------------
+
+
+def test_llm_failure_shows_an_error_and_the_conversation_stays_usable(app, server):
+    page = app.page
+    requests_before = len(server.stub.requests)
+    page.get_by_test_id("settings-toggle").click()
+    expect(page.get_by_test_id("settings-panel")).to_be_visible()
+    page.get_by_test_id("setting-llm").select_option("stub")
+    expect(page.get_by_test_id("settings-status")).not_to_be_empty()
+
+    error = ask(app, UEFI, expect_error=True)
+    expect(error).to_have_attribute("data-kind", "llm")
+    expect(error).to_contain_text("language model")
+    assert len(server.stub.requests) > requests_before  # the stub was asked, and failed
+    expect(page.get_by_test_id("message-input")).to_have_value(UEFI)  # the question is kept for a retry
+    expect(page.get_by_test_id("send-button")).to_be_enabled()
+
+    page.get_by_test_id("setting-llm").select_option("extractive")
+    expect(page.get_by_test_id("settings-status")).not_to_be_empty()
+    turn = ask(app, UEFI)
+    expect(turn.get_by_test_id("answer")).to_contain_text("Extractive answer")
+    assert current_conversation(app)["settings"]["llm"] == "extractive"
+
+
+def test_markup_in_evidence_shows_as_text_and_never_runs(app):
+    page = app.page
+    turn = ask(app, "Which footer snippet did the Zorblax legacy renderer print?")
+    texts = turn.get_by_test_id("source-text").all_text_contents()
+    assert any(SCRIPT_MARKUP in text for text in texts), texts
+    expect(turn.get_by_test_id("answer")).to_contain_text("Zorblax")
+
+    question = f"{IMG_MARKUP} What is the raw snippet of the Zorblax badge?"
+    turn = ask(app, question)
+    expect(turn.get_by_test_id("question")).to_have_text(question)
+    shown = " ".join(turn.get_by_test_id("source").all_text_contents())
+    assert IMG_MARKUP in shown, shown
+    turn.get_by_test_id("trace-toggle").click()
+    expect(turn.get_by_test_id("trace-answer-prompt")).to_contain_text("onerror")
+    turn.get_by_test_id("explain-button").click()
+    expect(turn.get_by_test_id("attribution-chart")).to_be_visible(timeout=EXPLAIN_MS)
+
+    policy = app.api("GET", "/").headers.get("content-security-policy", "")
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy, policy
+
+    page.reload()  # the sidebar and a reopened conversation render the stored markup too
+    page.get_by_test_id("open-conversation").first.click()
+    expect(page.locator(FINISHED)).to_have_count(2)
+    page.wait_for_timeout(300)  # an onerror handler would have fired by now
+    assert_inert(app)
