@@ -194,9 +194,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 # -- the browser --------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    """Headless Chromium (Debian's, or $RAGONITE_CHROMIUM) under Playwright."""
+    """Headless Chromium (Debian's, or $RAGONITE_CHROMIUM) under Playwright.
+
+    Module-scoped: Playwright's sync API keeps an event loop running in the main thread while it
+    is open, and every later test calling ``asyncio.run`` would fail on it."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
