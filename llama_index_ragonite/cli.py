@@ -94,8 +94,10 @@ def _search_command(args: argparse.Namespace) -> int:
 
 
 def render_turn(response, show_sources: bool = True) -> str:
-    """A chat turn as text: completed question, answer, the cited sources (or all, if none cited)."""
+    """A chat turn as text: completed question, answer, any warning, the cited sources (or all, if none cited)."""
     lines = [f"Completed question: {response.completed_question}", f"Answer: {response.response}"]
+    if response.turn.warning:  # e.g. citations of sources that do not exist, a garbled LLM reply
+        lines.append(f"Warning: {response.turn.warning}")
     if show_sources and response.source_nodes:
         cited = response.turn.cited
         lines.append("Cited sources:" if cited else "Sources (none cited):")
@@ -157,7 +159,15 @@ def _chat_engine(args: argparse.Namespace, conversation_id: str, models):
 
 
 def _ask_command(args: argparse.Namespace) -> int:
-    engine, _ = _chat_engine(args, args.conversation, _models(args))
+    """One question, one answer. Without ``--conversation`` nothing is read or stored: an earlier
+    ask must not complete this one (a silent shared conversation poisoned unrelated questions)."""
+    if args.conversation is None:
+        from llama_index_ragonite.chat.engine import RagoniteChatEngine
+
+        llm, embed_model = _models(args)
+        engine = RagoniteChatEngine.from_store(args.store, llm=llm, embed_model=embed_model)
+    else:
+        engine, _ = _chat_engine(args, args.conversation, _models(args))
     response = engine.chat(args.question)
     print(render_turn(response))
     if args.explain:
@@ -260,7 +270,14 @@ def build_arg_parser() -> argparse.ArgumentParser:
             p.add_argument("question")
             p.add_argument("--explain", action="store_true", help="also attribute the answer to its evidences")
         p.add_argument("--store", required=True)
-        p.add_argument("--conversation", default=None if name == "chat" else "cli", help="conversation id")
+        p.add_argument(
+            "--conversation",
+            default=None,
+            help="conversation id: continue it and store this turn in it (ask without it is one-shot:"
+            " no earlier turn completes the question, nothing is stored)"
+            if name == "ask"
+            else "conversation id to continue (default: a new one)",
+        )
         p.add_argument(
             "--conversations",
             default=None,

@@ -14,6 +14,7 @@ chat-template tokens. ``unquote_evidence`` restores the page text for display.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import List, Sequence
 
 from llama_index.core.llms import ChatMessage, MessageRole
@@ -144,6 +145,49 @@ def cited_sources(answer: str, n_sources: int) -> List[int]:
             if 1 <= i <= n_sources and i not in seen:
                 seen.append(i)
     return seen
+
+
+# Anything that looks like a citation ("[Source …]", "[Sources …]") but is not escaped page text.
+_CITATION_LIKE = re.compile(r"(?<!\\)\[\s*Sources?\b[^\[\]\n]{0,40}?(?<!\\)\]", re.IGNORECASE)
+
+
+@dataclass
+class CitationCheck:
+    """An answer's citations checked against the prompt's sources.
+
+    ``cited``: the valid source numbers (as ``cited_sources``); ``invalid``: each marker that names
+    no source, as written or normalised (``[Source 99]`` for ten sources, ``[Source 0]``,
+    ``[Source x]``), in order; ``answer``: the text with every invalid marker removed (a marker
+    that names valid and invalid numbers keeps the valid ones: ``[Sources 2, 99]`` → ``[Source 2]``).
+    """
+
+    cited: List[int] = field(default_factory=list)
+    invalid: List[str] = field(default_factory=list)
+    answer: str = ""
+
+
+def check_citations(answer: str, n_sources: int) -> CitationCheck:
+    """``answer``'s ``[Source i]`` markers validated against ``1..n_sources`` (see ``CitationCheck``)."""
+    check = CitationCheck(cited=cited_sources(answer, n_sources))
+
+    def kept(match: re.Match) -> str:
+        marker = match.group(0)
+        parsed = _CITATION.fullmatch(marker)
+        if parsed is None:
+            check.invalid.append(marker)
+            return ""
+        numbers = [int(n) for n in re.findall(r"\d+", parsed.group(1))]
+        valid = [n for n in numbers if 1 <= n <= n_sources]
+        check.invalid += [f"[Source {n}]" for n in numbers if not 1 <= n <= n_sources]
+        if len(valid) == len(numbers):
+            return marker
+        return f"[Source {valid[0]}]" if len(valid) == 1 else f"[Sources {', '.join(map(str, valid))}]" if valid else ""
+
+    text = _CITATION_LIKE.sub(kept, answer)
+    if check.invalid:  # the spaces and punctuation a removed marker leaves behind
+        text = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", text)).strip()
+    check.answer = text
+    return check
 
 
 def strip_citations(answer: str) -> str:

@@ -164,3 +164,112 @@ def carried_terms(user_turns: Sequence[str], message: str, max_terms: int = 20, 
                 seen.add(term.lower())
                 out.append(term)
     return out[:max_terms]
+
+
+# ---------------------------------------------------------------------- does a turn need its conversation?
+
+# Words that point back to something said before. "that", "it", "es" and "das" are also
+# relative pronouns, expletives or articles: ``refers_back`` looks at their neighbours.
+ANAPHORA_WORDS = frozenset(
+    """it its itself this these those they them their theirs he him his she her such former latter
+    er ihn ihm sie ihr ihre ihren ihrem ihrer sein seine seinen seinem seiner dessen deren dies diese dieser
+    dieses diesen diesem jene jener jenes jenen jenem dort dorthin dafür davon dazu damit darin darauf daran
+    darüber dabei dagegen daher derselbe dieselbe dasselbe""".split()
+)
+# Where an ellipsis starts: "And the firmware?", "What about TPM?", "Und die Firmware?", "Was ist mit TPM?".
+_ELLIPSIS = re.compile(
+    r"^\W*(?:and|und|or|oder|also for|auch für|same for|what about|how about|what of|was ist mit"
+    r"|wie ist es mit|wie steht es mit|wie sieht es mit|und was ist mit|und wie)\b",
+    re.I,
+)
+_EXPLETIVE_IT = re.compile(
+    r"\b(?:it|es)\s+(?:(?:is|was|be|ist|war|wäre)\s+)?(?:(?:still|also|auch|noch)\s+)?(?:possible|necessary|"
+    r"true|recommended|required|mandatory|allowed|safe|enough|important|worth|likely|möglich|nötig|notwendig|"
+    r"sinnvoll|empfohlen|erlaubt|wichtig)\b|\b(?:gibt|gab|geht|ging)\s+es\b|\bes\s+(?:gibt|gab)\b",
+    re.I,
+)
+# "that" points back after these words ("Is that …", "about that"); after a noun or a verb
+# it is a relative pronoun or a conjunction ("use cases that include", "I know that").
+_THAT_BEFORE = frozenset(
+    "about and at by did do does for from how in is of on or to was what when where which who why with".split()
+)
+# The words a question starts with; a turn that starts otherwise and is short is a fragment.
+_QUESTION_START = frozenset(
+    """what which who whom whose where when why how is are was were do does did can could should shall will would
+    has have had may might must list name tell show explain give describe please
+    was welche welcher welches welchen welchem wer wen wem wessen wo wohin woher wann warum wieso weshalb wie
+    wozu wofür womit woran worauf ist sind war waren hat haben hatte hatten kann können konnte konnten
+    soll sollte sollten wird werden wurde wurden gibt gab muss müssen darf nenne nenn nennen zeige zeig
+    erkläre erklär beschreibe gib bitte""".split()
+)
+_GERMAN_PREPOSITIONS = frozenset("von vom für mit bei aus nach über unter gegen ohne durch zwischen".split())
+_QUOTED = re.compile(r"""['"„“‘]([^'"„“”‘’]{2,})['"“”’]""")
+_SENTENCE_START = re.compile(r"(?:^|[.?!:;,]\s+)\W*(\w+)")
+
+
+def refers_back(text: str) -> bool:
+    """Does the turn point back (a pronoun, a demonstrative, an ellipsis) rather than name its subject?
+
+    "Where is it located?", "What was the QEMU version in these tests?", "Und die Firmware?",
+    "Wofür steht das?"; not "Is it possible to …", "Gibt es …", "the cases that include …",
+    "das Host-Szenario" (an article before a noun) or the polite "Sie".
+    """
+    if _ELLIPSIS.match(text):
+        return True
+    tokens = re.findall(r"\w+|[^\w\s]", _EXPLETIVE_IT.sub(" ", text))
+    for i, token in enumerate(tokens):
+        low, before = token.lower(), tokens[i - 1].lower() if i else ""
+        after = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if low in ANAPHORA_WORDS and not (token == "Sie" and i > 0):
+            return True
+        if low == "that" and (not before or before in _THAT_BEFORE):
+            return True
+        if low in ("das", "dem") and before and not after[:1].isupper():  # "Ist das vorgeschrieben?"
+            return True
+    return False
+
+
+def salient_terms(text: str, extra: Iterable[str] = ()) -> List[str]:
+    """The turn's own names: what lets it stand alone ("OXT-243", "9.0.2", "TPM", "BuildBot",
+    "Forward Seal Test", a quoted title), told from their shape, with no model and no corpus.
+
+    A term is salient when it holds a digit or an identifier joint (``- . _ /``), has two capitals
+    (acronyms, CamelCase), is quoted, or is capitalised inside an English sentence. German
+    capitalises every noun, so there a capitalised word counts only next to another one ("Forward
+    Seal", "Gast VMs") or right after a preposition, where a common noun would take an article
+    ("von Frankreich", "für Haskell"): single nouns ("die Konfiguration") are not names.
+    """
+    terms = content_terms(text, extra)
+    if not terms:
+        return []
+    starts = {m.group(1) for m in _SENTENCE_START.finditer(text)}
+    quoted = {w.lower() for phrase in _QUOTED.findall(text) for w in words(phrase)}
+    german = detect_language(text) == "de"
+    tokens = _TERM.findall(text)
+    named = set()
+    for i, token in enumerate(tokens):
+        if not token[:1].isupper() or token in starts or token.lower() in _dropped(COMPLETION_STOPWORDS):
+            continue
+        if (
+            not german
+            or (i and tokens[i - 1].lower() in _GERMAN_PREPOSITIONS)  # "von Frankreich": a name takes no article
+            or any(0 <= j < len(tokens) and tokens[j][:1].isupper() and tokens[j] not in starts for j in (i - 1, i + 1))
+        ):
+            named.add(token)
+    out = []
+    for term in terms:
+        if (
+            any(c.isdigit() for c in term)
+            or any(c in "-._/" for c in term.strip("-._/"))
+            or sum(c.isupper() for c in term) >= 2
+            or term.lower() in quoted
+            or term in named
+        ):
+            out.append(term)
+    return out
+
+
+def is_fragment(text: str) -> bool:
+    """A short turn that is no question of its own: "TPM?", "Version 9.0.2 then?", "Nur die Firmware."."""
+    tokens = words(text)
+    return bool(tokens) and tokens[0] not in _QUESTION_START and len(content_terms(text)) <= 3

@@ -182,7 +182,7 @@ def test_ask_answers_through_an_openai_compatible_server(capsys, sample_store, t
         stub.script(reply("Bob owns the service [Source 1]."))
         spec = f"openai-compatible:llama3:8b@{stub.base_url}"  # an Ollama-style model name, with a colon
         assert main(["ask", "--store", sample_store, "--conversations", chats, "--llm", spec, "Who owns OTA?"]) == 0
-        [request] = stub.requests
+        [request, _suggestions] = stub.requests  # the answer, then the follow-up suggestions
     out = capsys.readouterr().out
     assert "Answer: Bob owns the service [Source 1]." in out and "Cited sources:\n  [Source 1]" in out
     assert request.body["model"] == "llama3:8b" and "### Source 1 ###" in request.messages[-1]["content"]
@@ -249,3 +249,23 @@ def test_model_specs():
     assert llm.metadata.context_window == 8192 and llm.metadata.is_chat_model  # no "Unknown model" lookup
     with pytest.raises(ValueError, match="Empty embedding spec"):
         embedding_from_spec(" ")
+
+
+def test_ask_is_one_shot_unless_a_conversation_is_named(capsys, sample_store, tmp_path):
+    chats = tmp_path / "chats.sqlite"
+    assert main(["ask", "--store", sample_store, "--conversations", str(chats), "Who owns the OTA server?"]) == 0
+    assert main(["ask", "--store", sample_store, "--conversations", str(chats), "What is its poll interval?"]) == 0
+    out = capsys.readouterr().out
+    assert "Completed question: What is its poll interval?" in out  # the earlier ask did not complete it
+    assert not chats.exists()  # nothing stored
+    for question in ("Who owns the OTA server?", "What is its poll interval?"):
+        args = ["ask", "--store", sample_store, "--conversations", str(chats), "--conversation", "c", question]
+        assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "Completed question: What is its poll interval?" not in out  # completed from the first turn
+    from llama_index_ragonite import SQLiteChatStore
+
+    assert SQLiteChatStore(chats).get_conversation("c").message_count == 4
+    with pytest.raises(SystemExit):
+        main(["ask", "--help"])
+    assert "one-shot" in " ".join(capsys.readouterr().out.split())

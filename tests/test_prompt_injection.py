@@ -81,7 +81,7 @@ def injected_rank(response) -> int:
 def test_prompt_holds_one_header_per_evidence_and_no_fake_turns(store):
     llm = KeywordLLM(keyword="8443", prompts=[])
     response = chat(store, llm, "Which port does the OTA server listen on?")
-    prompt = llm.prompts[-1]
+    prompt = llm.prompts[0]  # the answer prompt (the follow-up suggestions' comes next)
     n = len(response.source_nodes)
     assert n >= 2 and "ota" in [h.node.ref_doc_id for h in response.source_nodes]
     assert HEADER_LINE.findall(prompt) == [f"### Source {i} ###" for i in range(1, n + 1)]

@@ -30,7 +30,15 @@ from llama_index.core.schema import BaseComponent
 
 from llama_index_ragonite.events import QuestionCompletedEvent
 from llama_index_ragonite.models.defaults import settings_llm
-from llama_index_ragonite.text import COMPLETION_STOPWORDS, carried_terms, content_terms
+from llama_index_ragonite.text import (
+    COMPLETION_STOPWORDS,
+    carried_terms,
+    content_terms,
+    is_fragment,
+    refers_back,
+    salient_terms,
+    words,
+)
 
 dispatcher = get_dispatcher(__name__)
 
@@ -172,21 +180,29 @@ class LLMQuestionCompleter(QuestionCompleter):
 
 
 class OfflineQuestionCompleter(QuestionCompleter):
-    """Deterministic, model-free completion: carry the conversation's topic terms into the new turn.
+    """Deterministic, model-free completion: add the conversation's topic to a turn that needs it.
 
+    A turn needs its conversation when it points back (a pronoun or demonstrative: "it",
+    "these tests", "dessen", "dort", "dafür"; an ellipsis: "And the kernel?", "What about
+    TPM?", "Und die Firmware?"), is a short fragment ("TPM?"), or names nothing of its own
+    (no number, version, identifier, acronym or name: "What is the recommended
+    configuration?"); see ``text.refers_back`` / ``salient_terms``. A pointer is taken as
+    resolved when the turn itself repeats two of the topic's names ("this upgrade from 8.0.1
+    to 9.0"). Every other turn is self-contained and passes unchanged: "What is the capital of
+    France?" after a turn about the OTA server stays as asked, and so does the next topic.
+
+    A completed turn gets the topic's terms, then the previous turn's, then itself verbatim:
     ``"Where is it located?"`` after ``"What color does the XT shield become after an
-    upgrade?"`` becomes ``"color XT shield become upgrade Where is it located?"``: the
-    content words of the first user turn (the topic) and of the previous user turn that the
-    new turn lacks, then the new turn verbatim. ``context_first=False`` appends the terms
-    instead; on ConfQuestions neither order is reliably better (P@1 0.788 vs 0.778 on one
-    retrieval stack, 0.772 vs 0.780 on the next, 0.810 vs 0.805 with latent terms; McNemar p = 0.3).
-
-    Every follow-up gets the terms, even one that looks self-contained: wiki conversations
-    mostly stay on a page, and leaving such turns alone cost 0.10 P@1 on ConfQuestions
-    (no shape or IDF test told real topic switches apart). A turn that already names the
-    topic gains little, as known terms are skipped. A conversation that moves to another
-    page keeps pulling towards the first one: that is where gold completions still win.
-    Only user turns are read: assistant answers are long and may be wrong.
+    upgrade?"`` becomes ``"color XT shield become upgrade Where is it located?"``. The topic is
+    the last self-contained turn (the first turn to begin with); a self-contained turn that
+    shares a term with the topic narrows it (its terms first, the older topic's names after),
+    one that shares none replaces it. Only user turns are read: assistant answers are long and
+    may be wrong. That is ``every_turn=False``. The default, ``every_turn=True``, is still the
+    completer before issue 16 (every follow-up gets the first and the previous turn's terms):
+    on ConfQuestions most follow-ups that name something of their own ("What is VirtIO?") still
+    need the first turn's page, and no rule on the turn's wording tells them from the truly
+    self-contained ones, so the strict rule costs 0.13 P@1 (0.705 vs 0.833);
+    ``benchmarks/completion_confquestions.py`` measures both against gold completions.
     """
 
     max_terms: int = Field(default=20, ge=0, description="Most terms carried over from the history.")
@@ -196,14 +212,65 @@ class OfflineQuestionCompleter(QuestionCompleter):
     extra_stopwords: List[str] = Field(
         default_factory=list, description="More words never to carry (domain filler such as the wiki's name)."
     )
+    every_turn: bool = Field(
+        default=True,
+        description="Complete every follow-up from the first and the previous turn, self-contained or not "
+        "(the default: conversational P@1 0.833 on ConfQuestions). False: only the turns that need it "
+        "(self-contained turns 100% unchanged, but P@1 0.705; benchmarks/results/completion_confquestions.md).",
+    )
 
     @classmethod
     def class_name(cls) -> str:
         return "OfflineQuestionCompleter"
 
+    def needs_context(self, message: str, topic: Sequence[str] = ()) -> bool:
+        """Does ``message`` lack what it is about? ``topic``: the terms the conversation is on."""
+        named = salient_terms(message, self.extra_stopwords)
+        if not named or is_fragment(message):
+            return True
+        if not refers_back(message):
+            return False
+        known = {t.lower() for t in topic}
+        return sum(t.lower() in known for t in named) < 2  # "this upgrade from 8.0.1 to 9.0" names it again
+
+    def topic(self, user_turns: Sequence[str]) -> List[str]:
+        """The terms to complete a follow-up with after ``user_turns``: the turn that opened the
+        topic, the topic's latest self-contained turn, the previous turn; each term once."""
+        extra = self.extra_stopwords
+        opened = topic = content_terms(user_turns[0], extra) if user_turns else []
+        previous: List[str] = []
+        for turn in user_turns[1:]:
+            terms = content_terms(turn, extra)
+            if self.needs_context(turn, _unique(opened + topic + previous)):
+                previous = terms
+                continue
+            if not _words(terms) & _words(opened + topic):
+                opened = terms  # shares no word with the topic: a new one
+            topic, previous = terms, []
+        return _unique(opened + topic + previous)
+
     def _complete(self, history: List[ChatMessage], message: str) -> str:
-        terms = carried_terms(_user_turns(history), message, self.max_terms, self.extra_stopwords)
+        turns = _user_turns(history)
+        if self.every_turn:
+            terms = carried_terms(turns, message, self.max_terms, self.extra_stopwords)
+        else:
+            topic = self.topic(turns)
+            if not self.needs_context(message, topic):
+                return message
+            known = {t.lower() for t in content_terms(message, self.extra_stopwords)}
+            terms = [t for t in topic if t.lower() not in known][: self.max_terms]
         if not terms:
             return message
         context = " ".join(terms)
         return f"{context} {message.strip()}" if self.context_first else f"{message.strip()} {context}"
+
+
+def _words(terms: Sequence[str]) -> set:
+    """The lower-cased words of ``terms``, identifiers split ("OTA-Server": ota, server)."""
+    return {w for term in terms for w in words(term)}
+
+
+def _unique(terms: Sequence[str]) -> List[str]:
+    """``terms`` without repeats (case-insensitive), first occurrence kept."""
+    seen: set = set()
+    return [t for t in terms if not (t.lower() in seen or seen.add(t.lower()))]

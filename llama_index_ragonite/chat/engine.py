@@ -39,11 +39,11 @@ from llama_index_ragonite.chat.responses import (
     TurnResult,
     turn_metadata,
 )
-from llama_index_ragonite.chat.suggestions import suggest_follow_ups
+from llama_index_ragonite.chat.suggestions import FollowUpSuggester, question_language, suggest_follow_ups
 from llama_index_ragonite.errors import LLMCallError
 from llama_index_ragonite.events import AnswerEvent, AnswerPromptEvent
 from llama_index_ragonite.models.defaults import resolve_llm, settings_llm
-from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, cited_sources, format_history, format_sources
+from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, check_citations, format_history, format_sources
 
 __all__ = [
     "LLMCallError",
@@ -78,7 +78,8 @@ class RagoniteChatEngine(BaseChatEngine):
         top_k: evidences in the answer prompt, cut *after* the node postprocessors, so that a
             reranker or a similarity cutoff sees the retriever's whole pool.
         complete_questions: ``False`` retrieves with the raw message.
-        follow_ups: number of suggested next questions (0 disables them).
+        follow_ups: number of suggested next questions (0 disables them), in the language of the
+            user's turn; a real LLM writes them in one extra short call (offline ones if it fails).
         token_limit: the default memory's token limit.
         node_postprocessors: applied in order to the retrieved nodes, with the completed question
             as ``QueryBundle`` (e.g. ``SimilarityPostprocessor``, ``BGEReranker``); each gets the
@@ -112,6 +113,7 @@ class RagoniteChatEngine(BaseChatEngine):
         self._memory = memory if memory is not None else ChatMemoryBuffer.from_defaults(token_limit=token_limit)
         self._answer_prompt = answer_prompt
         self._top_k, self._complete_questions, self._follow_ups = top_k, complete_questions, follow_ups
+        self._suggester = FollowUpSuggester(llm=None if _is_offline(self._llm) else self._llm, limit=follow_ups)
         self._node_postprocessors = list(node_postprocessors or [])
         for postprocessor in self._node_postprocessors:
             postprocessor.callback_manager = self.callback_manager
@@ -206,15 +208,24 @@ class RagoniteChatEngine(BaseChatEngine):
         dispatcher.event(AnswerPromptEvent(question=question, prompt=prompt, n_sources=len(nodes)))
         return prompt
 
-    def _finish(self, turn: TurnResult, answer: str, nodes: Sequence[NodeWithScore]) -> str:
-        answer = (answer or "").strip()
+    def _finish(
+        self, turn: TurnResult, answer: str, nodes: Sequence[NodeWithScore], suggested: Optional[List[str]] = None
+    ) -> str:
+        """The answer with its citations checked (invalid markers removed, with a warning) and the follow-ups."""
+        checked = check_citations((answer or "").strip(), len(nodes))
+        turn.flag_invalid_citations(checked.invalid, len(nodes))
+        answer = checked.answer
         if not answer:
-            if turn.warning is None:
-                turn.warning = "The LLM returned no text; answered out of scope."
-                logger.warning(turn.warning)
+            if checked.invalid or turn.warning is None:
+                turn.warn(
+                    f"{'Nothing but invalid citations' if checked.invalid else 'The LLM returned no text'}; "
+                    "answered out of scope."
+                )
             answer = OUT_OF_SCOPE
-        turn.cited = [] if _is_out_of_scope(answer) else cited_sources(answer, len(nodes))
-        turn.follow_ups = suggest_follow_ups(nodes, turn.completed_question, self._follow_ups)
+        turn.cited = [] if _is_out_of_scope(answer) else checked.cited
+        turn.follow_ups = suggested or self._suggester.offline(
+            nodes, turn.completed_question, turn.language, turn.cited
+        )
         dispatcher.event(AnswerEvent(answer=answer, cited=turn.cited, warning=turn.warning))
         return answer
 
@@ -251,7 +262,9 @@ class RagoniteChatEngine(BaseChatEngine):
         with self._synthesize_event(turn) as event:
             if nodes:
                 turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-                answer = self._finish(turn, call_llm(self._llm.complete, turn.prompts["answer"], turn), nodes)
+                text = call_llm(self._llm.complete, turn.prompts["answer"], turn)
+                suggested = self._suggester.ask(nodes, turn.completed_question, turn.language, turn.prompts)
+                answer = self._finish(turn, text, nodes, suggested)
             else:
                 answer = self._finish(turn, OUT_OF_SCOPE, nodes)
             self._answered(event, answer, nodes)
@@ -264,7 +277,7 @@ class RagoniteChatEngine(BaseChatEngine):
         message = _checked(message)
         history = self._history(chat_history)
         completed = self._completer.complete(history, message) if self._needs_completion(history) else message
-        turn = TurnResult(completed_question=completed)
+        turn = TurnResult(completed_question=completed, language=_language(message, completed))
         return message, history, turn, self._select(completed, self._retriever.retrieve(completed))
 
     @dispatcher.span
@@ -292,8 +305,9 @@ class RagoniteChatEngine(BaseChatEngine):
         for delta in deltas:
             text += delta
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=delta)
-        answer = self._finish(turn, text, nodes)
-        if answer != text.strip():  # empty stream -> the out-of-scope sentence
+        suggested = self._suggester.ask(nodes, turn.completed_question, turn.language, turn.prompts)
+        answer = self._finish(turn, text, nodes, suggested)  # what was streamed keeps invalid markers
+        if not text.strip():  # empty stream -> the out-of-scope sentence
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=answer), delta=answer)
         response.metadata = turn_metadata(turn, nodes)
 
@@ -306,7 +320,8 @@ class RagoniteChatEngine(BaseChatEngine):
             if nodes:
                 turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
                 text = await acall_llm(self._llm.acomplete, turn.prompts["answer"], turn)
-                answer = self._finish(turn, text, nodes)
+                suggested = await self._suggester.aask(nodes, turn.completed_question, turn.language, turn.prompts)
+                answer = self._finish(turn, text, nodes, suggested)
             else:
                 answer = self._finish(turn, OUT_OF_SCOPE, nodes)
             self._answered(event, answer, nodes)
@@ -319,7 +334,7 @@ class RagoniteChatEngine(BaseChatEngine):
         history = self._history(chat_history)
         needs = self._needs_completion(history)
         completed = await self._completer.acomplete(history, message) if needs else message
-        turn = TurnResult(completed_question=completed)
+        turn = TurnResult(completed_question=completed, language=_language(message, completed))
         return message, history, turn, await self._aselect(completed, await self._retriever.aretrieve(completed))
 
     @dispatcher.span
@@ -347,18 +362,29 @@ class RagoniteChatEngine(BaseChatEngine):
         async for delta in deltas:
             text += delta
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=delta)
-        answer = self._finish(turn, text, nodes)
-        if answer != text.strip():
+        suggested = await self._suggester.aask(nodes, turn.completed_question, turn.language, turn.prompts)
+        answer = self._finish(turn, text, nodes, suggested)
+        if not text.strip():
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=answer), delta=answer)
         response.metadata = turn_metadata(turn, nodes)
+
+
+def _is_offline(llm: LLM) -> bool:
+    from llama_index_ragonite.models.extractive import ExtractiveAnswerer
+
+    return isinstance(llm, ExtractiveAnswerer)
 
 
 def _default_completer(llm: LLM) -> QuestionCompleter:
     """The offline completer for the extractive answerer, the paper's LLM completion for a real LLM."""
     from llama_index_ragonite.chat.completion import LLMQuestionCompleter
-    from llama_index_ragonite.models.extractive import ExtractiveAnswerer
 
-    return OfflineQuestionCompleter() if isinstance(llm, ExtractiveAnswerer) else LLMQuestionCompleter(llm=llm)
+    return OfflineQuestionCompleter() if _is_offline(llm) else LLMQuestionCompleter(llm=llm)
+
+
+def _language(message: str, completed: str) -> str:
+    """The user's turn's language; a message too short to tell ("Bob?") takes the completed question's."""
+    return question_language(message) or question_language(completed) or "en"
 
 
 def _checked(message: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -9,6 +10,8 @@ from llama_index.core.chat_engine.types import AgentChatResponse, StreamingAgent
 from llama_index.core.schema import NodeWithScore
 
 __all__ = ["RagoniteChatResponse", "RagoniteStreamingChatResponse", "TurnResult", "turn_metadata"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -19,7 +22,23 @@ class TurnResult:
     cited: List[int] = field(default_factory=list)  # 1-based source numbers the answer cites
     prompts: Dict[str, str] = field(default_factory=dict)  # "answer" -> the prompt sent
     follow_ups: List[str] = field(default_factory=list)
-    warning: Optional[str] = None  # e.g. the LLM returned no usable text
+    warning: Optional[str] = None  # e.g. the LLM returned no usable text; all warnings, one per sentence
+    invalid_citations: List[str] = field(default_factory=list)  # markers naming no source, e.g. "[Source 99]"
+    language: str = ""  # "en" or "de": the user's turn's, which the follow-ups are written in
+
+    def warn(self, message: str) -> None:
+        """Add ``message`` to ``warning`` (earlier warnings, such as a garbled reply, stay) and log it."""
+        self.warning = message if not self.warning else f"{self.warning} {message}"
+        logger.warning(message)
+
+    def flag_invalid_citations(self, invalid: Sequence[str], n_sources: int) -> None:
+        """Record citation markers that name none of the prompt's ``n_sources`` sources, with a warning."""
+        if invalid:
+            self.invalid_citations = list(invalid)
+            self.warn(
+                f"The answer cited {', '.join(invalid)}, which name none of the {n_sources} sources; "
+                "removed from the citations."
+            )
 
 
 class _TurnView:
@@ -60,4 +79,5 @@ def turn_metadata(turn: TurnResult, nodes: Sequence[NodeWithScore]) -> Dict[str,
         "prompts": dict(turn.prompts),
         "follow_ups": list(turn.follow_ups),
         "warning": turn.warning,
+        "invalid_citations": list(turn.invalid_citations),
     }

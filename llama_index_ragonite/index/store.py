@@ -136,7 +136,9 @@ class EvidenceStore:
         if embed_model is not None:
             self._check_model(embed_model)
         self.parser = parser or HTMLEvidenceParser()
-        self.contextualizer = contextualizer or EvidenceContextualizer()
+        self.contextualizer = contextualizer or EvidenceContextualizer.from_recorded(
+            self.manifest.get("contextualizer")
+        )
         self.lexical = lexical or self._load_lexical()
         self.latent = LatentTermIndex.load(self.path)
         self._chroma_client = chroma_client
@@ -212,7 +214,7 @@ class EvidenceStore:
             doc.text,
             json.dumps(doc.metadata, sort_keys=True, default=str),
             json.dumps(self.parser.to_dict(), sort_keys=True, default=str),
-            json.dumps(self.contextualizer.to_dict(), sort_keys=True, default=str),
+            json.dumps(self.contextualizer.fingerprint_settings(), sort_keys=True, default=str),
         ):
             digest.update(part.encode("utf-8", "replace"))
             digest.update(b"\x00")

@@ -15,11 +15,18 @@ two keys: ``context`` (the full header, LLM view) and ``embed_context`` (EMBED v
 The header is short by construction (a neighbour contributes one line — its
 nearest row or item — cut to ``neighbour_words``), so it neither bloats
 relationship snapshots nor repeats a whole table into each row.
+
+Table rows (``row_context``): with ``"table"`` (the default, the paper's Figure 3) every row takes
+the evidence before its table (the text that introduces it) and the evidence after it (its footer),
+so a fact stated above a table, such as the QEMU version of a test matrix, reaches each row and not
+only the first; ``"neighbours"`` gives a row the rows around it. On ConfQuestions the two retrieve
+alike (hybrid + ALL P@1 0.863 vs 0.862; benchmarks/results/retrieval_confquestions.md), so the
+paper's choice, which also hands the answer step the table's context, is the default.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Literal, Optional, Sequence
 
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.instrumentation import get_dispatcher
@@ -65,6 +72,10 @@ class EvidenceContextualizer(TransformComponent):
     embed_neighbours: bool = Field(
         default=False, description="Also put the before/after lines into the text that is embedded."
     )
+    row_context: Literal["neighbours", "table"] = Field(
+        default="table",
+        description="Before/After of a table row: the evidences around its table (the paper's), or the rows around it.",
+    )
     context_key: str = Field(default="context", description="Metadata key that holds the context header.")
     embed_context_key: str = Field(default="embed_context", description="Metadata key of the embedded header.")
     visible_metadata_keys: List[str] = Field(
@@ -84,6 +95,26 @@ class EvidenceContextualizer(TransformComponent):
             raise ValueError(f"Unknown contextualization {setting!r}; choose one of {list(SETTINGS)}") from None
         return cls(**switches, **kwargs)
 
+    @classmethod
+    def from_recorded(cls, settings: Optional[Dict[str, Any]]) -> "EvidenceContextualizer":
+        """The contextualizer a store recorded in its manifest (the default when none was).
+
+        Stores written before ``row_context`` existed gave rows their neighbouring rows: reopened,
+        they keep doing so, so their pages stay unchanged instead of all being indexed again.
+        """
+        if not settings:
+            return cls()
+        recorded = {k: v for k, v in settings.items() if k != "class_name" and k in cls.model_fields}
+        return cls(**{"row_context": "neighbours", **recorded})
+
+    def fingerprint_settings(self) -> Dict[str, Any]:
+        """What a store's page fingerprints hash: ``to_dict``, without ``row_context`` when it is
+        "neighbours", so pages indexed before the field existed keep their fingerprints."""
+        data = self.to_dict()
+        if data.get("row_context") == "neighbours":
+            del data["row_context"]
+        return data
+
     @property
     def setting(self) -> str:
         switches = dict(title=self.title, heading=self.heading, before=self.before, after=self.after)
@@ -92,8 +123,15 @@ class EvidenceContextualizer(TransformComponent):
                 return name
         return "+".join(k.upper() for k, v in switches.items() if v)
 
-    def context(self, node: BaseNode, by_id: Dict[str, BaseNode], neighbours: bool = True) -> str:
+    def context(
+        self,
+        node: BaseNode,
+        by_id: Dict[str, BaseNode],
+        neighbours: bool = True,
+        memo: Optional[Dict[Any, Any]] = None,
+    ) -> str:
         """The context header of one node ("" when every switch is off); ``neighbours=False`` omits BEF/AFT."""
+        memo = {} if memo is None else memo
         meta = node.metadata
         lines = []
         if self.title and meta.get("title"):
@@ -104,11 +142,36 @@ class EvidenceContextualizer(TransformComponent):
             (self.before, NodeRelationship.PREVIOUS, "Before", "last"),
             (self.after, NodeRelationship.NEXT, "After", "first"),
         ):
-            neighbour = self._neighbour(node, rel, by_id) if switch and neighbours else None
+            neighbour = self._context_neighbour(node, rel, by_id, memo) if switch and neighbours else None
             snippet = nearest_line(neighbour.get_content(), side, self.neighbour_words) if neighbour else ""
             if snippet:
                 lines.append(f"{label}: {snippet}")
         return "\n".join(lines)
+
+    def _context_neighbour(
+        self, node: BaseNode, rel: NodeRelationship, by_id: Dict[str, BaseNode], memo: Dict[Any, Any]
+    ) -> Optional[BaseNode]:
+        """The evidence that gives ``node`` its Before/After: its neighbour, or for a row in
+        ``row_context="table"`` its table's neighbour (found past the table's rows when they have
+        no parent node; ``memo`` keeps that walk linear per table)."""
+        if self.row_context != "table" or not _is_row(node):
+            return self._neighbour(node, rel, by_id)
+        parent = self._neighbour(node, NodeRelationship.PARENT, by_id)
+        if parent is not None:
+            return self._neighbour(parent, rel, by_id)
+        path, current = [], node
+        while (current.node_id, rel) not in memo:
+            path.append(current.node_id)
+            memo[current.node_id, rel] = None  # a cycle ends here
+            neighbour = self._neighbour(current, rel, by_id)
+            if neighbour is None or not _same_table(neighbour, node):
+                memo[current.node_id, rel] = neighbour
+                break
+            current = neighbour
+        found = memo[current.node_id, rel]
+        for node_id in path:
+            memo[node_id, rel] = found
+        return found
 
     @staticmethod
     def _neighbour(node: BaseNode, rel: NodeRelationship, by_id: Dict[str, BaseNode]) -> Optional[BaseNode]:
@@ -127,7 +190,10 @@ class EvidenceContextualizer(TransformComponent):
             if isinstance(node.relationships.get(rel), RelatedNodeInfo) and self._neighbour(node, rel, by_id) is None
         )
         # read all before writing any
-        headers = [(self.context(n, by_id), self.context(n, by_id, self.embed_neighbours)) for n in nodes]
+        memo: Dict[Any, Any] = {}
+        headers = [
+            (self.context(n, by_id, True, memo), self.context(n, by_id, self.embed_neighbours, memo)) for n in nodes
+        ]
         for node, (context, embed_context) in zip(nodes, headers):
             node.metadata[self.context_key] = context
             node.metadata[self.embed_context_key] = embed_context
@@ -139,3 +205,14 @@ class EvidenceContextualizer(TransformComponent):
             EvidencesContextualizedEvent(setting=self.setting, nodes=len(nodes), missing_neighbours=missing)
         )
         return nodes
+
+
+def _is_row(node: BaseNode) -> bool:
+    return node.metadata.get("evidence_type") == "table_row"
+
+
+def _same_table(other: BaseNode, row: BaseNode) -> bool:
+    """``other`` is a row of ``row``'s table (same page and table index)."""
+    if not _is_row(other) or other.metadata.get("table_index") != row.metadata.get("table_index"):
+        return False
+    return other.ref_doc_id == row.ref_doc_id

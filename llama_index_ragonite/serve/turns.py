@@ -119,6 +119,8 @@ def _trace(events: Sequence[BaseEvent], prompts: Dict[str, str], rephraser: Opti
     trace: Dict[str, Any] = {"answer_prompt": prompts.get("answer")}
     if rephraser:
         trace["rephraser_prompt"] = rephraser
+    if prompts.get("follow_ups"):  # the LLM's follow-up suggestions call
+        trace["follow_ups_prompt"] = prompts["follow_ups"]
     for event in events:
         if event.class_name() == "QuestionCompletedEvent":
             trace["completion"] = {"message": event.message, "completed": event.completed, "by": event.completer}
@@ -153,7 +155,8 @@ def turn_json(
         "cited": list(turn.cited),
         "sources": [source_json(i, hit) for i, hit in enumerate(nodes, 1)],
         "follow_ups": list(turn.follow_ups),
-        "warning": turn.warning,
+        "warning": turn.warning,  # e.g. "The answer cited [Source 99], which name none of the 10 sources; …"
+        "invalid_citations": list(getattr(turn, "invalid_citations", [])),
         "out_of_scope": out_of_scope,
         "language": detect_language(question),
         "trace": _trace(events, turn.prompts, rephraser_prompt, titles),

@@ -114,12 +114,13 @@ def test_settings_llm_is_used_when_set_and_an_explicit_llm_wins(settings_llm):
     chat = RagoniteChatEngine.from_defaults(PoolRetriever())
     assert chat.llm is settings_llm and isinstance(chat._completer, LLMQuestionCompleter)
     assert chat.chat("Who parses wiki pages?").response == "Settings answered [Source 1]."
-    [prompt] = settings_llm.prompts
+    [prompt, suggestions] = settings_llm.prompts  # the answer, then the follow-up suggestions
+    assert "follow-up questions" in suggestions
     assert "### Source 1 ###" in prompt and "User: Who parses wiki pages?" in prompt
     explicit = RecordingLLM(answer="Explicit [Source 1].")
     chat = RagoniteChatEngine(PoolRetriever(), llm=explicit)
     assert chat.llm is explicit and chat.chat("Who parses wiki pages?").response == "Explicit [Source 1]."
-    assert len(settings_llm.prompts) == 1  # the explicit LLM answered, Settings' did not
+    assert len(settings_llm.prompts) == 2  # the explicit LLM answered, Settings' did not
 
 
 def test_a_similarity_cutoff_drops_nodes_before_the_prompt():

@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import re
 from typing import Any, List, Sequence
 
 import pytest
@@ -111,7 +112,7 @@ def test_first_turn_is_not_completed_follow_ups_are(store):
 def test_citations_map_back_to_the_nodes_in_prompt_order(store):
     llm = ScriptedLLM(answer="Bob ranks evidences [Source 2], Alice parses [Source 1] [Source 9].")
     response = engine(store, llm=llm).chat("Who ranks evidences and who parses?")
-    prompt = llm.prompts[-1]
+    [prompt, _suggestions] = llm.prompts  # the answer, then the follow-up suggestions
     assert response.turn.prompts["answer"] == prompt
     for i, hit in enumerate(response.source_nodes, 1):  # numbered in retrieval order
         assert f"### Source {i} ###\n{hit.node.get_content(metadata_mode='llm').strip()}" in prompt
@@ -265,10 +266,15 @@ def test_trace_shows_every_step(store):
         assert part in text
 
 
-def test_follow_up_suggestions_come_from_retrieved_titles_and_headings(store):
+def test_follow_up_suggestions_come_from_the_retrieved_evidences(store):
     response = engine(store).chat("Who parses wiki pages?")
-    assert 1 <= len(response.turn.follow_ups) <= 3
-    assert all(q.startswith("What does '") for q in response.turn.follow_ups)
+    assert 1 <= len(response.turn.follow_ups) <= 3, response.turn.follow_ups
+    retrieved = " ".join(
+        f"{n.node.metadata.get('title', '')} {n.node.get_content()}" for n in response.source_nodes
+    ).lower()
+    for question in response.turn.follow_ups:  # each a question about something the evidences hold
+        assert question.endswith("?")
+        assert any(len(w) > 3 and w in retrieved for w in re.findall(r"[a-z]+", question.lower())), question
     assert engine(store, follow_ups=0).chat("Who parses wiki pages?").turn.follow_ups == []
 
 
@@ -280,3 +286,72 @@ def test_default_is_the_offline_extractive_stack(store):
     assert isinstance(chat.llm, ExtractiveAnswerer) and isinstance(chat._completer, OfflineQuestionCompleter)
     response = chat.chat("Which task does Bob have?")
     assert response.response == OUT_OF_SCOPE or response.turn.cited
+
+
+# -- citations validated against the prompt's sources -------------------------------------------
+
+
+def test_check_citations_names_out_of_range_and_malformed_markers():
+    from llama_index_ragonite.prompts import check_citations
+
+    checked = check_citations("A [Sources 2, 99]. B [Source x] and [Source] c \\[Source 3\\] [Source 0].", 10)
+    assert checked.cited == [2]
+    assert checked.invalid == ["[Source 99]", "[Source x]", "[Source]", "[Source 0]"]
+    assert checked.answer == "A [Source 2]. B and c \\[Source 3\\]."  # page text's escaped marker stays
+    assert check_citations("fine [Source 1].", 1).invalid == []
+
+
+def keyword_engine(store, **kwargs):
+    from fakes import KeywordLLM
+
+    llm = KeywordLLM(keyword="Bob", fixed_answer="X [Source 99] [Source 0]", prompts=[])
+    return RagoniteChatEngine(HybridRetriever.from_store(store), llm=llm, complete_questions=False, **kwargs)
+
+
+@pytest.mark.fault(
+    "the LLM cites [Source 99] of ten sources and [Source 0]",
+    "dropped from the citations, removed from the answer, named in the turn's warning",
+)
+def test_invalid_citations_are_dropped_with_a_warning(store):
+    response = keyword_engine(store).chat("Which task does Bob have?")
+    [n] = response.turn.cited  # KeywordLLM cites the first source naming Bob after the fixed answer
+    assert "Bob" in response.source_nodes[n - 1].node.get_content()
+    assert response.response == f"X [Source {n}]"
+    assert response.turn.invalid_citations == ["[Source 99]", "[Source 0]"]
+    assert "[Source 99], [Source 0]" in response.turn.warning and response.metadata["warning"] == response.turn.warning
+    assert response.metadata["invalid_citations"] == ["[Source 99]", "[Source 0]"]
+    assert response.turn.follow_ups  # the turn goes on as usual
+
+
+def test_streamed_and_async_answers_validate_citations_too(store):
+    streamed = keyword_engine(store).stream_chat("Which task does Bob have?")
+    text = "".join(streamed.response_gen)
+    assert "[Source 99] [Source 0]" in text  # already streamed: the tokens stay, the warning names them
+    assert streamed.turn.invalid_citations == ["[Source 99]", "[Source 0]"] and len(streamed.turn.cited) == 1
+    answered = asyncio.run(keyword_engine(store).achat("Which task does Bob have?"))
+    assert answered.response.startswith("X [Source ") and "[Source 99]" in answered.turn.warning
+
+
+def test_an_answer_of_only_invalid_citations_is_out_of_scope():
+    llm = ScriptedLLM(answer="[Source 42]")
+    response = RagoniteChatEngine(PoolRetrieverOfTwo(), llm=llm, follow_ups=0).chat("Who?")
+    assert response.response == OUT_OF_SCOPE and response.turn.cited == []
+    assert "[Source 42]" in response.turn.warning and "out of scope" in response.turn.warning
+
+
+class PoolRetrieverOfTwo(BaseRetriever):
+    def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        from llama_index.core.schema import TextNode
+
+        return [NodeWithScore(node=TextNode(text=t), score=1.0) for t in ("Alice parses.", "Bob ranks.")]
+
+
+def test_cli_and_api_show_the_citation_warning(store):
+    from llama_index_ragonite.cli import render_turn
+    from llama_index_ragonite.serve.turns import turn_json
+
+    response = keyword_engine(store).chat("Which task does Bob have?")
+    assert f"Warning: {response.turn.warning}" in render_turn(response)
+    turn = turn_json("Which task does Bob have?", response.response, response.turn, response.source_nodes, [], 0.1)
+    assert turn["warning"] == response.turn.warning and turn["invalid_citations"] == ["[Source 99]", "[Source 0]"]
+    assert turn["cited"] == response.turn.cited

@@ -37,7 +37,8 @@ def engine(store, stub, **llm_kwargs):
     llm_kwargs.setdefault("max_retries", 2)
     llm_kwargs.setdefault("timeout", 5.0)
     llm = openai_llm("gpt-4o", api_base=stub.base_url, api_key="test-key", **llm_kwargs)
-    return RagoniteChatEngine(HybridRetriever.from_store(store), llm=llm)
+    # follow_ups=0: these tests script each request; the suggestions' own request is tested in test_suggestions
+    return RagoniteChatEngine(HybridRetriever.from_store(store), llm=llm, follow_ups=0)
 
 
 def test_prompts_arrive_and_the_llm_completes_follow_ups(store, stub):

@@ -51,6 +51,11 @@ class RecordingLLM(CustomLLM):
         raise NotImplementedError
 
 
+def strict() -> OfflineQuestionCompleter:
+    """The completer that completes only the turns that need it (not the default: see its docstring)."""
+    return OfflineQuestionCompleter(every_turn=False)
+
+
 @pytest.fixture
 def events():
     with collected_events() as collected:
@@ -61,7 +66,7 @@ def events():
 
 
 def test_first_turn_is_returned_unchanged():
-    completer = OfflineQuestionCompleter()
+    completer = strict()
     message = "Which hypervisor version does the Falcon 3 build server run?"
     assert completer.complete([], message) == message
     # Assistant messages alone are not a conversation to complete from.
@@ -76,18 +81,18 @@ def carried(completed: str, message: str) -> list:
 
 def test_pronoun_follow_up_gets_the_topic_en():
     message = "Where are its logs stored?"
-    added = carried(OfflineQuestionCompleter().complete(EN, message), message)
+    added = carried(strict().complete(EN, message), message)
     # First turn (the topic), then the previous turn; question and function words stay behind.
     assert added == ["hypervisor", "version", "Falcon", "3", "build", "server", "run", "kernel"]
 
 
 def test_pronoun_follow_up_gets_the_topic_de():
     message = "Wo liegen dort die Logdateien?"
-    added = carried(OfflineQuestionCompleter().complete(DE, message), message)
+    added = carried(strict().complete(DE, message), message)
     assert added == ["Hypervisor-Version", "läuft", "Falcon", "3", "Buildserver"]
     message = "Und was ist mit dem Kernel?"
     history = DE + [user("Wie heißt der Bootloader dort?")]
-    assert carried(OfflineQuestionCompleter().complete(history, message), message) == [
+    assert carried(strict().complete(history, message), message) == [
         "Hypervisor-Version",
         "läuft",
         "Falcon",
@@ -98,29 +103,101 @@ def test_pronoun_follow_up_gets_the_topic_de():
     ]
 
 
-def test_ellipsis_carries_first_and_previous_turn():
+def test_ellipsis_carries_the_topic_and_the_previous_turn():
     history = [user("Which BIOS version did the Dell Optiplex 7040 use in the OpenXT 9.0 tests?"), user("And TPM?")]
-    added = carried(OfflineQuestionCompleter().complete(history, "and for 9.0.2?"), "and for 9.0.2?")
+    added = carried(strict().complete(history, "and for 9.0.2?"), "and for 9.0.2?")
     assert added == ["BIOS", "version", "Dell", "Optiplex", "7040", "OpenXT", "9.0", "tests", "TPM"]
 
 
-def test_self_contained_turn_stays_intact_and_gains_little():
+def test_self_contained_turn_is_left_unchanged():
     history = [user("Who maintains the Falcon build server?")]
     message = "Which ports does the Falcon build server open?"
-    # Every topic term is already there: only "maintains" is new.
-    assert OfflineQuestionCompleter().complete(history, message) == f"maintains {message}"
-    assert OfflineQuestionCompleter().complete(history + [user(message)], "Which ports?") == (
-        "maintains Falcon build server open Which ports?"
-    )
-    # The new turn is never rewritten, only prefixed, and the prefix is capped.
+    assert strict().complete(history, message) == message  # names its subject
+    assert strict().complete(EN, "Is it possible to run Xen 4.14 on OpenXT?").startswith("Is it")
+    for message in ("Which packages does a Debian Wheezy build machine need?", "Welche Pakete braucht OpenXT 9?"):
+        assert strict().complete(EN, message) == message
+    # the default (every_turn=True, the completer before issue 16) prefixes every follow-up
+    assert OfflineQuestionCompleter().every_turn
+    assert OfflineQuestionCompleter().complete(history, message).endswith(" " + message)
+    # a follow-up is only prefixed, never rewritten, and the prefix is capped
     long_history = [user(" ".join(f"term{i}" for i in range(50)))]
-    capped = OfflineQuestionCompleter(max_terms=5).complete(long_history, message)
-    assert capped == "term0 term1 term2 term3 term4 " + message
+    capped = OfflineQuestionCompleter(max_terms=5).complete(long_history, "Where is it?")
+    assert capped == "term0 term1 term2 term3 term4 Where is it?"
+
+
+def test_off_topic_question_after_an_ota_conversation_is_unchanged():
+    ota = [
+        user("Who owns the OTA server?"),
+        assistant("Bob owns the service [Source 1]."),
+        user("Wer ist für den OTA-Server zuständig?"),
+    ]
+    for message in ("What is the capital of France?", "Was ist die Hauptstadt von Frankreich?"):
+        assert strict().complete(ota, message) == message
+    # the stray turn does not poison the next one: a follow-up completes from it, not from OTA
+    history = ota + [user("What is the capital of France?")]
+    assert carried(strict().complete(history, "And its population?"), "And its population?") == [
+        "capital",
+        "France",
+    ]
+    # while a follow-up on the OTA topic still gets it
+    added = carried(strict().complete(ota, "What is its poll interval?"), "What is its poll interval?")
+    assert {"OTA", "server"} <= set(added)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Where is it located?",
+        "What was the QEMU version in these tests?",
+        "Is that mandatory?",
+        "What about TPM?",
+        "And the firmware?",
+        "TPM?",
+        "What is the recommended configuration?",
+    ],
+)
+def test_turns_that_need_context_are_completed_en(message):
+    history = [user("Which AMD graphics card was checked with the HP 8300 in the GPU passthrough tests?")]
+    added = carried(strict().complete(history, message), message)
+    assert {"AMD", "HP", "8300"} <= set(added)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Und die Firmware?",
+        "Und was ist mit TPM?",
+        "Wo ist es zu finden?",
+        "Wofür steht das?",
+        "Was war der Grund dafür?",
+        "Welche QEMU Version wurde für diese Tests genutzt?",
+        "Wie lautet dessen Version?",
+        "Welche Konfiguration wird empfohlen?",
+    ],
+)
+def test_german_ellipsis_and_pronouns_are_completed(message):
+    history = [user("Welche AMD Grafikkarte wurde mit dem HP 8300 in den GPU Passthrough Tests geprüft?")]
+    added = carried(strict().complete(history, message), message)
+    assert {"AMD", "HP", "8300"} <= set(added)
+
+
+def test_completion_follows_the_topic_the_conversation_moved_to():
+    history = [
+        user("Which BIOS version did the Dell Optiplex 7040 use in the OpenXT 9.0 tests?"),
+        user("Which XenMou PCI vendor ID is assigned?"),  # self-contained, shares no word: a new topic
+    ]
+    added = carried(strict().complete(history, "And its device class?"), "And its device class?")
+    assert added == ["XenMou", "PCI", "vendor", "ID", "assigned"]  # not the BIOS turn's words
+    # a turn that names the topic's things again ("this upgrade from 8.0.1 to 9.0") is left as asked
+    history = [user("Did the Optiplex 7060 pass the UEFI OTA upgrade 8.0.1 to 9.0.0 test?"), user("Why not?")]
+    assert strict().complete(history, "Any known issue with this upgrade from 8.0.1 to 9.0.0?") == (
+        "Any known issue with this upgrade from 8.0.1 to 9.0.0?"
+    )
 
 
 def test_offline_is_deterministic_and_configurable():
-    a = OfflineQuestionCompleter().complete(EN, "What about the firmware?")
-    assert a == OfflineQuestionCompleter().complete(EN, "What about the firmware?")
+    a = strict().complete(EN, "What about the firmware?")
+    assert a == strict().complete(EN, "What about the firmware?")
     after = OfflineQuestionCompleter(context_first=False).complete(EN, "What about the firmware?")
     assert after.startswith("What about the firmware? ")
     assert sorted(after.split()) == sorted(a.split())
@@ -216,7 +293,7 @@ def test_llm_async_path_uses_acomplete():
 
 
 def test_events_carry_message_and_completion(events):
-    offline = OfflineQuestionCompleter()
+    offline = strict()
     completed = offline.complete(EN, "Where are its logs stored?")
     asyncio.run(offline.acomplete([], "First question?"))
     LLMQuestionCompleter(llm=RecordingLLM(prompts=[])).complete(EN, "Where?")

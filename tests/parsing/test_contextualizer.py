@@ -20,7 +20,7 @@ def contextualized(**kwargs):
 
 
 def test_all_context_for_a_row_uses_neighbouring_rows_not_the_table():
-    nodes = contextualized()
+    nodes = contextualized(row_context="neighbours")
     bob = of_type(nodes, "table_row")[1]
     assert bob.metadata["context"] == (
         "Page: Test page\nSection: Team > Members\n"
@@ -152,3 +152,58 @@ def test_async_paths():
     assert [n.node_id for n in nodes] == [n.node_id for n in HTMLEvidenceParser().get_nodes_from_documents([doc])]
     out = asyncio.run(_acall(nodes))
     assert all("context" in n.metadata for n in out)
+
+
+MATRIX_PAGE = (
+    "<h2>Tests</h2><p>Owned by Kyle.</p><p>All tests ran on QEMU 1.4.</p>"
+    "<table><tr><th>Machine</th><th>Card</th></tr><tr><td>HP z220</td><td>Radeon HD 7750</td></tr>"
+    "<tr><td>HP 8300</td><td>Firepro W600</td></tr><tr><td>HP 8300</td><td>Radeon HD 7750</td></tr></table>"
+    "<p>*Tested on 32-bit Windows.</p><h2>Next</h2><p>Unrelated.</p>"
+)
+
+
+@pytest.mark.parametrize("granularity", ["both", "rows"])
+def test_table_row_context_takes_the_text_around_the_table(granularity):
+    nodes = EvidenceContextualizer(row_context="table")(parse(MATRIX_PAGE, table_granularity=granularity))
+    rows = of_type(nodes, "table_row")
+    assert len(rows) == 3
+    for row in rows:  # every row, not only the first and the last
+        assert row.metadata["context"] == (
+            "Page: Test page\nSection: Tests\nBefore: All tests ran on QEMU 1.4.\nAfter: *Tested on 32-bit Windows."
+        )
+    footer = next(n for n in nodes if n.text == "*Tested on 32-bit Windows.")
+    assert "Before: Row 3 in Table 1: Machine is HP 8300, and Card is Radeon HD 7750\n" in footer.metadata["context"]
+    if granularity == "both":  # the table itself keeps its own neighbours
+        table = of_type(nodes, "table")[0]
+        assert "Before: All tests ran on QEMU 1.4.\nAfter: *Tested on 32-bit Windows." in table.metadata["context"]
+
+
+def test_neighbour_row_context_and_the_mode_in_the_fingerprint():
+    assert EvidenceContextualizer().row_context == "table"  # the paper's Figure 3 is the default
+    nodes = EvidenceContextualizer(row_context="neighbours")(parse(MATRIX_PAGE))
+    middle = of_type(nodes, "table_row")[1]
+    assert "QEMU" not in middle.metadata["context"]
+    assert "Before: Row 1 in Table 1: Machine is HP z220" in middle.metadata["context"]
+    assert "After: Row 3 in Table 1: Machine is HP 8300" in middle.metadata["context"]
+    table_mode, neighbour_mode = (EvidenceContextualizer(row_context=m).to_dict() for m in ("table", "neighbours"))
+    assert table_mode["row_context"] == "table" and table_mode != neighbour_mode
+    assert EvidenceContextualizer.from_setting("ALL", row_context="table").row_context == "table"
+    with pytest.raises(ValueError):
+        EvidenceContextualizer(row_context="cells")
+
+
+def test_table_row_context_without_the_table_or_its_neighbours_in_the_batch():
+    nodes = parse(MATRIX_PAGE, table_granularity="rows")
+    rows = of_type(nodes, "table_row")
+    alone = EvidenceContextualizer(row_context="table")(rows)  # the rows only: nothing around the table
+    assert all("Before:" not in r.metadata["context"] and "After:" not in r.metadata["context"] for r in alone)
+    no_before = EvidenceContextualizer(row_context="table", before=False)(parse(MATRIX_PAGE))
+    assert all("Before:" not in r.metadata["context"] for r in of_type(no_before, "table_row"))
+    assert all("After: *Tested" in r.metadata["context"] for r in of_type(no_before, "table_row"))
+
+
+def test_table_row_context_on_a_huge_table_stays_linear():
+    body = "".join(f"<tr><td>m{i}</td><td>c{i}</td></tr>" for i in range(3000))
+    page = f"<p>Intro.</p><table><tr><th>M</th><th>C</th></tr>{body}</table><p>Footer.</p>"
+    rows = of_type(EvidenceContextualizer(row_context="table")(parse(page, table_granularity="rows")), "table_row")
+    assert rows[1500].metadata["context"].endswith("Before: Intro.\nAfter: Footer.")
