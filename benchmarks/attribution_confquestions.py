@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from attribution_calibration import report as calibration_report
+
 from llama_index_ragonite.bench.confquestions import Question, load_questions
 from llama_index_ragonite.bench.embed_cache import CachedEmbedding
 from llama_index_ragonite.bench.metrics import gold_keys, mean, page_key
@@ -42,7 +44,13 @@ from llama_index_ragonite.bench.scripts import default_data, finish_report, repo
 from llama_index_ragonite.bench.significance import mcnemar
 from llama_index_ragonite.bench.slices import question_slices
 from llama_index_ragonite.bench.store import ALL_STORE, open_all_store
-from llama_index_ragonite.explain.attribution import CounterfactualAttributor, SimilarityAttributor
+from llama_index_ragonite.explain.attribution import (
+    PAPER_TEMPERATURE,
+    CounterfactualAttributor,
+    SimilarityAttributor,
+    default_temperature,
+)
+from llama_index_ragonite.explain.math import cosine_matrix
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
 from llama_index_ragonite.explain.surrogate import SurrogateAttributor
 from llama_index_ragonite.prompts import OUT_OF_SCOPE, cited_sources
@@ -95,6 +103,14 @@ def page_texts(store) -> Dict[str, set]:
     return out
 
 
+async def answer_evidence_similarity(attributor, question: Question, hits, answer: str) -> List[float]:
+    """cosine(emb(question + answer), evidence) per evidence: the alternative tie-break signal."""
+    vectors = await attributor.evidence_embeddings(hits)
+    text = attributor.answer_text(question.completed, answer, attributor.prepend_question)
+    answer_vector = await attributor.embed_model.aget_text_embedding(text)
+    return cosine_matrix([answer_vector], vectors)[0].tolist()
+
+
 async def explain(
     question: Question, hits, answer: str, attributors: Dict[str, Any], texts: Dict[str, set]
 ) -> Dict[str, Any]:
@@ -108,6 +124,9 @@ async def explain(
         "cited": cited,
         "cited_gold": any(page_key(hits[i - 1].node.metadata.get("url", "")) in gold for i in cited),
         "rank1_gold": page_key(hits[0].node.metadata.get("url", "")) in gold,
+        "gold": [page_key(h.node.metadata.get("url", "")) in gold for h in hits],
+        "retrieval_score": [h.score for h in hits],
+        "evidence_similarity": await answer_evidence_similarity(attributors["counterfactual"], question, hits, answer),
         "methods": {},
     }
     for name, attributor in attributors.items():
@@ -128,6 +147,9 @@ async def explain(
             "clusters": len(result.clusters),
             "cluster_size": len(members),
             "cluster_pages": len({page_key(hits[i].node.metadata.get("url", "")) for i in members}),
+            "unresolved": len(result.unresolved_top) > 1,
+            "contributions": [c.contribution for c in result.clusters],
+            "members": [c.members for c in result.clusters],
         }
     return row
 
@@ -199,12 +221,15 @@ def parse_args() -> argparse.Namespace:
     )
     ap.add_argument("--dump", type=Path, help="also write one JSON line per question (for error analysis)")
     ap.add_argument("--concurrency", type=int, default=16, help="LLM calls in flight per explanation")
+    ap.add_argument("--temperature", type=float, help="softmax t; default: the embedding model's calibrated one")
     return ap.parse_args()
 
 
 def make_attributors(args: argparse.Namespace, llm, embed, lookup) -> Dict[str, Any]:
+    """``args.temperature``: the store's embedding model's calibrated t (``default_temperature``), passed
+    explicitly because the per-run embedding cache wraps the model."""
     """naive, counterfactual (flat and clustered) and one surrogate per ``--masks`` count, sharing one LLM."""
-    common = dict(llm=llm, embed_model=embed, embedding_lookup=lookup)
+    common = dict(llm=llm, embed_model=embed, embedding_lookup=lookup, temperature=args.temperature)
     attributors: Dict[str, Any] = {
         "naive": SimilarityAttributor(**common),
         "counterfactual": CounterfactualAttributor(cluster=False, max_concurrency=args.concurrency, **common),
@@ -229,13 +254,21 @@ def right_wrong(rows, right: str, wrong: str) -> list:
     return [r for r in rows if r["methods"][right]["correct"] and not r["methods"][wrong]["correct"]]
 
 
+def records(rows) -> List[Dict[str, Any]]:
+    """The rows as plain JSON-able dicts (conversation id, turn, language instead of the question)."""
+    out = []
+    for r in rows:
+        q = r["q"]
+        record = {k: v for k, v in r.items() if k != "q"}
+        record.update(conv=q.conv_id, turn=q.turn, lang=q.lang, completed=q.completed, source=q.source)
+        out.append(record)
+    return out
+
+
 def dump(rows, path: Path) -> None:
-    """One JSON line per question (``--dump``), for error analysis."""
+    """One JSON line per question (``--dump``): error analysis and ``attribution_calibration.py``."""
     with path.open("w") as handle:
-        for r in rows:
-            q = r["q"]
-            record = {k: v for k, v in r.items() if k != "q"}
-            record.update(conv=q.conv_id, turn=q.turn, lang=q.lang, completed=q.completed, source=q.source)
+        for record in records(rows):
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
@@ -248,6 +281,7 @@ def main() -> int:
     retriever = HybridRetriever.from_store(store, k_lexical=10, k_dense=10, top_n=10)
     lookup = retriever.stored_embeddings if isinstance(retriever, StoredEmbeddingsRetriever) else chroma_lookup(store)
     embed = CachedEmbedding(store.embed_model)
+    args.temperature = args.temperature or default_temperature(store.embed_model)
     llm = make_llm(args.llm, args.api_base)
     texts = page_texts(store)
     regenerator = AnswerRegenerator(llm, max_concurrency=args.concurrency)
@@ -279,7 +313,9 @@ def main() -> int:
         f"({skipped} without); {len(oos)} of those answered out of scope. Paper: {PAPER_QUESTIONS} questions.",
         "",
         "Settings (all methods): softmax temperature t = "
-        f"{cfa.temperature}; answers embedded with the question prepended (prepend_question={cfa.prepend_question}), "
+        f"{cfa.temperature} (the embedding model's calibrated default, see 'Calibration and ties'; the paper's "
+        f"{PAPER_TEMPERATURE} in the 'before' rows there); ties at the top ordered by "
+        f"tie_break={cluster.tie_break!r} (the retriever's RRF score; counterfactual only); answers embedded with the question prepended (prepend_question={cfa.prepend_question}), "
         "`[Source n]` markers stripped; evidence shares spread = "
         f"{cluster.spread!r}. Counterfactual: m = {cfa.rounds} round per cluster, no zero masking "
         f"(mask_zero_contributions={cfa.mask_zero_contributions}); clusters: DBSCAN eps = {cluster.eps}, "
@@ -337,8 +373,8 @@ def main() -> int:
         "## Cost per explanation",
         "",
         "| method | mean LLM calls | mean wall time (ms) | p95 wall time (ms) | mean clusters | mean top share "
-        "| top share when right / wrong | ties at the top | no share |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| top share when right / wrong | ties at the top | ties prompt order decides | no share |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for n in names:
         secs = sorted(r["methods"][n]["seconds"] for r in rows)
@@ -348,12 +384,29 @@ def main() -> int:
             f"{1000 * mean(secs):.0f} | {1000 * p95:.0f} | {mean([r['methods'][n]['clusters'] for r in rows]):.1f} | "
             f"{share(rows, n)} | {share([r for r in rows if r['methods'][n]['correct']], n)} / "
             f"{share([r for r in rows if not r['methods'][n]['correct']], n)} | "
-            f"{sum(r['methods'][n]['tie'] for r in rows)} | {sum(r['methods'][n]['none'] for r in rows)} |"
+            f"{sum(r['methods'][n]['tie'] for r in rows)} | {sum(r['methods'][n]['unresolved'] for r in rows)} | "
+            f"{sum(r['methods'][n]['none'] for r in rows)} |"
         )
     lines += [
         "",
         "Top share: the share of the top-attributed evidence (softmax with t above; an evidence in a cluster "
-        "inherits the cluster's share). A distribution that is sure when right and unsure when wrong is useful.",
+        "inherits the cluster's share). A distribution that is sure when right and unsure when wrong is useful. "
+        "Ties at the top: more than one evidence holds the top share (members of one cluster included); "
+        "ties prompt order decides: of those, the ones the tie-break signal cannot tell apart either "
+        "(naive and surrogate have no tie-break: all their ties).",
+        "",
+        "## Calibration and ties",
+        "",
+        "The temperature is calibrated per embedding model offline from this run's contributions "
+        "(`benchmarks/attribution_calibration.py --dump` file; the contributions do not depend on t): odd "
+        "conversation ids calibrate, even ids are held out; t minimises the negative log-likelihood of the "
+        "gold page's clusters (temperature scaling). The shares stay the counterfactual's softmax; a tie "
+        "(equal shares) stays a tie and is reported by `Attribution.to_text()`, and the evidences in it are "
+        "ordered by a declared signal: the retrieval score (default, `tie_break='retrieval'`) or "
+        "cosine(question + answer, evidence) (`tie_break='similarity'`), compared below. 'Before' recomputes "
+        "the shares of the same contributions with the paper's t and prompt order.",
+        "",
+        *calibration_report(records(rows), default=cfa.temperature),
         "",
         "Wall time includes embedding the answers (cached across methods within the run, so a later method "
         "may find an earlier one's answer vectors: compare calls, not milliseconds, across methods) and, "

