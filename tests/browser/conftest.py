@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ from typing import Iterator
 
 import pytest
 from openai_stub import OpenAIStub, RecordedRequest, server_error
+from processes import free_port, stop
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -114,12 +114,6 @@ class FailingLLM(OpenAIStub):
         return server_error()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _build_store(folder: Path, sources: list[Path]) -> Path:
     from llama_index_ragonite import EvidenceStore, load_pages
 
@@ -165,7 +159,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     wiki = _build_store(root / "wiki-store", [REPO / "examples" / "sample_wiki", PAGES / "wiki"])
     other = _build_store(root / "other-store", [PAGES / "other"])
     stub = FailingLLM().start()
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     command = [
         sys.executable, "-m", "llama_index_ragonite.cli", "serve",
@@ -182,12 +176,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         _wait_healthy(url, process, log)
         yield Server(url, stub)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
+        stop(process)
         stub.stop()
 
 

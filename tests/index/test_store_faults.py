@@ -8,12 +8,12 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 from fakes import WIKI_PAGES, HashingEmbedding, wiki_documents
 from llama_index.core.schema import Document
+from processes import chroma_server
 
 from llama_index_ragonite.chat.chat_db import default_history_file
 from llama_index_ragonite.chat.chat_store import SQLiteChatStore
@@ -292,33 +292,13 @@ def test_history_goes_beside_a_writable_store_and_to_the_state_folder_otherwise(
     "VectorStoreUnavailableError naming host:port; no silent fallback to BM25",
 )
 def test_a_chroma_server_that_goes_away_is_a_store_error_naming_it(tmp_path):
-    import chromadb
-    from test_chroma_server import _free_port
-
-    chroma = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [chroma, "run", "--path", str(tmp_path / "data"), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                client = chromadb.HttpClient(host="127.0.0.1", port=port)
-                client.heartbeat()
-                break
-            except Exception:
-                assert proc.poll() is None and time.monotonic() < deadline, "chroma server did not start"
-                time.sleep(0.3)
+    with chroma_server(tmp_path / "data") as (process, client, port):
         store = store_at(tmp_path / "local", chroma_client=client)
         store.ingest(wiki_documents())
         retriever = HybridRetriever.from_store(store, top_n=2)
         assert retriever.retrieve("who ranks evidences")
-    finally:
-        proc.kill()
-        proc.wait(timeout=20)
+        process.kill()
+        process.wait(timeout=20)
     with pytest.raises(VectorStoreUnavailableError, match=f"Chroma server at 127.0.0.1:{port} cannot be reached"):
         retriever.retrieve("who ranks evidences")
     with pytest.raises(StoreError, match="does not fall back to BM25"):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import running_server
 from openai_stub import OpenAIStub, server_error
+from processes import running_server
 
 from llama_index_ragonite.chat.engine import MAX_MESSAGE_CHARS
 

@@ -6,7 +6,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import running_server, serve_command
+from processes import running_server, serve_command
 
 from llama_index_ragonite.chat.engine import MAX_MESSAGE_CHARS
 
