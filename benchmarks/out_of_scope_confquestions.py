@@ -26,9 +26,10 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Sequence
 
 from llama_index_ragonite.bench.answer_metrics import is_out_of_scope
+from llama_index_ragonite.bench.asking import Asked, ask_all, out_of_scope_rate, rate_row
 from llama_index_ragonite.bench.confquestions import load_questions
 from llama_index_ragonite.bench.scripts import default_data, finish_report, repository, shown
 from llama_index_ragonite.bench.store import ALL_STORE, open_all_store
@@ -44,32 +45,9 @@ TARGET = 0.85
 EXAMPLES = 10
 SHOWN_CHARS = 160
 
-Asked = Tuple[str, str, str, str]  # (lang, kind, question, answer)
-
-
-def ask_all(engine: RagoniteChatEngine, items: Sequence[Tuple[str, str, str]], label: str) -> List[Asked]:
-    """Each (lang, kind, question) in a fresh conversation; returns them with the answer."""
-    out = []
-    for i, (lang, kind, question) in enumerate(items, 1):
-        engine.reset()
-        out.append((lang, kind, question, str(engine.chat(question).response)))
-        if i % 50 == 0 or i == len(items):
-            print(f"{label}: {i}/{len(items)}", file=sys.stderr)
-    return out
-
-
-def rate_row(name: str, asked: Sequence[Asked]) -> str:
-    """One table row: out-of-scope count and rate for EN, DE and all."""
-    cells = []
-    for lang in ("en", "de", None):
-        group = [a for a in asked if lang is None or a[0] == lang]
-        n = sum(is_out_of_scope(a[3]) for a in group)
-        cells.append(f"{n}/{len(group)} = {n / max(len(group), 1):.3f}")
-    return f"| {name} | " + " | ".join(cells) + " |"
-
 
 def rate(asked: Sequence[Asked]) -> float:
-    return sum(is_out_of_scope(a[3]) for a in asked) / max(len(asked), 1)
+    return out_of_scope_rate(asked)
 
 
 def cell(text: str) -> str:
@@ -104,10 +82,10 @@ def main() -> int:
 
     kinds: Dict[str, List[Asked]] = {}
     for a in bad:
-        kinds.setdefault(a[1], []).append(a)
-    answered = [a for a in bad if not is_out_of_scope(a[3])]
+        kinds.setdefault(a.kind, []).append(a)
+    answered = [a for a in bad if not is_out_of_scope(a.answer)]
     half = EXAMPLES // 2  # the examples: the first ones of each language, then any others
-    examples = [a for a in answered if a[0] == "en"][:half] + [a for a in answered if a[0] == "de"][:half]
+    examples = [a for a in answered if a.lang == "en"][:half] + [a for a in answered if a.lang == "de"][:half]
     examples += [a for a in answered if a not in examples][: EXAMPLES - len(examples)]
     verdict = "meets" if rate(bad) >= TARGET else "misses"
     header = ["| questions | EN | DE | all |", "|---|---:|---:|---:|"]
@@ -144,7 +122,7 @@ def main() -> int:
         "",
         "| lang | kind | question | answer (truncated) |",
         "|---|---|---|---|",
-        *[f"| {a[0]} | {a[1]} | {cell(a[2])} | {cell(a[3])} |" for a in examples],
+        *[f"| {a.lang} | {a.kind} | {cell(a.question)} | {cell(a.answer)} |" for a in examples],
     ]
     return finish_report(lines, args.out)
 

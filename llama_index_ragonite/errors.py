@@ -56,6 +56,22 @@ class VectorStoreUnavailableError(StoreError):
     """The vector store (a Chroma server) cannot be reached; the message names it and the cause."""
 
 
+class VectorStoreAddressError(RagoniteError, ValueError):
+    """A Chroma server address that is not ``HOST:PORT`` or ``http(s)://HOST:PORT``."""
+
+
+class ConfluenceError(RagoniteError, RuntimeError):
+    """Confluence could not be read as asked (the message names the site, space or page, never a credential)."""
+
+
+class ConfluenceAuthError(ConfluenceError, PermissionError):
+    """Confluence refused the credentials (401) or the permission to read a space or page (403)."""
+
+
+class ConfluenceNotFoundError(ConfluenceError, LookupError):
+    """The space or page does not exist, or the credentials may not see it (404)."""
+
+
 class LLMCallError(RagoniteError, RuntimeError):
     """The LLM could not be reached or did not answer in time (the message names the cause)."""
 

@@ -63,6 +63,16 @@ class QuestionCompletedEvent(RagoniteEvent):
     completer: str  # class name of the QuestionCompleter
 
 
+class ConversationRetrievalEvent(RagoniteEvent):
+    """A follow-up was retrieved with its conversation: the queries tried, the ranking chosen and why."""
+
+    message: str  # the user's turn as asked
+    queries: Dict[str, str]  # "turn" (the completed question), "conversation", "topic page" -> query
+    choice: str  # the name of the ranking used
+    query: str  # its query
+    reason: str
+
+
 class AttributionStartEvent(RagoniteEvent):
     """An attributor starts explaining an answer."""
 

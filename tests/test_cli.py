@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -269,3 +270,73 @@ def test_ask_is_one_shot_unless_a_conversation_is_named(capsys, sample_store, tm
     with pytest.raises(SystemExit):
         main(["ask", "--help"])
     assert "one-shot" in " ".join(capsys.readouterr().out.split())
+
+
+def test_index_confluence_syncs_a_space_and_a_folder_named_confluence_stays_a_path(capsys, tmp_path, monkeypatch):
+    from confluence_stub import ConfluenceStub, sample_wiki_pages
+
+    store = str(tmp_path / "store")
+    monkeypatch.setenv("CONFLUENCE_USER", "me@example.com")
+    monkeypatch.setenv("CONFLUENCE_API_TOKEN", "tok-123")
+    with ConfluenceStub(user="me@example.com", token="tok-123") as stub:
+        stub.add_pages(sample_wiki_pages(REPO / "examples" / "sample_wiki"))
+        args = ["index", "confluence", "--url", stub.url, "--space", "AUR", "--store", store, "--quiet"]
+        assert main(args) == 0
+        assert "5 pages listed, 5 fetched, 0 removed (5 added" in capsys.readouterr().out
+        stub.delete("1002")
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        assert "4 pages listed, 0 fetched, 1 removed" in out and "body" not in out
+        monkeypatch.setenv("CONFLUENCE_API_TOKEN", "wrong-tok")
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert "space AUR" in err and "401" in err and "wrong-tok" not in err
+    assert EvidenceStore(store).page_ids() == [f"confluence-{i}" for i in (1001, 1003, 1004, 1005)]
+
+    folder = tmp_path / "confluence"  # a local folder with that name is indexed as a folder
+    folder.mkdir()
+    (folder / "page.html").write_text("<title>Local</title><p>A local page about backups.</p>")
+    monkeypatch.chdir(tmp_path)
+    assert main(["index", "confluence", "--store", str(tmp_path / "local"), "--quiet"]) == 0
+    assert EvidenceStore(tmp_path / "local").page_ids() == ["page.html"]
+    assert main(["index", "examples", "--space", "AUR", "--store", store]) == 2
+    assert "ragonite index confluence" in capsys.readouterr().err
+
+
+def test_index_reads_a_confluence_space_export_zip(capsys, tmp_path):
+    import zipfile
+
+    page = '<html><head><title>Ops : Backups</title></head><body><ol id="breadcrumbs"><li><a href="index.html">Ops</a>'
+    page += '</li></ol><div id="main-content"><p>Backups run at 02:00 every night.</p></div></body></html>'
+    with zipfile.ZipFile(tmp_path / "OPS.zip", "w") as archive:
+        archive.writestr("OPS/index.html", "<html></html>")
+        archive.writestr("OPS/Backups_4242.html", page)
+    assert main(["index", str(tmp_path / "OPS.zip"), "--store", str(tmp_path / "store"), "--quiet"]) == 0
+    assert EvidenceStore(tmp_path / "store").page_ids() == ["confluence-4242"]
+
+
+@pytest.mark.parametrize("method", ["counterfactual", "naive", "surrogate", "combinations", "permutations"])
+def test_explain_prints_the_text_view_of_each_method(capsys, sample_store, tmp_path, method):
+    chart = tmp_path / f"{method}.svg"
+    args = ["explain", "--store", sample_store, "--method", method, "--chart", str(chart), "Who owns the OTA server?"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "Answer: Extractive answer: Bob owns the service" in out and f"Chart: {chart}" in out
+    assert "<svg" in chart.read_text()[:2000] and "Evidence 1 = OTA update server > Architecture" in out
+    if method == "combinations":
+        assert re.search(r"Explanation: removing Evidence [\d, ]+ changes the answer to: ", out)
+        assert "Answer counterfactuals (" in out and "Answer distribution over 55 combinations" in out
+    elif method == "permutations":
+        assert "RAGE permutation explanation" in out and "Kendall's tau 0.96" in out
+    else:
+        assert "Attributed " in out
+
+
+def test_explain_bottom_up_with_a_target_and_bad_options(capsys, sample_store):
+    args = ["explain", "--store", sample_store, "--method", "combinations", "--mode", "bottom-up"]
+    assert main(args + ["--distribution-size", "0", "Who owns the OTA server?"]) == 0
+    out = capsys.readouterr().out
+    assert "Empty-context answer: The desired information cannot be found" in out
+    assert re.search(r"Explanation: keeping only Evidence [\d, ]+ turns the empty-context answer into the target", out)
+    assert main(args + ["--relevance", "attention", "Who owns the OTA server?"]) == 2
+    assert "local open-weight Transformers model" in capsys.readouterr().err

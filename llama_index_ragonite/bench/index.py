@@ -18,6 +18,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeWithScore, QueryBundle
 
 from llama_index_ragonite.bench.config import CORPORA, BenchConfig
@@ -84,11 +85,25 @@ class BenchIndex:
     def __len__(self) -> int:
         return len(self.nodes)
 
-    def retriever(self) -> HybridRetriever:
-        k = self.config.top_k
+    def retriever(self, reranker: Optional[BaseNodePostprocessor] = None) -> HybridRetriever:
+        """The configuration's retriever; ``reranker`` is required by (and only used with) fusion
+        ``rerank``/``rerank+rrf``. As ``HybridRetriever.from_store``, the page-title ranking is off
+        when the evidences were contextualized without their page title (NONE, HDR, BEF, AFT)."""
+        config, k = self.config, self.config.top_k
         dense = ExactDenseRetriever(self.nodes, self.matrix, self.embed_model, self.cache, top_k=k)
-        sides = {"lexical": (k, 0), "dense": (0, k), "hybrid": (k, k)}[self.config.ranking]
-        return HybridRetriever(dense=dense, lexical=self.lexical, k_lexical=sides[0], k_dense=sides[1], top_n=k)
+        sides = {"lexical": (k, 0), "dense": (0, k), "hybrid": (k, k)}[config.ranking]
+        if config.fusion != "rrf" and reranker is None:
+            raise ValueError(f"fusion={config.fusion} needs a reranker ({config.reranker!r} was not given)")
+        return HybridRetriever(
+            dense=dense,
+            lexical=self.lexical,
+            k_lexical=sides[0],
+            k_dense=sides[1],
+            top_n=k,
+            fusion=config.fusion,
+            reranker=reranker if config.fusion != "rrf" else None,
+            title_weight=1.0 if EvidenceContextualizer.from_setting(config.context).title else 0.0,
+        )
 
     @classmethod
     def build(

@@ -1,18 +1,26 @@
 """Aggregate per-question records into the paper's tables: slices, significance marks, markdown, plots.
 
-Numbers come only from the records; the paper's numbers (``config.GROUPS``) sit in their
-own labelled columns. Significance (``*``) is against the baseline configuration, on the
+Numbers come only from the records; the paper's numbers (``config.GROUPS``, ``PAPER_TURNS``,
+``PAPER_MODEL_ROWS``, ``PAPER_OUT_OF_SCOPE``) sit in their own labelled columns. Plots: ``bench.plots``. Significance (``*``) is against the baseline configuration, on the
 questions both answered: McNemar for 0/1 metrics, one-tailed paired t-test for graded ones.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from llama_index_ragonite.bench.config import GROUPS, BenchConfig, Row, available
+from llama_index_ragonite.bench.config import (
+    GROUPS,
+    PAPER_ATTRIBUTION,
+    PAPER_MODEL_ROWS,
+    PAPER_OUT_OF_SCOPE,
+    PAPER_TURNS,
+    BenchConfig,
+    Row,
+    available,
+    row_config,
+)
 from llama_index_ragonite.bench.metrics import gold_keys, page_key
 from llama_index_ragonite.bench.significance import mark, mcnemar, paired_t_one_tailed
 from llama_index_ragonite.bench.slices import RECORD_SLICES
@@ -25,7 +33,11 @@ METRICS = {  # key -> (column label, binary?)
     "k_precision": ("K-precision", False),
     "out_of_scope": ("out of scope", True),
     "relevance": ("answer relevance (judge)", False),
+    "context_relevance": ("context relevance (model)", False),
+    "answer_reward": ("answer reward (model)", False),
 }
+MISS_AT_10 = "no_gold_in_top10"  # 1 - P@10 of the paper: no gold page among the top 10 (MRR@10 = 0)
+Groups = Dict[str, Tuple[str, List[Row]]]
 
 
 def _mean(values: Sequence[float]) -> Optional[float]:
@@ -42,7 +54,8 @@ def attribution_hits(record: dict) -> Dict[str, float]:
 
 
 def scores(record: dict) -> Dict[str, Optional[float]]:
-    return {**record["scores"], **attribution_hits(record)}
+    miss = {MISS_AT_10: float(record["scores"]["mrr"] == 0)} if "mrr" in record["scores"] else {}
+    return {**record["scores"], **miss, **attribution_hits(record)}
 
 
 def summarize(records: Sequence[dict]) -> Dict[str, Dict[str, Optional[float]]]:
@@ -128,13 +141,26 @@ def slice_table(rows: List[Tuple[str, str]], summary: Dict[str, dict], metric: s
     return lines
 
 
-def group_rows(group: str, base: BenchConfig, summary: Dict[str, dict], reranker: bool = False):
-    """(label, run name or None, paper row) for every row of a paper row group."""
+def group_rows(group: str, base: BenchConfig, summary: Dict[str, dict], table: Optional[Groups] = None):
+    """(label, run name or None when not run, paper row) for every row of a paper row group.
+
+    A model group without specs lists the paper's rows, not run (``--llm-group`` / ``--embedding-group``).
+    """
+    table = table or GROUPS
+    rows = table[group][1] if group in table else []
+    if not rows and group in PAPER_MODEL_ROWS:
+        hint = f" (not run: --{group}-group SPEC,SPEC)"
+        return [(label + hint, None, Row(label, (group, ""), p1, rel)) for label, p1, rel in PAPER_MODEL_ROWS[group][1]]
+    recorded = (run.get("config", {}).get("reranker", "") for run in summary.values())
+    reranker = next((r for r in recorded if r), "")  # the suite's reranker, as its runs recorded it
     out = []
-    for row in GROUPS[group][1]:
-        name = base.with_setting(*row.setting).name(base) if available(row, base, reranker) else None
-        missing = {"llm": " (needs an LLM: --llm)", "reranker": " (needs a reranker model)"}.get(row.needs, "")
-        out.append((row.label + ("" if name else missing), name if name in summary else None, row))
+    for row in rows:
+        try:
+            name = row_config(row, base, reranker).name(base) if available(row, base, reranker) else None
+        except ValueError:
+            name = None
+        missing = {"llm": " (needs an LLM: --llm)", "reranker": " (needs a reranker: --reranker)"}.get(row.needs, "")
+        out.append((row.label + ("" if name in summary else missing), name if name in summary else None, row))
     return out
 
 
@@ -145,13 +171,18 @@ def markdown(
     baseline: str = "default",
     plots=(),
     groups: Optional[Sequence[str]] = None,
+    table: Optional[Groups] = None,
 ) -> str:
-    """The report; ``groups``: the row groups to show (default: those with a run besides the base)."""
+    """The report; ``groups``: the row groups to show (default: those with a run besides the base);
+    ``table``: every row group (``config.suite_groups``; default: the fixed ones)."""
+    table = table or GROUPS
     lines = [*header, *_headline(summary, baseline)]
-    for group in GROUPS:
-        lines += _group_section(group, base, summary, baseline, groups)
+    for group in [*table, *(g for g in PAPER_MODEL_ROWS if g not in table)]:
+        lines += _group_section(group, base, summary, baseline, groups, table)
     if "default" in summary:
         lines += _base_slices_section(summary["default"])
+        lines += attribution_section(summary["default"])
+    lines += instruction_following_section(summary)
     lines += _runs_section(summary)
     for title, file in plots:
         lines += ["", f"![{title}]({file})"]
@@ -173,14 +204,20 @@ def _headline(summary: Dict[str, dict], baseline: str) -> List[str]:
 
 
 def _group_section(
-    group: str, base: BenchConfig, summary: Dict[str, dict], baseline: str, groups: Optional[Sequence[str]]
+    group: str,
+    base: BenchConfig,
+    summary: Dict[str, dict],
+    baseline: str,
+    groups: Optional[Sequence[str]],
+    table: Groups,
 ) -> List[str]:
     """One paper row group's table (the context group adds P@1 and token recall by slice); [] when not shown."""
-    rows = group_rows(group, base, summary)
+    rows = group_rows(group, base, summary, table)
     shown = group in groups if groups is not None else any(name not in (None, "default") for _, name, _ in rows)
     if not shown:
         return []
-    lines = ["", f"## {GROUPS[group][0]}", "", *metric_table(rows, summary, baseline)]
+    title = table[group][0] if group in table else PAPER_MODEL_ROWS[group][0]
+    lines = ["", f"## {title}", "", *metric_table(rows, summary, baseline)]
     if group == "context":
         ran = [(label, name) for label, name, _ in rows if name]
         for metric in ("p1", "token_recall"):
@@ -196,7 +233,7 @@ def _base_slices_section(default: dict) -> List[str]:
         "",
         "## Table 4: turns (base configuration, by position in the conversation)",
         "",
-        *_slice_rows("turn", turns, default["slices"], cols),
+        *_slice_rows("turn", turns, default["slices"], cols, PAPER_TURNS),
         "",
         "## All slices of the base configuration",
         "",
@@ -204,12 +241,70 @@ def _base_slices_section(default: dict) -> List[str]:
     ]
 
 
-def _slice_rows(first: str, names: Sequence[str], slices: Dict[str, dict], cols: Sequence[str]) -> List[str]:
+def _slice_rows(
+    first: str, names: Sequence[str], slices: Dict[str, dict], cols: Sequence[str], paper=None
+) -> List[str]:
+    """One row per slice; ``paper``: slice -> (paper P@1, paper relevance), as two more columns."""
+    extra = " paper P@1 | paper relevance |" if paper else ""
+
+    def cells(s: str) -> str:
+        ours = " | ".join(_fmt(slices[s].get(c)) for c in cols)
+        return ours + (" | " + " | ".join(_fmt(v) for v in paper.get(s, (None, None))) if paper else "")
+
     return [
-        f"| {first} | questions | " + " | ".join(_label(c) for c in cols) + " |",
-        "|---|---:|" + "---:|" * len(cols),
-        *[f"| {s} | {slices[s]['n']} | " + " | ".join(_fmt(slices[s].get(c)) for c in cols) + " |" for s in names],
+        f"| {first} | questions | " + " | ".join(_label(c) for c in cols) + " |" + extra,
+        "|---|---:|" + "---:|" * (len(cols) + (2 if paper else 0)),
+        *[f"| {s} | {slices[s]['n']} | {cells(s)} |" for s in names],
     ]
+
+
+def attribution_section(default: dict) -> List[str]:
+    """Table 3: the base configuration's attribution accuracy per method beside the paper's."""
+    everything = default["slices"]["all"]
+    methods = [k.split(":", 1)[1] for k, v in everything.items() if k.startswith("attribution:") and v is not None]
+    if not methods:
+        return []
+    return [
+        "",
+        "## Table 3: attribution accuracy (base configuration)",
+        "",
+        "Top-1 accuracy: the top-attributed evidence lies on a gold page, over the questions whose gold page was "
+        "retrieved. Paper: 364 such questions (GPT-4o, bge-m3).",
+        "",
+        "| method | ours | paper |",
+        "|---|---:|---:|",
+        *[f"| {m} | {_fmt(everything['attribution:' + m])} | {_fmt(PAPER_ATTRIBUTION.get(m))} |" for m in methods],
+    ]
+
+
+def instruction_following_section(summary: Dict[str, dict]) -> List[str]:
+    """The paper's check that the LLM says "not found" about as often as retrieval misses:
+    out-of-scope rate against 1 - P@10 (no gold page in the top 10), per configuration."""
+    rows = [(n, r["slices"]["all"]) for n, r in summary.items() if r["slices"]["all"].get(MISS_AT_10) is not None]
+    if not rows:
+        return []
+    oos, miss = PAPER_OUT_OF_SCOPE
+    return [
+        "",
+        "## Instruction following: out-of-scope answers against retrieval misses",
+        "",
+        "An answerer that follows the prompt says the out-of-scope sentence when the evidences lack the answer; "
+        "1 - P@10 (no gold page among the top 10 evidences) bounds how often they certainly do. "
+        f"Paper (GPT-4o, 600 questions): {oos:.1%} out of scope against 1 - P@10 = {miss:.1%}.",
+        "",
+        "| configuration | out of scope | 1 - P@10 | difference |",
+        "|---|---:|---:|---:|",
+        *[
+            f"| {n} | {_pct(a.get('out_of_scope'))} | {_pct(a[MISS_AT_10])} | "
+            f"{_pct((a.get('out_of_scope') or 0) - a[MISS_AT_10], signed=True)} |"
+            for n, a in rows
+        ],
+        f"| paper (GPT-4o) | {oos:.1%} | {miss:.1%} | {oos - miss:+.1%} |",
+    ]
+
+
+def _pct(value: Optional[float], signed: bool = False) -> str:
+    return "—" if value is None else (f"{value:+.1%}" if signed else f"{value:.1%}")
 
 
 def _runs_section(summary: Dict[str, dict]) -> List[str]:
@@ -227,93 +322,3 @@ def _runs_section(summary: Dict[str, dict]) -> List[str]:
         "Seconds per question: the whole turn (completion, retrieval, answer) as recorded when each question "
         "was answered; the machine was shared with other jobs, so times are indicative only.",
     ]
-
-
-# ----------------------------------------------------------------------------- plots
-
-
-@dataclass
-class _BarChart:
-    """Grouped bars: one group per x label, one bar per series."""
-
-    title: str  # above the bars
-    caption: str  # in the markdown report
-    file: str  # name suffix, after the report's prefix
-    labels: List[str]
-    series: List[Tuple[str, List[float]]]
-    width: float
-    figsize: Tuple[float, float]
-    ylim: float
-    legend: Dict[str, object]
-    tick_size: Optional[int] = None
-
-
-def plots(summary: Dict[str, dict], base: BenchConfig, folder: Path, prefix: str = "confquestions") -> List[tuple]:
-    """PNG bar charts (needs matplotlib, the ``[plots]`` extra); returns (title, file name) pairs."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return []
-    charts = []
-    if "default" in summary:
-        charts.append(_slice_chart(summary["default"]["slices"]))
-    rows = [(label, name, paper) for label, name, paper in group_rows("context", base, summary) if name]
-    if len(rows) > 1:
-        charts.append(_context_chart(rows, summary))
-    return [(chart.caption, _draw(plt, chart, folder, f"{prefix}_{chart.file}")) for chart in charts]
-
-
-SLICE_BARS = (("p1", "P@1"), ("token_recall", "token recall"))
-
-
-def _slice_chart(run: Dict[str, dict]) -> _BarChart:
-    names = [n for n, _ in RECORD_SLICES]
-    return _BarChart(
-        title="Base configuration by slice",
-        caption="Base configuration by slice",
-        file="slices.png",
-        labels=[f"{n}\n({run[n]['n']})" for n in names],
-        series=[(label, [run[n].get(key) or 0 for n in names]) for key, label in SLICE_BARS],
-        width=0.4,
-        figsize=(11, 3.6),
-        ylim=1.1,
-        legend={"loc": "upper right", "ncol": 2, "fontsize": 8},
-        tick_size=8,
-    )
-
-
-def _context_chart(rows: List[tuple], summary: Dict[str, dict]) -> _BarChart:
-    return _BarChart(
-        title="Evidence contextualization (Table 2)",
-        caption="Evidence contextualization",
-        file="contextualization.png",
-        labels=[label for label, _, _ in rows],
-        series=[
-            ("P@1 (ours)", [summary[n]["slices"]["all"]["p1"] for _, n, _ in rows]),
-            ("token recall (ours)", [summary[n]["slices"]["all"].get("token_recall") or 0 for _, n, _ in rows]),
-            ("P@1 (paper)", [p.paper_p1 or 0 for _, _, p in rows]),
-        ],
-        width=0.27,
-        figsize=(7, 3.6),
-        ylim=1,
-        legend={"loc": "upper left", "fontsize": 8},
-    )
-
-
-def _draw(plt, chart: _BarChart, folder: Path, file: str) -> str:
-    """Save ``chart`` as ``folder/file``; returns ``file``."""
-    fig, ax = plt.subplots(figsize=chart.figsize)
-    middle = (len(chart.series) - 1) / 2
-    for i, (label, values) in enumerate(chart.series):
-        ax.bar([x + (i - middle) * chart.width for x in range(len(chart.labels))], values, chart.width, label=label)
-    ax.set_xticks(range(len(chart.labels)), chart.labels, **({"fontsize": chart.tick_size} if chart.tick_size else {}))
-    ax.set_ylim(0, chart.ylim)
-    ax.set_title(chart.title)
-    ax.legend(**chart.legend)
-    fig.tight_layout()
-    fig.savefig(folder / file, dpi=110)
-    plt.close(fig)
-    return file

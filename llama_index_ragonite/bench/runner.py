@@ -36,6 +36,8 @@ ANSWERS = "answers.jsonl"
 CONFIG = "config.json"
 # Optional hook for attribution accuracy: (question, response) -> {method: URL of the top-attributed evidence}.
 AttributionHook = Callable[[Question, object], Dict[str, str]]
+# Optional model-based scores (bench.model_metrics.ModelMetrics): (question, answer, contexts) -> {metric: score}.
+ScoreHook = Callable[[str, str, List[str]], Dict[str, float]]
 
 
 def question_id(q: Question) -> str:
@@ -126,8 +128,12 @@ def run_config(
     judge_llm: Optional[LLM] = None,
     attribute: Optional[AttributionHook] = None,
     show_progress: bool = True,
+    score: Optional[ScoreHook] = None,
 ) -> List[dict]:
-    """Answer every question not yet in ``run.answers``; returns all records, in question order."""
+    """Answer every question not yet in ``run.answers``; returns all records, in question order.
+
+    ``score``: more scores per answer (model-based metrics), given the gold completed question,
+    the scored answer text and the retrieved evidences as the answerer saw them."""
     engine = make_engine(run.config, retriever, llm)
     label = getattr(engine.llm, "label", "")  # the extractive answerer's prefix
     done = {r["id"]: r for r in run.records()}
@@ -145,7 +151,7 @@ def run_config(
                         ChatMessage(role=MessageRole.ASSISTANT, content=record["answer"]),
                     ]
                     continue
-                record = _ask(engine, q, run, label, replay or None, judge_llm, attribute)
+                record = _ask(engine, q, run, label, replay or None, judge_llm, attribute, score)
                 replay = []
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
                 out.flush()
@@ -155,7 +161,7 @@ def run_config(
     return [done[question_id(q)] for q in questions]
 
 
-def _ask(engine, q: Question, run: ConfigRun, label: str, history, judge_llm, attribute) -> dict:
+def _ask(engine, q: Question, run: ConfigRun, label: str, history, judge_llm, attribute, score) -> dict:
     message = q.completed if run.config.completion == "human" else q.question
     start = time.perf_counter()
     response = engine.chat(message, chat_history=history)
@@ -164,14 +170,17 @@ def _ask(engine, q: Question, run: ConfigRun, label: str, history, judge_llm, at
     urls = [n.node.metadata.get("url", "") for n in nodes]
     gold = gold_keys(q.gold_urls)
     answer = answer_text(response.response, label)
+    contexts = [n.node.get_content(MetadataMode.LLM) for n in nodes]
     scores = {
         "p1": precision_at_1(urls, gold),
         "mrr": mrr_at_k(urls, gold, run.config.top_k),
         "recall": recall_at_k(urls, gold, run.config.top_k),
         "token_recall": token_recall(answer, [q.answer]),
-        "k_precision": k_precision(answer, [n.node.get_content(MetadataMode.LLM) for n in nodes]),
+        "k_precision": k_precision(answer, contexts),
         "out_of_scope": float(is_out_of_scope(response.response)),
     }
+    if score is not None:
+        scores.update(score(q.completed, answer, contexts))
     if judge_llm is not None:
         scores["relevance"] = judge(judge_llm, q.completed, q.answer, answer)
     record = {
@@ -184,6 +193,7 @@ def _ask(engine, q: Question, run: ConfigRun, label: str, history, judge_llm, at
         "question": q.question,
         "message": message,
         "completed_question": response.completed_question,
+        "gold_completed_question": q.completed,
         "gold_urls": list(q.gold_urls),
         "gold_answer": q.answer,
         "retrieved_ids": [n.node.node_id for n in nodes],

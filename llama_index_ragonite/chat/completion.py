@@ -213,10 +213,11 @@ class OfflineQuestionCompleter(QuestionCompleter):
         default_factory=list, description="More words never to carry (domain filler such as the wiki's name)."
     )
     every_turn: bool = Field(
-        default=True,
-        description="Complete every follow-up from the first and the previous turn, self-contained or not "
-        "(the default: conversational P@1 0.833 on ConfQuestions). False: only the turns that need it "
-        "(self-contained turns 100% unchanged, but P@1 0.705; benchmarks/results/completion_confquestions.md).",
+        default=False,
+        description="True: complete every follow-up from the first and the previous turn, self-contained or not "
+        "(the completer before issue 16). False (default): only the turns that need it; the chat engine's "
+        "conversation retrieval recovers the conversation's page for the others "
+        "(benchmarks/results/completion_confquestions.md).",
     )
 
     @classmethod

@@ -32,6 +32,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.settings import Settings
 
 from llama_index_ragonite.chat.completion import OfflineQuestionCompleter, QuestionCompleter
+from llama_index_ragonite.chat.conversation_retrieval import TOPIC_KEY, ConversationRetrieval, topic_of
 from llama_index_ragonite.chat.llm_calls import acall_llm, aiter_items, astream_llm, call_llm, stream_llm
 from llama_index_ragonite.chat.responses import (
     RagoniteChatResponse,
@@ -86,6 +87,9 @@ class RagoniteChatEngine(BaseChatEngine):
             engine's callback manager, as in LlamaIndex's chat engines.
         callback_manager: gets the ``chat`` trace and a ``SYNTHESIZE`` event per answer;
             default ``Settings.callback_manager``.
+        conversation_retrieval: retrieves a follow-up with its conversation too and keeps the ranking
+            the evidence favours (``chat.conversation_retrieval``); ``None``: on with the offline
+            completer, off otherwise; ``False``: off.
     """
 
     def __init__(
@@ -101,6 +105,7 @@ class RagoniteChatEngine(BaseChatEngine):
         token_limit: int = 3000,
         node_postprocessors: Optional[Sequence[BaseNodePostprocessor]] = None,
         callback_manager: Optional[CallbackManager] = None,
+        conversation_retrieval: Optional[ConversationRetrieval | bool] = None,
     ) -> None:
         if top_k < 1:
             raise ValueError("top_k must be >= 1")
@@ -110,6 +115,10 @@ class RagoniteChatEngine(BaseChatEngine):
         if llm is None and settings_llm() is None:  # our own default, wired like Settings' default LLM
             self._llm.callback_manager = self.callback_manager
         self._completer = completer if completer is not None else _default_completer(self._llm)
+        if conversation_retrieval is None or conversation_retrieval is True:
+            auto = conversation_retrieval or isinstance(self._completer, OfflineQuestionCompleter)
+            conversation_retrieval = ConversationRetrieval() if auto else None
+        self._conversation = conversation_retrieval or None
         self._memory = memory if memory is not None else ChatMemoryBuffer.from_defaults(token_limit=token_limit)
         self._answer_prompt = answer_prompt
         self._top_k, self._complete_questions, self._follow_ups = top_k, complete_questions, follow_ups
@@ -268,7 +277,7 @@ class RagoniteChatEngine(BaseChatEngine):
             else:
                 answer = self._finish(turn, OUT_OF_SCOPE, nodes)
             self._answered(event, answer, nodes)
-        self._memory.put(ChatMessage(role=MessageRole.USER, content=message))
+        self._memory.put(_user_message(message, nodes))
         self._memory.put(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
         return self._response(answer, nodes, turn)
 
@@ -278,7 +287,11 @@ class RagoniteChatEngine(BaseChatEngine):
         history = self._history(chat_history)
         completed = self._completer.complete(history, message) if self._needs_completion(history) else message
         turn = TurnResult(completed_question=completed, language=_language(message, completed))
-        return message, history, turn, self._select(completed, self._retriever.retrieve(completed))
+        if self._conversation is None or not self._needs_completion(history):
+            return message, history, turn, self._select(completed, self._retriever.retrieve(completed))
+        hits = self._conversation.retrieve(self._retriever, history, message, completed)
+        turn.retrieval = hits.record()
+        return message, history, turn, self._select(completed, hits.nodes)
 
     @dispatcher.span
     @trace_method("chat")
@@ -292,7 +305,7 @@ class RagoniteChatEngine(BaseChatEngine):
                 deltas = stream_llm(self._llm, turn.prompts["answer"], turn)
             else:
                 deltas = iter([OUT_OF_SCOPE])
-        self._memory.put(ChatMessage(role=MessageRole.USER, content=message))
+        self._memory.put(_user_message(message, nodes))
         response = RagoniteStreamingChatResponse(source_nodes=nodes, turn=turn)
         response.chat_stream = self._finishing_stream(deltas, turn, nodes, response)
         thread = Thread(target=response.write_response_to_history, args=(self._memory,))
@@ -325,7 +338,7 @@ class RagoniteChatEngine(BaseChatEngine):
             else:
                 answer = self._finish(turn, OUT_OF_SCOPE, nodes)
             self._answered(event, answer, nodes)
-        await self._memory.aput(ChatMessage(role=MessageRole.USER, content=message))
+        await self._memory.aput(_user_message(message, nodes))
         await self._memory.aput(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
         return self._response(answer, nodes, turn)
 
@@ -335,7 +348,11 @@ class RagoniteChatEngine(BaseChatEngine):
         needs = self._needs_completion(history)
         completed = await self._completer.acomplete(history, message) if needs else message
         turn = TurnResult(completed_question=completed, language=_language(message, completed))
-        return message, history, turn, await self._aselect(completed, await self._retriever.aretrieve(completed))
+        if self._conversation is None or not needs:
+            return message, history, turn, await self._aselect(completed, await self._retriever.aretrieve(completed))
+        hits = await self._conversation.aretrieve(self._retriever, history, message, completed)
+        turn.retrieval = hits.record()
+        return message, history, turn, await self._aselect(completed, hits.nodes)
 
     @dispatcher.span
     @trace_method("chat")
@@ -349,7 +366,7 @@ class RagoniteChatEngine(BaseChatEngine):
                 deltas = astream_llm(self._llm, turn.prompts["answer"], turn)
             else:
                 deltas = aiter_items([OUT_OF_SCOPE])
-        await self._memory.aput(ChatMessage(role=MessageRole.USER, content=message))
+        await self._memory.aput(_user_message(message, nodes))
         response = RagoniteStreamingChatResponse(source_nodes=nodes, turn=turn)
         response.achat_stream = self._afinishing_stream(deltas, turn, nodes, response)
         response.awrite_response_to_history_task = asyncio.create_task(
@@ -367,6 +384,12 @@ class RagoniteChatEngine(BaseChatEngine):
         if not text.strip():
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=answer), delta=answer)
         response.metadata = turn_metadata(turn, nodes)
+
+
+def _user_message(message: str, nodes: Sequence[NodeWithScore]) -> ChatMessage:
+    """The user's turn for the memory, with the page its top evidence came from (the next turn's topic)."""
+    topic = topic_of(nodes)
+    return ChatMessage(role=MessageRole.USER, content=message, additional_kwargs={TOPIC_KEY: topic} if topic else {})
 
 
 def _is_offline(llm: LLM) -> bool:

@@ -25,6 +25,7 @@ class TurnResult:
     warning: Optional[str] = None  # e.g. the LLM returned no usable text; all warnings, one per sentence
     invalid_citations: List[str] = field(default_factory=list)  # markers naming no source, e.g. "[Source 99]"
     language: str = ""  # "en" or "de": the user's turn's, which the follow-ups are written in
+    retrieval: Dict[str, Any] = field(default_factory=dict)  # conversation retrieval: choice, query, reason
 
     def warn(self, message: str) -> None:
         """Add ``message`` to ``warning`` (earlier warnings, such as a garbled reply, stay) and log it."""
@@ -80,4 +81,5 @@ def turn_metadata(turn: TurnResult, nodes: Sequence[NodeWithScore]) -> Dict[str,
         "follow_ups": list(turn.follow_ups),
         "warning": turn.warning,
         "invalid_citations": list(turn.invalid_citations),
+        "retrieval": dict(turn.retrieval),
     }

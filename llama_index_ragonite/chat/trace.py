@@ -17,7 +17,13 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 
-TRACED = ("QuestionCompletedEvent", "RetrievalHitsEvent", "AnswerPromptEvent", "AnswerEvent")
+TRACED = (
+    "QuestionCompletedEvent",
+    "RetrievalHitsEvent",
+    "ConversationRetrievalEvent",
+    "AnswerPromptEvent",
+    "AnswerEvent",
+)
 
 
 class TraceRecorder(BaseEventHandler):
@@ -77,6 +83,8 @@ def render_trace(
                 lines.append(f"  {rank:>2}. {shown:>8}  {titles.get(node_id, node_id)}")
             if len(event.node_ids) > top:
                 lines.append(f"  … {len(event.node_ids) - top} more")
+        elif name == "ConversationRetrievalEvent":
+            lines.append(f"Conversation retrieval: used the {event.choice} ranking ({event.reason}): {event.query!r}")
         elif name == "AnswerPromptEvent":
             prompt = event.prompt if len(event.prompt) <= prompt_chars else event.prompt[:prompt_chars] + " …"
             lines.append(f"Answer prompt ({event.n_sources} sources, {len(event.prompt):,} chars):")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Sequence, Union
+
+from llama_index_ragonite.explain.answers import short_answer
 
 
 def figure(width: float, height: float):
@@ -70,4 +72,20 @@ def attribution_chart(attribution: Any, path: Union[str, Path]) -> Path:
         title += "\n" + textwrap.shorten(attribution.incompleteness(), 100)
     ax.set_title(title, fontsize=10)
     ax.tick_params(axis="y", labelsize=8)
+    return save(fig, path)
+
+
+def answer_pie(shares: Sequence[Any], title: str, path: Union[str, Path]) -> Path:
+    """RAGE's answer distribution as a pie: one wedge per distinct answer (``AnswerShare``), the original marked."""
+    path = chart_path(path)
+    fig = figure(8, 4)
+    ax = fig.add_subplot()
+    if shares:
+        wedges, _, _ = ax.pie([s.count for s in shares], autopct="%1.0f%%", startangle=90, counterclock=False)
+        labels = [f"{short_answer(s.text, 60)} ({s.count}){' — original' if s.original else ''}" for s in shares]
+        ax.legend(wedges, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no answers", ha="center", va="center")
+        ax.axis("off")
+    ax.set_title(textwrap.shorten(title, 90), fontsize=10)
     return save(fig, path)

@@ -1,10 +1,13 @@
-"""``CombinationExplainer``: the smallest set of evidences whose removal or retention changes the answer.
+"""``CombinationExplainer``: the smallest set of evidences whose removal or retention gives a counterfactual.
 
-RAGE's combination insight. Top-down removes evidences, bottom-up keeps only some; either
-way candidate sets are tried in increasing size, and sets of one size in decreasing summed
-relevance (retrieval scores), so the first change found is the smallest and, among the
-smallest, the most relevant. Sets are generated lazily: ten evidences already give 1,023
-candidates, and the search usually stops long before.
+RAGE's combination insight. Top-down starts from the full context and removes evidences
+until the answer changes; bottom-up starts from the empty context (the answer the LLM gives
+with no evidence, the reference) and keeps evidences until the answer is the target (by
+default the original answer). Either way candidate sets are tried in increasing size, and
+sets of one size in decreasing summed relevance (retrieval scores, or attention), so the first
+counterfactual found is the smallest and, among the smallest, the most relevant. Sets are
+generated lazily: ten evidences already give 1,023 candidates, and the search usually stops
+long before.
 """
 
 from __future__ import annotations
@@ -12,19 +15,14 @@ from __future__ import annotations
 import heapq
 import math
 from itertools import chain
-from typing import Iterator, List, Literal, Sequence, Tuple
+from typing import Iterator, List, Literal, Optional, Sequence, Tuple
 
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.schema import NodeWithScore
 
-from llama_index_ragonite.explain.perturbations import (
-    AnswerRule,
-    AnswerShare,
-    Perturbation,
-    RageExplainer,
-    evidence_labels,
-    relevance,
-)
+from llama_index_ragonite.explain.answers import Perturbation
+from llama_index_ragonite.explain.perturbations import RageExplainer
+from llama_index_ragonite.explain.regeneration import AnswerRegenerator, normalize_answer
 
 __all__ = ["CombinationExplainer", "candidate_sets", "ranked_subsets"]
 
@@ -68,38 +66,53 @@ def candidate_sets(scores: Sequence[float], mode: str) -> Iterator[Tuple[int, ..
 
 
 class CombinationExplainer(RageExplainer):
-    """The smallest set of evidences whose removal (top-down) or retention (bottom-up) changes the answer.
+    """RAGE's combination explanation: the smallest set of evidences to remove, or to keep, for a counterfactual.
 
     Args:
         llm: the LLM that answered (default: ``Settings.llm`` when set, else the offline ``ExtractiveAnswerer``).
-        mode: ``"top-down"`` or ``"bottom-up"``; see also the fields of ``RageExplainer``.
+        mode: ``"top-down"``: the smallest set whose removal from the full context changes the
+            answer; ``"bottom-up"``: starting from the empty-context answer (the LLM asked with no
+            evidence: the reference), the smallest set whose retention yields ``target``.
+        target: bottom-up's target answer (compared by ``normalize_answer``); ``None``: the
+            original answer. See also the fields of ``RageExplainer``.
 
-    Removing every evidence (top-down) needs no LLM call: the answer is then out of scope.
+    Equal-size sets are tried in decreasing summed relevance. Removing every evidence
+    (top-down) needs no LLM call: the answer is then out of scope. Bottom-up: when the
+    empty-context answer already is the target, the explanation is keeping no evidence; when
+    no smaller set yields the original answer, it is keeping them all.
     """
 
     mode: Literal["top-down", "bottom-up"] = Field(
         default="top-down", description="top-down: remove evidences; bottom-up: keep only some."
     )
+    target: Optional[str] = Field(default=None, description="Bottom-up: the answer to reach (None: the original).")
 
-    def _candidates(self, nodes: Sequence[NodeWithScore]) -> Iterator[Perturbation]:
+    @property
+    def distribution_kind(self) -> str:
+        return "remove" if self.mode == "top-down" else "keep"
+
+    def _candidates(self, nodes: Sequence[NodeWithScore], scores: Sequence[float]) -> Iterator[Perturbation]:
         everything = range(len(nodes))
-        for subset in candidate_sets(relevance(nodes), self.mode):
+        for subset in candidate_sets(scores, self.mode):
             rest = tuple(i for i in everything if i not in subset)
             if self.mode == "top-down":
                 yield Perturbation("remove", evidences=rest, removed=subset)
             else:
                 yield Perturbation("keep", evidences=subset, removed=rest)
 
-    def _rules(self, perturbations: Sequence[Perturbation], distribution: Sequence[AnswerShare]) -> List[AnswerRule]:
-        rules = []
-        for share, members in self._groups(perturbations, distribution):
-            prefix = self._rule_prefix(share, "combinations")
-            for relation, sets in (
-                ("include", [p.evidences for p in members]),
-                ("exclude", [p.removed for p in members]),
-            ):
-                common = tuple(sorted(set.intersection(*map(set, sets))))
-                if common:
-                    text = f"{prefix} {relation} {evidence_labels(common)}"
-                    rules.append(AnswerRule(share.answer, share.count, relation, common, text=text))
-        return rules
+    async def _goal(
+        self, question: str, nodes: List[NodeWithScore], answer: str, regenerator: AnswerRegenerator
+    ) -> Tuple[Optional[str], Optional[str]]:
+        if self.mode == "top-down":
+            return answer, None
+        return await regenerator.aanswer_without_sources(question), self.target if self.target is not None else answer
+
+    def _trivial(self, reference: Optional[str], target: Optional[str], n: int) -> Optional[Perturbation]:
+        if target is None or reference is None or normalize_answer(reference) != normalize_answer(target):
+            return None
+        return Perturbation("keep", evidences=(), removed=tuple(range(n)), answer=reference, changed=True)
+
+    def _exhausted(self, evaluated: List[Perturbation], target: str, answer: str, n: int) -> Optional[Perturbation]:
+        if any(p.failed for p in evaluated) or normalize_answer(target) != normalize_answer(answer):
+            return None
+        return Perturbation("keep", evidences=tuple(range(n)), answer=answer, changed=True)  # the full context

@@ -1,11 +1,13 @@
-"""What the RAGE explainers share: the evaluated perturbation, the report, and the search loop.
+"""What the RAGE explainers share: the report and the search loop.
 
 A RAGE explanation asks the LLM the same question over perturbed evidence lists (some
-evidences removed or kept, or reordered) until the answer changes. ``CombinationExplainer``
-and ``PermutationExplainer`` differ only in which perturbations they try, in which order, and
-in the answer rules they read off the results; ``RageExplainer`` runs the search for both —
+evidences removed or kept, or reordered) until it finds a counterfactual: an answer other
+than the original (top-down, permutations) or, bottom-up, the target answer reached from the
+empty-context answer. ``CombinationExplainer`` and ``PermutationExplainer`` differ only in
+which perturbations they try and in which order; ``RageExplainer`` runs the search for both —
 in concurrent batches through ``AnswerRegenerator``, answers compared by ``normalize_answer`` —
-and ``PerturbationReport`` renders the outcome (text table, dict, JSON, pie chart). The run
+then, separately, the answer-distribution analysis (``distribution.py``) over a fixed
+population, and ``PerturbationReport`` renders both (text, dict, JSON, pie chart). The run
 itself (span, start/end events, error handling) is ``explain.base.BaseExplainer``'s.
 """
 
@@ -15,16 +17,26 @@ from abc import abstractmethod
 from dataclasses import asdict, dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Literal, Optional, Sequence, Tuple, Union
 
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.schema import NodeWithScore
 
 from llama_index_ragonite.events import PerturbationEndEvent, PerturbationStartEvent
+from llama_index_ragonite.explain.answers import (
+    AnswerRule,
+    AnswerShare,
+    Perturbation,
+    PerturbationCounts,
+    answer_distribution,
+    evidence_labels,
+    relevance,
+    short_answer,
+)
 from llama_index_ragonite.explain.base import BaseExplainer, JSONResult
-from llama_index_ragonite.explain.charts import chart_path, figure, save
+from llama_index_ragonite.explain.charts import answer_pie
+from llama_index_ragonite.explain.distribution import AnswerDistribution, aanalyze, aevaluate
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator, normalize_answer
-from llama_index_ragonite.prompts import strip_citations
 
 __all__ = [
     "AnswerRule",
@@ -40,121 +52,31 @@ __all__ = [
 ]
 
 
-def evidence_labels(indices: Iterable[int]) -> str:
-    """``"Evidence 1, 3"`` for the 0-based indices ``(0, 2)`` (labels are 1-based, as in the paper)."""
-    return "Evidence " + ", ".join(str(i + 1) for i in indices)
-
-
-def relevance(nodes: Sequence[NodeWithScore]) -> List[float]:
-    """The retrieval scores; when any is missing, the retrieval rank instead (first = most relevant)."""
-    if any(n.score is None for n in nodes):
-        return [float(len(nodes) - i) for i in range(len(nodes))]
-    return [float(n.score) for n in nodes]
-
-
-def _short(text: str, limit: int = 70) -> str:
-    text = strip_citations(text)
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 @dataclass
-class Perturbation:
-    """One counterfactual prompt and what the LLM answered to it.
+class PerturbationReport(PerturbationCounts, JSONResult):
+    """Outcome of one RAGE explanation: the counterfactual found, every perturbation tried, the distribution.
 
-    ``evidences`` are 0-based indices into the explained ``nodes`` in the order the LLM saw
-    them; ``removed`` the ones left out. ``answer`` is ``None`` when the LLM call failed.
+    ``perturbations`` is the answer-counterfactuals table (each tried perturbation, its answer,
+    ``changed`` when it is a counterfactual); ``analysis`` the separate answer-distribution
+    analysis, whose shares and rules are also ``distribution`` and ``rules``.
     """
-
-    kind: str  # "remove", "keep" (combinations) or "reorder" (permutations)
-    evidences: Tuple[int, ...]
-    removed: Tuple[int, ...] = ()
-    kendall_tau: Optional[float] = None  # reorderings: closeness to the original order
-    origin: str = ""  # reorderings: "optimal" or "random"
-    answer: Optional[str] = None
-    changed: bool = False
-
-    @property
-    def failed(self) -> bool:
-        return self.answer is None
-
-    @property
-    def subset(self) -> Tuple[int, ...]:
-        """What the explanation is about: the removed evidences, the kept ones, or the new order."""
-        return self.removed if self.kind == "remove" else self.evidences
-
-    def describe(self) -> str:
-        if self.kind == "remove":
-            return f"removing {evidence_labels(self.removed)}"
-        if self.kind == "keep":
-            return f"keeping only {evidence_labels(self.evidences)}"
-        return f"the order {evidence_labels(self.evidences)} (Kendall's tau {self.kendall_tau:.2f})"
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "evidences": list(self.evidences),
-            "removed": list(self.removed),
-            "kendall_tau": self.kendall_tau,
-            "origin": self.origin,
-            "answer": self.answer,
-            "changed": self.changed,
-            "failed": self.failed,
-            "description": self.describe(),
-        }
-
-
-@dataclass
-class AnswerShare:
-    """One distinct answer (by ``normalize_answer``) among the evaluated perturbations."""
-
-    answer: str  # normalized
-    text: str  # the first answer with this normalized form, as the LLM wrote it
-    count: int
-    share: float
-    original: bool  # the same answer as the unperturbed prompt
-
-
-@dataclass
-class AnswerRule:
-    """A regularity of the perturbations giving one answer, e.g. all of them include Evidence 1."""
-
-    answer: str  # normalized
-    support: int  # perturbations giving this answer
-    relation: str  # "include" / "exclude" (combinations) or "position" (orderings)
-    evidences: Tuple[int, ...]
-    position: Optional[int] = None  # 0-based, for "position"
-    text: str = ""
-
-
-def answer_distribution(perturbations: Sequence[Perturbation], original_answer: str) -> List[AnswerShare]:
-    """Counts and shares of the distinct answers (failed calls left out), most frequent first."""
-    groups: Dict[str, List[str]] = {}
-    for p in perturbations:
-        if p.answer is not None:
-            groups.setdefault(normalize_answer(p.answer), []).append(p.answer)
-    total = sum(len(texts) for texts in groups.values())
-    original = normalize_answer(original_answer)
-    shares = [
-        AnswerShare(key, texts[0], len(texts), len(texts) / total, key == original) for key, texts in groups.items()
-    ]
-    return sorted(shares, key=lambda s: -s.count)  # stable: ties in order of first appearance
-
-
-@dataclass
-class PerturbationReport(JSONResult):
-    """Outcome of one RAGE explanation: what changes the answer, and what every perturbation gave."""
 
     mode: str  # "top-down", "bottom-up" or "permutation"
     question: str
     original_answer: str
     n_evidences: int
-    explanation: Optional[Perturbation]  # the first perturbation (in search order) that changed the answer
-    perturbations: List[Perturbation]  # every evaluated one, in evaluation order
+    explanation: Optional[Perturbation]  # the first counterfactual in search order
+    perturbations: List[Perturbation]  # every tried one, in evaluation (= search) order
     distribution: List[AnswerShare]
     rules: List[AnswerRule]
     llm_calls: int = 0
     wall_time_s: float = 0.0
     errors: List[str] = field(default_factory=list)  # one line per LLM call that failed after its retries
+    reference_answer: Optional[str] = None  # bottom-up: the answer with no evidence (None: that call failed)
+    target_answer: Optional[str] = None  # bottom-up: the answer the kept evidences must yield
+    analysis: Optional[AnswerDistribution] = None
+    relevance: str = "retrieval"
+    scores: List[float] = field(default_factory=list)  # relevance of each evidence (the search order's key)
 
     @property
     def found(self) -> bool:
@@ -165,21 +87,16 @@ class PerturbationReport(JSONResult):
         return self.explanation.answer if self.explanation else None
 
     @property
-    def failures(self) -> int:
-        """Perturbations whose LLM call failed (never counted as changes, left out of the distribution)."""
-        return sum(p.failed for p in self.perturbations)
-
-    @property
-    def complete(self) -> bool:
-        """True when every evaluated perturbation was answered (no failed LLM call)."""
-        return not self.failures
+    def counterfactuals(self) -> List[Perturbation]:
+        """The tried perturbations whose answer is a counterfactual."""
+        return [p for p in self.perturbations if p.changed]
 
     @property
     def failed_before_explanation(self) -> int:
         """Failed perturbations that precede the explanation in search order (all failed ones when
         none was found): any of them might have changed the answer, so the explanation found may
         not be the smallest or most relevant one, and "none changes it" is not established."""
-        end = self.perturbations.index(self.explanation) if self.explanation else len(self.perturbations)
+        end = self.perturbations.index(self.explanation) if self.explanation in self.perturbations else None
         return sum(p.failed for p in self.perturbations[:end])
 
     def incompleteness(self) -> Optional[str]:
@@ -200,40 +117,56 @@ class PerturbationReport(JSONResult):
     def noun(self) -> str:
         return "orderings" if self.mode == "permutation" else "combinations"
 
+    def _explanation_line(self) -> str:
+        if self.explanation and self.mode == "bottom-up":
+            return f"Explanation: {self.explanation.describe()} turns the empty-context answer into the target answer."
+        if self.explanation:
+            return f"Explanation: {self.explanation.describe()} changes the answer to: {self.counterfactual_answer}"
+        goal = "gives the target answer" if self.mode == "bottom-up" else "changes the answer"
+        if self.failures:
+            answered = len(self.perturbations) - self.failures
+            return f"Explanation: none of the {answered} answered {self.noun} {goal}."
+        return f"Explanation: none of the {len(self.perturbations)} evaluated {self.noun} {goal}."
+
+    def counterfactual_lines(self, limit: int = 12) -> List[str]:
+        """The answer-counterfactuals table: each tried perturbation and its answer, counterfactuals marked."""
+        lines = [
+            f"Answer counterfactuals ({len(self.perturbations)} tried, {len(self.counterfactuals)} counterfactual):"
+        ]
+        for p in self.perturbations[:limit]:
+            answer = "(LLM call failed)" if p.failed else short_answer(p.answer, 60)
+            lines.append(f"  {'*' if p.changed else ' '} {p.describe()} -> {answer}")
+        if len(self.perturbations) > limit:
+            lines.append(f"    … {len(self.perturbations) - limit} more (to_dict() lists them all)")
+        return lines
+
     def to_text(self) -> str:
         lines = [f"RAGE {self.mode} explanation for: {self.question}", f"Original answer: {self.original_answer}"]
-        if self.explanation:
-            lines.append(
-                f"Explanation: {self.explanation.describe()} changes the answer to: {self.counterfactual_answer}"
-            )
-        elif self.failures:
-            answered = len(self.perturbations) - self.failures
-            lines.append(f"Explanation: none of the {answered} answered {self.noun} changes the answer.")
-        else:
-            lines.append(
-                f"Explanation: none of the {len(self.perturbations)} evaluated {self.noun} changes the answer."
-            )
+        if self.mode == "bottom-up":
+            reference = self.reference_answer if self.reference_answer is not None else "(LLM call failed)"
+            lines += [f"Empty-context answer: {reference}", f"Target answer: {self.target_answer}"]
+        if self.relevance != "retrieval":
+            lines.append(f"Relevance: {self.relevance} ({', '.join(f'{s:.3f}' for s in self.scores)})")
+        lines.append(self._explanation_line())
         if not self.complete:
             lines.append(self.incompleteness())
-        failed = f", {self.failures} failed" if self.failures else ""
-        lines += [f"Answer distribution over {len(self.perturbations)} {self.noun}{failed}:", "  count   share  answer"]
-        for s in self.distribution:
-            mark = "  (original)" if s.original else ""
-            lines.append(f"  {s.count:5d}  {s.share:6.1%}  {_short(s.text)}{mark}")
-        if self.rules:
-            lines += ["Rules:"] + [f"  - {r.text}" for r in self.rules]
+        lines += self.counterfactual_lines()
+        if self.analysis is not None:
+            lines += self.analysis.lines()
         lines.append(f"LLM calls: {self.llm_calls}, wall time: {self.wall_time_s:.2f} s")
         return "\n".join(lines)
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-serializable form (indices 0-based, aligned with the explained nodes)."""
         return {
-            **self._fields("mode", "question", "original_answer", "n_evidences", "found"),
+            **self._fields("mode", "question", "original_answer", "reference_answer", "target_answer"),
+            **self._fields("n_evidences", "found", "relevance", "scores"),
             "explanation": self.explanation.to_dict() if self.explanation else None,
             "counterfactual_answer": self.counterfactual_answer,
             "perturbations": [p.to_dict() for p in self.perturbations],
             "distribution": [asdict(s) for s in self.distribution],
             "rules": [{**asdict(r), "evidences": list(r.evidences)} for r in self.rules],
+            "analysis": self.analysis.to_dict() if self.analysis else None,
             **self._fields("llm_calls", "wall_time_s", "failures", "complete", "failed_before_explanation"),
             "incomplete": self.incompleteness(),
             "errors": list(self.errors),
@@ -241,66 +174,99 @@ class PerturbationReport(JSONResult):
 
     def plot(self, path: Union[str, Path]) -> Path:
         """Pie chart of the answer distribution, PNG or SVG by the file extension."""
-        path = chart_path(path)
-        fig = figure(8, 4)
-        ax = fig.add_subplot()
-        if self.distribution:
-            wedges, _, _ = ax.pie(
-                [s.count for s in self.distribution], autopct="%1.0f%%", startangle=90, counterclock=False
-            )
-            labels = [
-                f"{_short(s.text, 60)} ({s.count}){' — original' if s.original else ''}" for s in self.distribution
-            ]
-            ax.legend(wedges, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
-        else:
-            ax.text(0.5, 0.5, "no answers", ha="center", va="center")
-            ax.axis("off")
-        ax.set_title(f"Answers over {len(self.perturbations)} {self.noun} ({self.mode})", fontsize=10)
-        return save(fig, path)
+        over = self.analysis.describe_population() if self.analysis else f"{len(self.perturbations)} {self.noun}"
+        return answer_pie(self.distribution, f"Answers over {over} ({self.mode})", path)
 
 
 class RageExplainer(BaseExplainer):
     """Search loop shared by the RAGE explainers; subclasses say which perturbations to try, in order.
 
     Candidates are evaluated in batches of ``max_concurrency`` (concurrent LLM calls); the
-    search stops after the first batch holding a change, or at ``max_evaluations``, and the
-    explanation is the first changing candidate in the subclass's order. Subclasses define
-    ``mode`` (``top-down``, ``bottom-up`` or ``permutation``). The LLM follows the package's
-    precedence rule (passed, else ``Settings.llm``, else the offline ``ExtractiveAnswerer``);
-    pass the one (and ``prompt``) the answer came from.
+    search stops after the first batch holding a counterfactual, or at ``max_evaluations``, and
+    the explanation is the first counterfactual in the subclass's order. Then the answer
+    distribution is computed over its own population (``distribution_size``,
+    ``distribution_sample``, ``seed``; ``distribution_size=0`` skips it), reusing the answers the
+    search already has. ``relevance="attention"`` orders by the attention a local Transformers
+    model pays to each evidence (``attention=``, see ``explain.attention``) instead of the
+    retrieval scores. Subclasses define ``mode`` and ``distribution_kind``.
     """
 
     max_evaluations: int = Field(default=128, ge=1, description="At most this many perturbations are evaluated.")
     min_rule_support: int = Field(
         default=2, ge=1, description="Answer rules only for answers given by at least this many perturbations."
     )
+    distribution_size: Optional[int] = Field(
+        default=2, ge=0, description="Answer distribution over perturbations up to this size (inversions); 0: none."
+    )
+    distribution_sample: Optional[int] = Field(
+        default=None, ge=1, description="A seeded random sample of this many perturbations for the distribution."
+    )
+    seed: int = Field(default=0, description="Seed of every random choice (same seed, same perturbations).")
+    relevance: Literal["retrieval", "attention"] = Field(
+        default="retrieval", description="What orders equal-size candidates: retrieval scores or LLM attention."
+    )
+    attention: Optional[Any] = Field(
+        default=None, exclude=True, description="An explain.attention.AttentionRelevance for relevance='attention'."
+    )
+
+    @property
+    @abstractmethod
+    def distribution_kind(self) -> str:
+        """``"remove"``, ``"keep"`` or ``"reorder"``: the perturbations of the answer distribution."""
 
     @abstractmethod
-    def _candidates(self, nodes: Sequence[NodeWithScore]) -> Iterable[Perturbation]:
+    def _candidates(self, nodes: Sequence[NodeWithScore], scores: Sequence[float]) -> Iterable[Perturbation]:
         """Perturbations to try, in search order (may be lazy and longer than ``max_evaluations``)."""
 
-    @abstractmethod
-    def _rules(self, perturbations: Sequence[Perturbation], distribution: Sequence[AnswerShare]) -> List[AnswerRule]:
-        """Answer rules read off the evaluated perturbations."""
+    async def _goal(
+        self, question: str, nodes: List[NodeWithScore], answer: str, regenerator: AnswerRegenerator
+    ) -> Tuple[Optional[str], Optional[str]]:
+        """(reference, target): a counterfactual differs from the reference, or, with a target, equals it."""
+        return answer, None
+
+    def _trivial(self, reference: Optional[str], target: Optional[str], n: int) -> Optional[Perturbation]:
+        """An explanation that needs no search (bottom-up: the empty context already gives the target)."""
+        return None
+
+    def scores(self, question: str, nodes: Sequence[NodeWithScore], answer: str) -> List[float]:
+        """Each evidence's relevance: its retrieval score, or the attention the LLM pays to it."""
+        if self.relevance == "retrieval":
+            return relevance(nodes)
+        from llama_index_ragonite.explain.attention import attention_scorer
+
+        scorer = attention_scorer(self.attention, self.llm)
+        prompt = AnswerRegenerator(self.llm, self.prompt).prompt_for(question, nodes)
+        return scorer.relevance(prompt, nodes, answer)
 
     async def _aexplain(
         self, question: str, nodes: List[NodeWithScore], answer: str, regenerator: AnswerRegenerator
     ) -> PerturbationReport:
-        original = normalize_answer(answer)
-        candidates = iter(self._candidates(nodes))
+        scores = self.scores(question, nodes, answer)
+        reference, target = await self._goal(question, nodes, answer, regenerator)
+        wanted = normalize_answer(target if target is not None else reference or "")
+
+        def is_counterfactual(text: str) -> bool:
+            return (normalize_answer(text) == wanted) == (target is not None)
+
+        cache: Dict[Tuple[int, ...], str] = {tuple(range(len(nodes))): answer}
         evaluated: List[Perturbation] = []
-        explanation = None
+        explanation = self._trivial(reference, target, len(nodes))
+        candidates = iter(self._candidates(nodes, scores)) if explanation is None else iter(())
         while explanation is None and len(evaluated) < self.max_evaluations:
             batch = list(islice(candidates, min(self.max_concurrency, self.max_evaluations - len(evaluated))))
             if not batch:
                 break
-            answers = await regenerator.aanswer_many(question, [[nodes[i] for i in p.evidences] for p in batch])
-            for p, text in zip(batch, answers):
-                p.answer = text
-                p.changed = text is not None and normalize_answer(text) != original
+            await aevaluate(batch, question, nodes, regenerator, is_counterfactual, cache)
             evaluated += batch
             explanation = next((p for p in batch if p.changed), None)
-        distribution = answer_distribution(evaluated, answer)
+        if explanation is None and target is not None and len(evaluated) < self.max_evaluations:
+            explanation = self._exhausted(evaluated, target, answer, len(nodes))
+        analysis, errors = None, list(regenerator.errors)  # the search's; the analysis keeps its own
+        if self.distribution_size != 0:
+            analysis = await aanalyze(
+                self.distribution_kind, question, nodes, answer, regenerator, self.distribution_size,
+                self.distribution_sample, self.seed, self.min_rule_support, cache,
+            )  # fmt: skip
         return PerturbationReport(
             mode=self.mode,
             question=question,
@@ -308,10 +274,19 @@ class RageExplainer(BaseExplainer):
             n_evidences=len(nodes),
             explanation=explanation,
             perturbations=evaluated,
-            distribution=distribution,
-            rules=self._rules(evaluated, distribution),
-            errors=list(regenerator.errors),
+            distribution=analysis.distribution if analysis else [],
+            rules=analysis.rules if analysis else [],
+            errors=errors,
+            reference_answer=reference if target is not None else None,
+            target_answer=target,
+            analysis=analysis,
+            relevance=self.relevance,
+            scores=list(scores),
         )
+
+    def _exhausted(self, evaluated: List[Perturbation], target: str, answer: str, n: int) -> Optional[Perturbation]:
+        """Every candidate tried, none a counterfactual: what the search knows without them (bottom-up: all)."""
+        return None
 
     def _start_event(self, question: str, nodes: List[NodeWithScore]) -> PerturbationStartEvent:
         return PerturbationStartEvent(mode=self.mode, question=question, n_evidences=len(nodes))
@@ -319,16 +294,3 @@ class RageExplainer(BaseExplainer):
     def _end_event(self, result: PerturbationReport, **cost: Any) -> PerturbationEndEvent:
         evaluated, failures = len(result.perturbations), result.failures
         return PerturbationEndEvent(mode=self.mode, found=result.found, evaluated=evaluated, failures=failures, **cost)
-
-    def _groups(self, perturbations: Sequence[Perturbation], distribution: Sequence[AnswerShare]):
-        """(share, perturbations giving it) for the answers with at least ``min_rule_support`` of them."""
-        for share in distribution:
-            if share.count >= self.min_rule_support:
-                members = [
-                    p for p in perturbations if p.answer is not None and normalize_answer(p.answer) == share.answer
-                ]
-                yield share, members
-
-    @staticmethod
-    def _rule_prefix(share: AnswerShare, noun: str) -> str:
-        return f"All {share.count} {noun} giving '{_short(share.text, 50)}'"

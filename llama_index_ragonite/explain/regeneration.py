@@ -125,9 +125,22 @@ class AnswerRegenerator:
         """
         return (await self._attempts(question, nodes))[0]
 
-    async def _attempts(self, question: str, nodes: Sequence[NodeWithScore]) -> Tuple[Optional[str], Optional[str]]:
+    async def aanswer_without_sources(self, question: str) -> Optional[str]:
+        """The LLM's answer with an empty context (RAGE's bottom-up reference), ``None`` when it failed.
+
+        Unlike ``aanswer([])`` this asks the LLM: what it says without any evidence is the
+        point. A synthesizer is not asked (LlamaIndex's answer nothing without nodes): the
+        out-of-scope sentence, as the chat engine says when retrieval finds nothing.
+        """
+        if self.synthesizer is not None:
+            return OUT_OF_SCOPE
+        return (await self._attempts(question, [], ask_empty=True))[0]
+
+    async def _attempts(
+        self, question: str, nodes: Sequence[NodeWithScore], ask_empty: bool = False
+    ) -> Tuple[Optional[str], Optional[str]]:
         """(answer, None) or (None, the last error)."""
-        if not nodes:
+        if not nodes and not ask_empty:
             return OUT_OF_SCOPE, None
         for attempt in range(self.retries + 1):
             self.calls += 1

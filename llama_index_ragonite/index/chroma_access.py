@@ -19,15 +19,24 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Sequence
+from urllib.parse import urlsplit
 
 import numpy as np
 
 from llama_index_ragonite.errors import (
     StoreError,
+    VectorStoreAddressError,
     VectorStoreUnavailableError,
 )
 
-__all__ = ["GuardedCollection", "check_vectors", "open_collection", "server_name"]
+__all__ = [
+    "GuardedCollection",
+    "check_vectors",
+    "chroma_address",
+    "chroma_http_client",
+    "open_collection",
+    "server_name",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +53,34 @@ def _outage_types() -> tuple[type[BaseException], ...]:
     except ImportError:  # pragma: no cover - chromadb depends on httpx
         pass
     return tuple(types)
+
+
+def chroma_address(address: str) -> tuple[str, int, bool]:
+    """``HOST:PORT``, ``HOST`` (port 8000) or an ``http(s)://HOST:PORT`` URL -> (host, port, ssl)."""
+    text = address.strip()
+    parts = urlsplit(text if "://" in text else f"http://{text}")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 8000)
+    except ValueError:
+        port = None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port is None or parts.path not in ("", "/"):
+        raise VectorStoreAddressError(
+            f"Chroma server {address!r}: write HOST:PORT (e.g. 127.0.0.1:8000) or http(s)://HOST:PORT"
+        )
+    return parts.hostname, port, parts.scheme == "https"
+
+
+def chroma_http_client(address: str) -> Any:
+    """A ``chromadb.HttpClient`` for ``address`` (see ``chroma_address``); a server that does not answer is an error."""
+    import chromadb
+
+    host, port, ssl = chroma_address(address)
+    try:
+        client = chromadb.HttpClient(host=host, port=port, ssl=ssl)
+        client.heartbeat()
+    except Exception as err:  # refused, timed out, not a Chroma server
+        raise VectorStoreUnavailableError(f"Chroma server {address}: no Chroma server answers there ({err})") from err
+    return client
 
 
 def server_name(client: Any) -> str:

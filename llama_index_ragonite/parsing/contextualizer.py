@@ -72,6 +72,10 @@ class EvidenceContextualizer(TransformComponent):
     embed_neighbours: bool = Field(
         default=False, description="Also put the before/after lines into the text that is embedded."
     )
+    breadcrumb: bool = Field(
+        default=False,
+        description="Add the page's breadcrumb (its ancestors, metadata['breadcrumb'], as Confluence pages carry).",
+    )
     row_context: Literal["neighbours", "table"] = Field(
         default="table",
         description="Before/After of a table row: the evidences around its table (the paper's), or the rows around it.",
@@ -107,9 +111,17 @@ class EvidenceContextualizer(TransformComponent):
         recorded = {k: v for k, v in settings.items() if k != "class_name" and k in cls.model_fields}
         return cls(**{"row_context": "neighbours", **recorded})
 
+    def to_dict(self, **kwargs: Any) -> Dict[str, Any]:
+        """``breadcrumb`` only when on: manifests written before the field existed stay byte for byte."""
+        data = super().to_dict(**kwargs)
+        if not data.get("breadcrumb"):
+            data.pop("breadcrumb", None)
+        return data
+
     def fingerprint_settings(self) -> Dict[str, Any]:
         """What a store's page fingerprints hash: ``to_dict``, without ``row_context`` when it is
-        "neighbours", so pages indexed before the field existed keep their fingerprints."""
+        "neighbours" (and ``breadcrumb`` when off), so pages indexed before these fields existed
+        keep their fingerprints."""
         data = self.to_dict()
         if data.get("row_context") == "neighbours":
             del data["row_context"]
@@ -118,10 +130,11 @@ class EvidenceContextualizer(TransformComponent):
     @property
     def setting(self) -> str:
         switches = dict(title=self.title, heading=self.heading, before=self.before, after=self.after)
+        extra = "+BREADCRUMB" if self.breadcrumb else ""
         for name, value in SETTINGS.items():
             if value == switches:
-                return name
-        return "+".join(k.upper() for k, v in switches.items() if v)
+                return name + extra
+        return "+".join(k.upper() for k, v in switches.items() if v) + extra
 
     def context(
         self,
@@ -136,6 +149,8 @@ class EvidenceContextualizer(TransformComponent):
         lines = []
         if self.title and meta.get("title"):
             lines.append(f"Page: {meta['title']}")
+        if self.breadcrumb and meta.get("breadcrumb"):
+            lines.append(f"In: {meta['breadcrumb']}")
         if self.heading and meta.get("heading_path"):
             lines.append(f"Section: {meta['heading_path']}")
         for switch, rel, label, side in (

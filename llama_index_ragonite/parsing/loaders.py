@@ -1,7 +1,7 @@
 """Pages on disk -> LlamaIndex ``Document``s with stable ids.
 
 Two formats: ConfQuestions / crawler JSON (``{"id", "title", "url", "content", ...}``)
-and plain ``.html``/``.htm`` files. Document ids are stable (the JSON ``id``, or
+and plain ``.html``/``.htm`` files; plus a Confluence space HTML export zip (``parsing.confluence.export``). Document ids are stable (the JSON ``id``, or
 the file path relative to the folder), which makes node ids stable too.
 """
 
@@ -64,8 +64,12 @@ def load_html_page(path: Union[str, Path], root: Union[str, Path, None] = None) 
 
 
 def load_pages(source: Union[str, Path]) -> List[Document]:
-    """One page file, or every page file under a folder (sorted, recursive)."""
+    """One page file, every page file under a folder (sorted, recursive), or a Confluence space HTML export (.zip)."""
     source = Path(source)
+    if source.is_file() and source.suffix.lower() == ".zip":
+        from llama_index_ragonite.parsing.confluence.export import load_export
+
+        return load_export(source)
     if source.is_dir():
         files = sorted(p for p in source.rglob("*") if p.suffix.lower() in PAGE_SUFFIXES and p.is_file())
         root = source

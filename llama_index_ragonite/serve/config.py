@@ -3,6 +3,11 @@
 The one rule that cannot wait for a request: an address other than loopback exposes the
 conversations to the network, so it needs at least one access token (``--token`` or
 ``RAGONITE_TOKEN``); ``check`` refuses it otherwise, before the models load.
+
+A replica (``--read-only``, usually with ``--chroma-server``) is one of several ``ragonite serve``
+processes over the same store folders: it writes nothing there, so its conversations need a file
+of their own (``--conversations``), and the vectors come from the Chroma server that the one
+writer fills (embedded Chroma writes its SQLite file even to read). See docs/deployment.md.
 """
 
 from __future__ import annotations
@@ -11,11 +16,18 @@ import ipaddress
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from llama_index_ragonite.errors import RagoniteError
+from llama_index_ragonite.index.chroma_access import chroma_address, chroma_http_client
 
-__all__ = ["MAX_BODY_BYTES", "ServeConfig", "ServeConfigError", "TOKEN_ENV", "is_loopback"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "ServeConfig",
+    "ServeConfigError",
+    "TOKEN_ENV",
+    "is_loopback",
+]
 
 TOKEN_ENV = "RAGONITE_TOKEN"
 MAX_BODY_BYTES = 64 * 1024
@@ -38,7 +50,9 @@ def is_loopback(host: str) -> bool:
 def _parse_named(spec: str, what: str) -> tuple[str, str]:
     name, eq, value = spec.partition("=")
     if not eq or not name.strip() or not value.strip():
-        raise ServeConfigError(f"--{what} {spec!r}: write NAME={what.upper() if what != 'store' else 'DIR'}")
+        raise ServeConfigError(
+            f"--{what} {spec!r}: write NAME={what.split('-')[-1].upper() if what != 'store' else 'DIR'}"
+        )
     return name.strip(), value.strip()
 
 
@@ -48,7 +62,11 @@ class ServeConfig:
 
     ``history``: the SQLite file of the conversations (default: beside the first store, as
     ``ragonite chat`` keeps them). ``reranker``: load the BGE reranker, which enables the
-    ``rerank`` and ``rerank+rrf`` fusions.
+    ``rerank`` and ``rerank+rrf`` fusions. ``device``: where the hub models (a sentence-transformers
+    ``embedding``, the reranker) run, e.g. ``"cuda"``; None: the best available.
+    ``chroma_server``: every domain's vectors on that Chroma server (``HOST:PORT``), in the
+    collection ``collections`` names for the domain (default ``ragonite``, as ``EvidenceStore``'s).
+    ``read_only``: a replica, which writes nothing into the store folders (see the module doc).
     """
 
     domains: Dict[str, str]
@@ -59,6 +77,10 @@ class ServeConfig:
     port: int = 8000
     history: Optional[str] = None
     reranker: bool = False
+    device: Optional[str] = None
+    chroma_server: Optional[str] = None
+    collections: Dict[str, str] = field(default_factory=dict)
+    read_only: bool = False
 
     @classmethod
     def from_args(
@@ -66,10 +88,13 @@ class ServeConfig:
         stores: List[str],
         llms: Optional[List[str]] = None,
         tokens: Optional[List[str]] = None,
+        collections: Optional[List[str]] = None,
         **kwargs,
     ) -> "ServeConfig":
-        """From ``--store NAME=DIR`` / ``--llm [NAME=]SPEC`` / ``--token`` lists; ``RAGONITE_TOKEN`` adds a token."""
+        """From ``--store NAME=DIR`` / ``--llm [NAME=]SPEC`` / ``--token`` / ``--chroma-collection NAME=COLLECTION``
+        lists; ``RAGONITE_TOKEN`` adds a token."""
         domains = dict(_parse_named(s, "store") for s in stores or [])
+        kwargs["collections"] = dict(_parse_named(c, "chroma-collection") for c in collections or [])
         named: Dict[str, str] = {}
         for spec in llms or ["extractive"]:
             name, spec = _llm_name(spec)
@@ -92,6 +117,62 @@ class ServeConfig:
             )
         if any(len(t) < 8 for t in self.tokens):
             raise ServeConfigError("An access token must have at least 8 characters")
+        self._check_vectors()
+        if self.read_only and not self.history:
+            raise ServeConfigError(
+                "A --read-only replica writes nothing into the store folders: pass --conversations FILE, "
+                "a file of this replica's own (on local disk, not the shared volume)"
+            )
+
+    def _check_vectors(self) -> None:
+        unknown = sorted(set(self.collections) - set(self.domains))
+        if unknown:
+            raise ServeConfigError(f"--chroma-collection {unknown[0]}=…: no domain {unknown[0]!r} (--store NAME=DIR)")
+        if self.collections and not self.chroma_server:
+            raise ServeConfigError("--chroma-collection needs --chroma-server HOST:PORT")
+        if self.chroma_server:
+            try:
+                chroma_address(self.chroma_server)
+            except ValueError as err:
+                raise ServeConfigError(f"--chroma-server: {err}") from err
+            names = [self.collection(name) for name in self.domains]
+            if len(set(names)) < len(names):
+                raise ServeConfigError(
+                    "Two domains would read the same Chroma collection: give each its own with "
+                    "--chroma-collection NAME=COLLECTION (the collection its writer filled)"
+                )
+        elif self.read_only:
+            writable = [n for n, f in self.domains.items() if os.access(Path(f) / "chroma", os.W_OK)]
+            if writable:
+                raise ServeConfigError(
+                    f"--read-only over the embedded Chroma database of {writable[0]!r}: Chroma writes its SQLite "
+                    "file even to read. Pass --chroma-server HOST:PORT (the deployment of docs/deployment.md), "
+                    "or mount the store folder read-only (Chroma then reads a private copy)"
+                )
+
+    def collection(self, domain: str) -> str:
+        """The Chroma collection of ``domain`` on the server (``EvidenceStore``'s default unless named)."""
+        from llama_index_ragonite.index.store import COLLECTION
+
+        return self.collections.get(domain, COLLECTION)
+
+    def open_store(self, domain: str, embed_model: Any = None, chroma_client: Any = None) -> Any:
+        """``domain``'s ``EvidenceStore``, on ``chroma_client`` (the server's) when one is configured."""
+        from llama_index_ragonite.index.store import EvidenceStore
+
+        if chroma_client is None:
+            return EvidenceStore(self.domains[domain], embed_model=embed_model)
+        return EvidenceStore(
+            self.domains[domain],
+            embed_model=embed_model,
+            chroma_client=chroma_client,
+            collection=self.collection(domain),
+        )
+
+    def open_stores(self, embed_model: Any = None) -> Dict[str, Any]:
+        """Every domain's store; one Chroma client for them all when ``chroma_server`` is set."""
+        client = chroma_http_client(self.chroma_server) if self.chroma_server else None
+        return {name: self.open_store(name, embed_model, client) for name in self.domains}
 
     @property
     def default_llm(self) -> str:

@@ -16,7 +16,6 @@ from llama_index_ragonite.explain.attribution import CounterfactualAttributor
 from llama_index_ragonite.explain.combinations import CombinationExplainer
 from llama_index_ragonite.explain.permutations import PermutationExplainer
 from llama_index_ragonite.explain.perturbations import Perturbation, PerturbationReport
-from llama_index_ragonite.explain.regeneration import normalize_answer
 from llama_index_ragonite.serve.turns import nodes_from_records
 
 __all__ = ["METHODS", "explain_turn"]
@@ -85,19 +84,11 @@ def _perturbation(p: Perturbation) -> Dict[str, Any]:
 
 
 def _rage(method: str, report: PerturbationReport) -> Dict[str, Any]:
-    groupings = []
-    for share in report.distribution:
-        members = [
-            p for p in report.perturbations if p.answer is not None and normalize_answer(p.answer) == share.answer
-        ]
-        groupings.append(
-            {
-                "answer": share.text,
-                "original": share.original,
-                "count": share.count,
-                "perturbations": [_perturbation(p) for p in members],
-            }
-        )
+    analysis = report.analysis  # the answer distribution is its own analysis, separate from the search
+    groupings = [
+        {"answer": s.text, "original": s.original, "count": s.count, "perturbations": [_perturbation(p) for p in m]}
+        for s, m in (analysis.groupings if analysis else [])
+    ]
     return {
         "method": method,
         "mode": report.mode,
@@ -121,7 +112,8 @@ def _rage(method: str, report: PerturbationReport) -> Dict[str, Any]:
         ],
         "groupings": groupings,
         "counterfactuals": [_perturbation(p) for p in report.perturbations if p.changed],
-        "perturbations": len(report.perturbations),
+        "tried": [_perturbation(p) for p in report.perturbations],  # the answer-counterfactuals table
+        "perturbations": len(analysis.perturbations) if analysis else 0,
         "complete": report.complete,
         "incomplete": report.incompleteness(),
         "text": report.to_text(),

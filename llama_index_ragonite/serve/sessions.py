@@ -47,14 +47,14 @@ class Sessions:
         history = config.history_file()
         self.chat_store = SQLiteChatStore(history)
         self.records = ServeRecords(history.with_name(history.stem + ".serve.sqlite"))
-        self.embed_model = embedding_from_spec(config.embedding)
+        self.embed_model = embedding_from_spec(config.embedding, device=config.device)
         self.llms = {name: llm_from_spec(spec) for name, spec in config.llms.items()}
         self.reranker = None
         if config.reranker:
             from llama_index_ragonite.models.hub_models import default_reranker
 
-            self.reranker = default_reranker()
-        self.stores = {name: EvidenceStore(path, embed_model=self.embed_model) for name, path in config.domains.items()}
+            self.reranker = default_reranker(device=config.device)
+        self.stores: Dict[str, EvidenceStore] = config.open_stores(self.embed_model)  # on --chroma-server if given
         self._retrievers: Dict[Tuple[str, str], HybridRetriever] = {}
         self._lock = threading.Lock()
         self._conversation_locks: Dict[str, threading.Lock] = {}

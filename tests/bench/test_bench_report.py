@@ -56,9 +56,9 @@ def test_significance_marks_in_the_paper_layout():
     assert summary["ranking=lexical"]["p_values"]["p1"] < 0.001 and summary["ranking=dense"]["p_values"]["p1"] == 1.0
     text = report.markdown(summary, base, ["# test"], groups=["ranking", "fusion"])
     assert "| lexical (BM25) | 0.167* |" in text  # 5/30, significantly below the baseline
-    assert "| dense | 0.967 |" in text and "| 0.465 |" in text  # no mark; the paper's dense P@1 beside it
+    assert "| dense | 0.967 |" in text and "| 0.450 |" in text  # no mark; the paper's Table 4 dense P@1 beside it
     assert "| hybrid | 1.000 |" in text  # the baseline row carries no mark
-    assert "| reranker (needs a reranker model) | not run |" in text and "| RRF | 1.000 |" in text
+    assert "| reranker (needs a reranker: --reranker) | not run |" in text and "| RRF | 1.000 |" in text
     assert "## Table 2" not in text
 
 
@@ -79,3 +79,32 @@ def test_presets_change_one_setting_against_the_base():
         BenchConfig(context="FULL")
     with pytest.raises(ValueError, match="Unknown preset"):
         expand(["table9"], base)
+
+
+def test_instruction_following_table3_and_turns_beside_the_paper(tmp_path):
+    base = base_config()
+    runs = []
+    for i in range(10):  # 3 out-of-scope answers, 4 questions without a gold page in the top 10
+        r = rec(i, 1.0 if i >= 4 else 0.0, attribution={"naive": "https://w/pages/1/a"})
+        r["scores"].update(out_of_scope=float(i < 3), mrr=1.0 if i >= 4 else 0.0)
+        runs.append(r)
+    summary = {"default": {"slices": report.summarize(runs), "p_values": {}}}
+    assert summary["default"]["slices"]["all"][report.MISS_AT_10] == pytest.approx(0.4)
+    text = report.markdown(summary, base, ["# t"])
+    assert "| default | 30.0% | 40.0% | -10.0% |" in text and "| paper (GPT-4o) | 33.2% | 39.3% | -6.1% |" in text
+    assert "## Table 3: attribution accuracy" in text and "| naive | 1.000 | 0.772 |" in text
+    assert "| turn 1 | 10 |" in text and "| 0.660 | 0.720 |" in text  # the paper's Table 4 turns beside ours
+
+
+def test_table3_and_table4_plots(tmp_path):
+    from llama_index_ragonite.bench import plots
+
+    base = base_config()
+    runs = {
+        "default": [rec(i, 1.0, attribution={"counterfactual": "https://w/pages/1/a"}) for i in range(4)],
+        "ranking=lexical": [rec(i, float(i % 2)) for i in range(4)],
+    }
+    summary = {name: {"slices": report.summarize(r), "p_values": {}} for name, r in runs.items()}
+    images = dict(plots.plots(summary, base, tmp_path, "t"))
+    assert set(images.values()) == {"t_slices.png", "t_attribution.png", "t_table4.png"}
+    assert all((tmp_path / f).stat().st_size > 5000 for f in images.values())

@@ -116,12 +116,14 @@ def test_self_contained_turn_is_left_unchanged():
     assert strict().complete(EN, "Is it possible to run Xen 4.14 on OpenXT?").startswith("Is it")
     for message in ("Which packages does a Debian Wheezy build machine need?", "Welche Pakete braucht OpenXT 9?"):
         assert strict().complete(EN, message) == message
-    # the default (every_turn=True, the completer before issue 16) prefixes every follow-up
-    assert OfflineQuestionCompleter().every_turn
-    assert OfflineQuestionCompleter().complete(history, message).endswith(" " + message)
+    # the default completes only the turns that need it; every_turn=True (the completer before issue 16)
+    # prefixes every follow-up
+    assert not OfflineQuestionCompleter().every_turn
+    assert OfflineQuestionCompleter().complete(history, message) == message
+    assert OfflineQuestionCompleter(every_turn=True).complete(history, message).endswith(" " + message)
     # a follow-up is only prefixed, never rewritten, and the prefix is capped
     long_history = [user(" ".join(f"term{i}" for i in range(50)))]
-    capped = OfflineQuestionCompleter(max_terms=5).complete(long_history, "Where is it?")
+    capped = OfflineQuestionCompleter(max_terms=5, every_turn=True).complete(long_history, "Where is it?")
     assert capped == "term0 term1 term2 term3 term4 Where is it?"
 
 

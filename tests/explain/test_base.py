@@ -152,7 +152,9 @@ def test_the_sync_method_re_raises_the_original_runtime_error():
         raise _Broken("no prior")
 
     with pytest.raises(_Broken, match="no prior"):
-        PermutationExplainer(llm=KeywordLLM(), position_prior=broken_prior).explain(QUESTION, NODES, ANSWER)
+        PermutationExplainer(llm=KeywordLLM(), strategy="optimal", position_prior=broken_prior).explain(
+            QUESTION, NODES, ANSWER
+        )
 
 
 # -- the results protocol ----------------------------------------------------------

@@ -82,7 +82,8 @@ def test_relevance_falls_back_to_rank_when_a_score_is_missing():
 
 def test_top_down_finds_the_smallest_most_relevant_removal():
     llm = paris_llm(any_source=True)  # the answer survives while E1 or E3 remains
-    report = CombinationExplainer(llm=llm, max_concurrency=1).explain(QUESTION, CAPITALS, "It is Paris. [Source 1]")
+    explainer = CombinationExplainer(llm=llm, max_concurrency=1, distribution_size=0)  # the search's cost alone
+    report = explainer.explain(QUESTION, CAPITALS, "It is Paris. [Source 1]")
     assert report.found and report.mode == "top-down"
     assert report.explanation.removed == (0, 2) and report.explanation.evidences == (1, 3)
     assert report.counterfactual_answer == OUT_OF_SCOPE
@@ -95,7 +96,8 @@ def test_top_down_finds_the_smallest_most_relevant_removal():
 
 def test_batches_stop_after_the_first_batch_with_a_change():
     llm = paris_llm(any_source=True)
-    report = CombinationExplainer(llm=llm, max_concurrency=4).explain(QUESTION, CAPITALS, "It is Paris. [Source 1]")
+    explainer = CombinationExplainer(llm=llm, max_concurrency=4, distribution_size=0)
+    report = explainer.explain(QUESTION, CAPITALS, "It is Paris. [Source 1]")
     # batch 1: the singles; batch 2: (0,1) (0,2) (1,2) (0,3) — evaluated entirely, first change reported
     assert [p.removed for p in report.perturbations][4:] == [(0, 1), (0, 2), (1, 2), (0, 3)]
     assert [p.changed for p in report.perturbations][4:] == [False, True, False, False]
@@ -103,22 +105,24 @@ def test_batches_stop_after_the_first_batch_with_a_change():
     assert report.llm_calls == 8
 
 
-def test_bottom_up_keeps_the_smallest_set_that_changes_the_answer():
-    llm = paris_llm(any_source=True)
-    report = CombinationExplainer(llm=llm, mode="bottom-up", max_concurrency=1).explain(
-        QUESTION, CAPITALS, "It is Paris. [Source 1]"
-    )
+def test_bottom_up_keeps_the_smallest_set_that_turns_the_empty_context_answer_into_the_target():
+    llm = paris_llm(any_source=True)  # "It is Paris." while E1 or E3 is there; out of scope with no source
+    explainer = CombinationExplainer(llm=llm, mode="bottom-up", max_concurrency=1, distribution_size=0)
+    report = explainer.explain(QUESTION, CAPITALS, "It is Paris. [Source 1]")
     assert report.mode == "bottom-up"
-    assert [p.evidences for p in report.perturbations] == [(0,), (1,)]  # E1 alone still answers
-    assert report.explanation.evidences == (1,) and report.explanation.removed == (0, 2, 3)
-    assert report.explanation.subset == (1,)
-    assert "keeping only Evidence 2 changes the answer" in report.to_text()
+    assert report.reference_answer == OUT_OF_SCOPE  # the LLM asked with no evidence
+    assert report.target_answer == "It is Paris. [Source 1]"  # by default the original answer
+    assert [p.evidences for p in report.perturbations] == [(0,)]  # E1 alone already gives the target
+    assert report.explanation.evidences == (0,) and report.explanation.removed == (1, 2, 3)
+    assert report.llm_calls == 2  # the empty context, then keeping E1
+    assert "Empty-context answer: " + OUT_OF_SCOPE in report.to_text()
+    assert "keeping only Evidence 1 turns the empty-context answer into the target answer" in report.to_text()
 
 
 def test_citation_markers_and_punctuation_do_not_count_as_changes():
     llm = paris_llm()
     # the original cites [Source 3] and shouts; regenerations cite other numbers
-    report = CombinationExplainer(llm=llm, max_concurrency=16).explain(
+    report = CombinationExplainer(llm=llm, max_concurrency=16, distribution_size=None).explain(
         QUESTION, CAPITALS, "PARIS is the capital of France!! [Source 3]"
     )
     by_removed = {p.removed: p for p in report.perturbations}
@@ -132,8 +136,11 @@ def test_citation_markers_and_punctuation_do_not_count_as_changes():
 
 def test_distribution_and_rules_over_all_combinations():
     llm = paris_llm()  # E1's sentence while E1 is there, else E3's, else out of scope
-    report = CombinationExplainer(llm=llm, max_concurrency=16).explain(QUESTION, CAPITALS, ANSWER_E1)
+    report = CombinationExplainer(llm=llm, max_concurrency=16, distribution_size=None).explain(
+        QUESTION, CAPITALS, ANSWER_E1
+    )
     assert len(report.perturbations) == 15  # one batch holds the whole search
+    assert len(report.analysis.perturbations) == 15  # every removal; the search's answers are reused
     assert report.explanation.removed == (0,)
     assert report.llm_calls == 14  # removing all four needs no call
     dist = [(s.text, s.count, round(s.share, 4), s.original) for s in report.distribution]
@@ -153,7 +160,7 @@ def test_distribution_and_rules_over_all_combinations():
 
 def test_min_rule_support_drops_rules_of_rare_answers():
     llm = paris_llm()
-    report = CombinationExplainer(llm=llm, max_concurrency=16, min_rule_support=5).explain(
+    report = CombinationExplainer(llm=llm, max_concurrency=16, min_rule_support=5, distribution_size=None).explain(
         QUESTION, CAPITALS, ANSWER_E1
     )
     assert [(r.support, r.relation) for r in report.rules] == [(7, "include")]
@@ -161,7 +168,7 @@ def test_min_rule_support_drops_rules_of_rare_answers():
 
 def test_evaluation_cap():
     llm = paris_llm(any_source=True)
-    report = CombinationExplainer(llm=llm, max_concurrency=2, max_evaluations=3).explain(
+    report = CombinationExplainer(llm=llm, max_concurrency=2, max_evaluations=3, distribution_size=0).explain(
         QUESTION, CAPITALS, "It is Paris. [Source 1]"
     )
     assert not report.found and report.counterfactual_answer is None
@@ -172,21 +179,22 @@ def test_evaluation_cap():
 
 def test_failed_calls_are_failures_not_changes():
     llm = paris_llm(any_source=True, fail_on="Lyon")  # every prompt holding E4 fails
-    report = CombinationExplainer(llm=llm, max_concurrency=1, max_evaluations=6).explain(
+    report = CombinationExplainer(llm=llm, max_concurrency=1, max_evaluations=6, distribution_size=0).explain(
         QUESTION, CAPITALS, "It is Paris. [Source 1]"
     )
     assert [p.failed for p in report.perturbations] == [True, True, True, False, True, True]
     assert not any(p.changed for p in report.perturbations) and not report.found
     assert report.failures == 5 and len(report.errors) == 5
     assert report.llm_calls == 5 * 2 + 1  # each failing call is retried once
-    assert [(s.count, s.share) for s in report.distribution] == [(1, 1.0)]
-    assert "6 combinations, 5 failed" in report.to_text()
+    assert report.distribution == [] and report.analysis is None  # distribution_size=0: no analysis
+    assert "Answer counterfactuals (6 tried, 0 counterfactual):" in report.to_text()
+    assert "    removing Evidence 1 -> (LLM call failed)" in report.to_text()
     assert report.to_dict()["failures"] == 5
 
 
 def test_missing_answer_is_computed_first_and_a_failing_original_raises():
     llm = paris_llm()
-    report = CombinationExplainer(llm=llm, max_concurrency=1).explain(QUESTION, CAPITALS)
+    report = CombinationExplainer(llm=llm, max_concurrency=1, distribution_size=0).explain(QUESTION, CAPITALS)
     assert report.original_answer == ANSWER_E1
     assert report.llm_calls == 2  # the original answer, then removing E1 changes it
     with pytest.raises(LLMCallError, match="unperturbed prompt: RuntimeError: cannot answer"):
@@ -210,7 +218,9 @@ def test_max_concurrency_bounds_the_calls_in_flight():
 
 
 def test_report_dict_is_json_and_complete():
-    report = CombinationExplainer(llm=paris_llm(), max_concurrency=16).explain(QUESTION, CAPITALS, ANSWER_E1)
+    report = CombinationExplainer(llm=paris_llm(), max_concurrency=16, distribution_size=None).explain(
+        QUESTION, CAPITALS, ANSWER_E1
+    )
     data = json.loads(json.dumps(report.to_dict()))
     assert data["mode"] == "top-down" and data["found"] is True
     assert data["explanation"]["removed"] == [0] and data["explanation"]["evidences"] == [1, 2, 3]
@@ -260,5 +270,6 @@ def test_extractive_answerer_end_to_end():
     assert top_down.explanation.removed == (0,)
     assert "1889" not in top_down.counterfactual_answer
     bottom_up = CombinationExplainer(mode="bottom-up", max_concurrency=1).explain(question, EIFFEL)
-    assert [p.changed for p in bottom_up.perturbations] == [False, True]  # E1 alone keeps the answer
-    assert bottom_up.explanation.evidences == (1,)
+    assert "1889" not in bottom_up.reference_answer  # no evidence: out of scope
+    assert [p.changed for p in bottom_up.perturbations] == [True]  # E1 alone gives the original answer
+    assert bottom_up.explanation.evidences == (0,)

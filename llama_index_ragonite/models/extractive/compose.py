@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from llama_index_ragonite.models.extractive.scoring import answer_words, unit_keys, word_keys
+from llama_index_ragonite.models.extractive.cells import answer_cells, quote_cells
+from llama_index_ragonite.models.extractive.scoring import answer_words, identifiers, unit_keys, word_keys
 from llama_index_ragonite.models.extractive.units import ROW, Unit
 
 
 def _trim_row(text: str, wanted: frozenset, max_words: int) -> str:
     """A row's ``header is value`` pairs within ``max_words``: those holding question words first."""
-    text = text.split(":", 1)[1].strip()
+    text = text.split(":", 1)[1].strip() if ROW.match(text) else text
     pairs = text.split(", and ")
     if len(text.split()) <= max_words:
         return text
@@ -34,7 +35,16 @@ def _trim_row(text: str, wanted: frozenset, max_words: int) -> str:
     return ", and ".join(out).replace(", and …, and ", " … ").replace(", and …", " …").replace("…, and ", "… ")
 
 
-def trim_words(text: str, question: str, max_words: int) -> str:
+def row_answer(text: str, question: str, topic: str = "") -> str:
+    """A verbalized row cut to the cells that answer ``question`` (``cells.answer_cells``); words of
+    the page ``topic`` ("OpenXT 9.0 Measurement Test") say which table, not which column."""
+    topic_keys, topic_ids = unit_keys(topic), frozenset(identifiers(topic))
+    keys = frozenset(k for w in answer_words(question) for k in word_keys(w) if not word_keys(w) & topic_keys)
+    cells = answer_cells(text, keys, frozenset(identifiers(question)) - topic_ids)
+    return quote_cells(cells) if cells is not None else text
+
+
+def trim_words(text: str, question: str, max_words: int, topic: str = "", cells: bool = False) -> str:
     """``text`` cut to ``max_words`` words, keeping the question's words; "…" marks cuts.
 
     A verbalized row loses its ``Row i in Table j:`` prefix (a position, not an answer) and
@@ -43,7 +53,7 @@ def trim_words(text: str, question: str, max_words: int) -> str:
     """
     wanted = frozenset(k for w in answer_words(question) for k in word_keys(w))
     if ROW.match(text):
-        return _trim_row(text, wanted, max_words)
+        return _trim_row(row_answer(text, question, topic) if cells else text, wanted, max_words)
     words = text.split()
     if len(words) <= max_words:
         return text
@@ -77,10 +87,15 @@ def compose_answer(
     """``label`` + the chosen units, each cited (``numbered``: the prompt numbers its sources), within ``max_words``."""
     parts: List[str] = []
     budget = max_words
+    said = unit_keys(question) | frozenset(identifiers(question))
     for i in chosen:
         if budget < 5:
             break
-        text = trim_words(units[i].text, question, budget)
+        text = trim_words(units[i].text, question, budget, units[i].topic, cells=True)
+        adds = (unit_keys(text) | frozenset(identifiers(text))) - said
+        if parts and not adds:
+            continue  # a further unit must add a different part of the answer, not repeat the first
+        said |= adds
         budget -= len(text.split())
         parts.append(cite(text, units[i].source) if numbered else _sentence(text))
     return label + " ".join(parts)

@@ -24,6 +24,7 @@ _SEPARATOR = re.compile(r"^-{3,}\s*$")
 _TURN = re.compile(r"^(User|Assistant):[ \t]?(.*)$", re.IGNORECASE)
 _CONTEXT_LABELS = ("Page:", "Section:", "Before:", "After:")
 _TOPIC_LABELS = ("Page:", "Section:")
+_NEIGHBOUR_LABELS = ("Before:", "After:")
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class PromptSource:
     topic: str
     evidence: str
     earlier_answer: bool = False  # an answer of the answerer fed back as context (tree_summarize's upper levels)
+    context: str = ""  # the contextualizer's Before/After text: may state what the evidence's own text lacks
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,25 @@ def split_source(text: str) -> Tuple[str, str]:
     return topic, "\n".join(lines[i:]).strip()
 
 
+def source_context(text: str) -> str:
+    """The ``Before:``/``After:`` lines of a source's contextualizer header (the text around a
+    table, for a row: "tests performed on OpenXT with QEMU 1.4"), "" without a header."""
+    lines = unquote_evidence(text, citations=False).strip("\n").split("\n")
+    head = []
+    for line in lines:
+        if not line.startswith(_CONTEXT_LABELS):
+            break
+        head.append(line)
+    if len(head) == len(lines) or lines[len(head)].strip():
+        return ""
+    return "\n".join(line.split(":", 1)[1].strip() for line in head if line.startswith(_NEIGHBOUR_LABELS))
+
+
+def _source(number: int, text: str) -> PromptSource:
+    topic, evidence = split_source(text)
+    return PromptSource(number=number, topic=topic, evidence=evidence, context=source_context(text))
+
+
 def _header_lines(lines: List[str]) -> List[int]:
     """Indices of the ``### Source N ###`` lines numbered 1, 2, 3, … in sequence."""
     starts: List[int] = []
@@ -77,7 +98,7 @@ def numbered_sources(text: str) -> List[PromptSource]:
     lines = text.split("\n")
     starts = _header_lines(lines)
     bounds = zip(starts, [*starts[1:], len(lines)])
-    return [PromptSource(k, *split_source("\n".join(lines[a + 1 : b]))) for k, (a, b) in enumerate(bounds, 1)]
+    return [_source(k, "\n".join(lines[a + 1 : b])) for k, (a, b) in enumerate(bounds, 1)]
 
 
 def parse_prompt(prompt: str) -> ParsedPrompt:
@@ -102,8 +123,7 @@ def parse_prompt(prompt: str) -> ParsedPrompt:
     sources = []
     for k, start in enumerate(starts):
         stop = starts[k + 1] if k + 1 < len(starts) else end
-        topic, evidence = split_source("\n".join(lines[start + 1 : stop]))
-        sources.append(PromptSource(number=k + 1, topic=topic, evidence=evidence))
+        sources.append(_source(k + 1, "\n".join(lines[start + 1 : stop])))
     if not users:
         return ParsedPrompt(sources=sources, question="")
     history = [lines[j].strip() for j, _ in turns if end <= j < q_line]

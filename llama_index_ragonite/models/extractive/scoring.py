@@ -18,7 +18,7 @@ from typing import Dict, FrozenSet, List, Sequence, Set, Tuple
 
 import Stemmer
 
-from llama_index_ragonite.models.extractive.units import Unit
+from llama_index_ragonite.models.extractive.units import ROW, Unit
 from llama_index_ragonite.text import QUESTION_WORDS, content_words, detect_language
 
 _IDENT = re.compile(r"\w+(?:[.\-_/+:]\w+)*", re.UNICODE)
@@ -115,6 +115,36 @@ def question_weights(
     )
 
 
+# Page bylines and footers the parser keeps as passages: they match "who"/"when" questions by name and date
+# but answer them only when the question asks about the page itself (its owner, author, last update).
+_BYLINE = re.compile(r"^(?:owned by|created by|last updated|copyright|\(c\)|©)", re.IGNORECASE)
+_ABOUT_PAGE = frozenset(
+    k
+    for w in (
+        "owner",
+        "owned",
+        "updated",
+        "created",
+        "copyright",
+        "author",
+        "autor",
+        "erstellt",
+        "aktualisiert",
+        "besitzer",
+    )
+    for k in word_keys(w)
+)
+LEAD_IN_FACTOR = 1.0  # a unit ending with ":" announces the answer ("three requirements:"), it does not give it
+BYLINE_FACTOR = 0.5
+
+
+def form_factor(text: str, question_keys: FrozenSet[str]) -> float:
+    """Damping for units that look like an answer but are not one: bylines and lead-ins."""
+    if _BYLINE.match(text) and not question_keys & _ABOUT_PAGE:
+        return BYLINE_FACTOR
+    return LEAD_IN_FACTOR if text.rstrip().endswith(":") else 1.0
+
+
 def novelty_factor(text: str, question_keys: FrozenSet[str], novelty: float) -> float:
     """``1 - novelty`` for a unit with no content word beyond the question's, rising to 1 at three."""
     new = sum(1 for w in answer_words(text) if not (word_keys(w) & question_keys))
@@ -163,10 +193,19 @@ def score_units(
                 s += header_weight * v
         s += identifier_weight * sum(v for t, v in q.ids if t in ids)
         s /= q.total
-        if novelty:
+        if novelty and not (unit.earlier_answer and _is_cell_quote(unit.text)):  # asked cells: short by design
             s *= novelty_factor(unit.text, q.keys, novelty)
-        scores.append(s)
+        scores.append(s * form_factor(unit.text, q.keys))
     return scores
+
+
+_CELL = re.compile(r"^[^,.]{1,60} is [^,]+$")
+
+
+def _is_cell_quote(text: str) -> bool:
+    """An answer that quotes a row's asked cells ("Platform is X, and Firmware is 2.1.0")."""
+    cells = text.rstrip(".").split(", and ")
+    return len(cells) >= 2 and all(_CELL.match(c.strip()) for c in cells)
 
 
 def rank_bonus(rank: int, n_sources: int, rank_prior: float) -> float:
@@ -181,6 +220,7 @@ def select_units(
     rank_prior: float,
     max_units: int,
     close_ratio: float,
+    question: str = "",
 ) -> List[int]:
     """Indices of the units to answer with (empty: out of scope), best first.
 
@@ -198,14 +238,46 @@ def select_units(
     if scores[best] < threshold:
         return []
     chosen = [best]
+    compares = is_comparison(question)
     for i in ranked[1:]:
         if len(chosen) >= max_units or totals[i] < close_ratio * totals[best]:
             break
         if scores[i] >= threshold and all(
-            units[i].source != units[j].source and units[i].text != units[j].text for j in chosen
+            units[i].source != units[j].source
+            and units[i].text != units[j].text
+            and (compares or parallel(units[i], units[j]))
+            for j in chosen
         ):
             chosen.append(i)
     return chosen
+
+
+_COMPARISON = re.compile(
+    r"\b(?:or|vs\.?|versus|compare[ds]?|comparison|differ\w*|both|between|oder|beide\w*|vergleich\w*|unterschied\w*)\b",
+    re.IGNORECASE,
+)
+
+
+def is_comparison(question: str) -> bool:
+    """A question that weighs two things ("6.x or 7.x?"): its answer may quote two pages of one family."""
+    return bool(_COMPARISON.search(question))
+
+
+def parallel(a: Unit, b: Unit) -> bool:
+    """Two items of one enumeration: rows of the same page's table, or list items (no sentence) of one page.
+
+    Why: a second unit adds a part of the answer only as a further item of what the first one
+    lists ("the W600 and the HD 7750"); a second sentence, or a row of another version's page
+    (a 1.9 row for a 2.0 question), only dilutes it."""
+    if a.topic != b.topic:
+        return False
+    if ROW.match(a.text) and ROW.match(b.text):
+        return True
+    return not (ROW.match(a.text) or ROW.match(b.text)) and not _is_sentence(a.text) and not _is_sentence(b.text)
+
+
+def _is_sentence(text: str) -> bool:
+    return text.rstrip().endswith((".", "!", "?")) or len(text.split()) > 25
 
 
 def similarity(cosine: float, floor: float) -> float:

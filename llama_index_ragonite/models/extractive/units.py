@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import List
+from typing import Any, List, Sequence
 
 ROW = re.compile(r"^Row \d+ in Table \d+:")  # a verbalized table row's position prefix
 _BULLET = re.compile(r"^[-*•]\s+")
@@ -25,6 +25,10 @@ class Unit:
     rank: int  # 0-based position of the source in the prompt
     text: str
     topic: str
+    from_context: bool = False  # a sentence of the source's Before/After context, not of the evidence itself
+    earlier_answer: bool = (
+        False  # an answer of the answerer fed back (refine, tree_summarize): already cut to the point
+    )
 
 
 def _split_sentences(line: str) -> List[str]:
@@ -59,3 +63,19 @@ def split_units(evidence: str) -> List[str]:
             else:
                 units.append(piece)
     return units
+
+
+def context_units(sources: Sequence[Any], units: Sequence[Unit]) -> List[Unit]:
+    """Sentences of the sources' Before/After context (``PromptSource.context``) as further units,
+    each text once (the first source that carries it), none that repeats an evidence unit.
+
+    Why: a row of a results table says which card passed, the text above the table says that the
+    tests ran with QEMU 1.4; with ``row_context="table"`` that text reaches the row as context."""
+    seen = {u.text for u in units}
+    out = []
+    for rank, source in enumerate(sources):
+        for text in split_units(getattr(source, "context", "") or ""):
+            if text not in seen:
+                seen.add(text)
+                out.append(Unit(source=source.number, rank=rank, text=text, topic=source.topic, from_context=True))
+    return out

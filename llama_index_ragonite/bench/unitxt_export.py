@@ -1,0 +1,98 @@
+"""Benchmark records in the fields of Unitxt's RAG tasks, one JSON line per question and configuration.
+
+Unitxt's end-to-end RAG task (``tasks.rag.end_to_end``) takes ``question``, ``question_id``,
+``metadata_tags`` and the references ``reference_answers``, ``reference_contexts``,
+``reference_context_ids``, ``is_answerable_label``; its prediction is a ``RagResponse``
+(``answer``, ``contexts``, ``context_ids``, ``is_answerable``). The response-generation task
+(``tasks.rag.response_generation``) names the retrieved contexts ``contexts`` and ``contexts_ids``.
+Each line carries both: the task fields, the prediction's fields at the top level
+(``answer``, ``contexts``, ``contexts_ids``) and nested as ``prediction``.
+
+ConfQuestions' gold is a page, not an evidence: context ids are page keys (the Confluence page
+id, ``bench.metrics.page_key``), so Unitxt's context correctness (MRR of the first gold id)
+is this suite's page-level MRR. ``question`` is the gold completed question (standalone, as the
+task expects; records written before it was kept give the run's own completion); the turn as
+asked is in ``metadata_tags["turn_text"]``. Every ConfQuestions
+question is answerable (``is_answerable_label`` true); a run's answer is answerable unless it is
+the out-of-scope sentence. ``contexts`` are the retrieved evidences as the answerer saw them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Dict, Iterable, List, Mapping, Sequence
+
+from llama_index.core.schema import BaseNode, MetadataMode
+
+from llama_index_ragonite.bench.answer_metrics import is_out_of_scope
+from llama_index_ragonite.bench.metrics import page_key
+
+TASK_FIELDS = (
+    "question_id",
+    "question",
+    "contexts",
+    "contexts_ids",
+    "reference_context_ids",
+    "reference_answers",
+    "reference_contexts",
+    "answer",
+    "is_answerable_label",
+    "metadata_tags",
+    "prediction",
+)
+
+
+def unitxt_record(record: dict, nodes: Mapping[str, BaseNode], configuration: str) -> dict:
+    """One benchmark record in Unitxt's RAG fields; ``nodes``: the run's evidences by node id."""
+    contexts = [nodes[i].get_content(MetadataMode.LLM) if i in nodes else "" for i in record["retrieved_ids"]]
+    context_ids = [page_key(url) for url in record["retrieved_urls"]]
+    answerable = not is_out_of_scope(record["answer"])
+    tags = {
+        "configuration": configuration,
+        "conv_id": str(record["conv_id"]),
+        "turn": str(record["turn"]),
+        "lang": record["lang"],
+        "q_type": record["q_type"],
+        "answer_source": record["source"],
+        "turn_text": record["question"],
+        "evidence_ids": json.dumps(record["retrieved_ids"]),
+    }
+    return {
+        "question_id": record["id"],
+        "question": record.get("gold_completed_question") or record["completed_question"],
+        "contexts": contexts,
+        "contexts_ids": context_ids,
+        "reference_context_ids": sorted({page_key(u) for u in record["gold_urls"] if u}),
+        "reference_answers": [record["gold_answer"]],
+        "reference_contexts": [],
+        "answer": record["answer"],
+        "is_answerable_label": True,
+        "metadata_tags": tags,
+        "prediction": {
+            "answer": record["answer"],
+            "contexts": contexts,
+            "context_ids": context_ids,
+            "is_answerable": answerable,
+        },
+    }
+
+
+def write_unitxt(runs: Iterable[tuple], path: Path) -> int:
+    """Write ``(configuration name, records, nodes by id)`` runs to ``path`` (JSONL); returns the line count."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with open(path, "w", encoding="utf-8") as out:
+        for name, records, nodes in runs:
+            for record in records:
+                out.write(json.dumps(unitxt_record(record, nodes, name), ensure_ascii=False) + "\n")
+                count += 1
+    return count
+
+
+def nodes_by_id(nodes: Sequence[BaseNode]) -> Dict[str, BaseNode]:
+    return {n.node_id: n for n in nodes}
+
+
+def read_unitxt(path: Path) -> List[dict]:
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]

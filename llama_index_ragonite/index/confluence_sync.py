@@ -1,0 +1,219 @@
+"""``ConfluenceSync``: keep a store in step with a Confluence space (or page tree, or CQL query), cheaply.
+
+Why: re-reading a whole space every hour costs a body download per page. A sync lists the scope
+without bodies (version, space and ancestors of each page: a few requests per thousand pages),
+compares that with what the previous sync recorded, and fetches bodies only for pages that are
+new, changed (a new version) or moved (other ancestors or space: the breadcrumb changed). Pages
+that left the scope (deleted, moved to another space or out of the page tree) are removed in the
+same store write, through the store's removal guard: a listing that suddenly comes back empty
+(a lost permission looks like that) cannot wipe the store unless ``allow_removal``.
+
+The state (``confluence_sync.json`` in the store folder: per scope, page -> version, space,
+ancestors) is written atomically and only after the store's write committed. A crash between
+the two costs a refetch on the next run (the store's fingerprints then find the pages
+unchanged); a server error while fetching bodies keeps what was fetched (indexed, recorded) and
+removes nothing, so the next run fetches the rest. A page the store lost (``ragonite check
+--repair``) is fetched again. Several scopes can share a store; a page leaves the store only when
+no scope lists it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+from tqdm.auto import tqdm
+
+from llama_index_ragonite.errors import ConfluenceError, StoreCorruptError
+from llama_index_ragonite.index.ingest_report import IngestReport, StepClock
+from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
+from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.parsing.confluence.reader import ConfluenceStorageReader, PageVersion
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SYNC_STATE", "ConfluenceSync", "SyncReport", "sync_confluence"]
+
+SYNC_STATE = "confluence_sync.json"
+FORMAT_VERSION = 1
+
+
+@dataclass
+class SyncReport:
+    listed: int = 0
+    fetched: List[str] = field(default_factory=list)  # document ids whose bodies were downloaded
+    removed: List[str] = field(default_factory=list)
+    ingest: IngestReport = field(default_factory=IngestReport)
+    requests: Dict[str, int] = field(default_factory=dict)  # by kind: list, body, page
+    retries: int = 0
+    seconds: Dict[str, float] = field(default_factory=dict)
+    complete: bool = True  # False: a server error stopped the fetching; the next run catches up
+
+    def __str__(self) -> str:
+        asked = ", ".join(f"{n} {kind}" for kind, n in sorted(self.requests.items())) or "none"
+        return (
+            f"{self.listed} pages listed, {len(self.fetched)} fetched, {len(self.removed)} removed "
+            f"({self.ingest}); requests: {asked}" + (f", {self.retries} retried" if self.retries else "")
+        )
+
+
+class ConfluenceSync:
+    """Sync ``reader``'s scope into ``store``; ``run()`` any number of times."""
+
+    def __init__(self, store: EvidenceStore, reader: ConfluenceStorageReader, fetch_batch: int = 25) -> None:
+        self.store, self.reader, self.fetch_batch = store, reader, fetch_batch
+        self.scope_key = json.dumps(reader.scope(), sort_keys=True)
+
+    @property
+    def state_file(self) -> Path:
+        return self.store.path / SYNC_STATE
+
+    def read_state(self) -> Dict[str, Any]:
+        if not self.state_file.exists():
+            return {"format": FORMAT_VERSION, "scopes": {}}
+        state = read_json(self.state_file, "the Confluence sync state")
+        if not isinstance(state, dict) or not isinstance(state.get("scopes"), dict):
+            raise StoreCorruptError(f"{self.state_file}: unreadable sync state; delete it to sync every page again")
+        check_format_version(state.get("format"), FORMAT_VERSION, self.state_file, "the Confluence sync state")
+        return state
+
+    def run(self, show_progress: bool = False, allow_removal: bool = False, remove_missing: bool = True) -> SyncReport:
+        """List, fetch what changed, ingest and remove in one store write, then record the state."""
+        client = self.reader.client
+        requests_before, retries_before = Counter(client.requests), client.retries
+        report = SyncReport()
+        clock = StepClock(report.seconds)
+        listed = self.reader.list_pages()  # raises before anything changed
+        report.listed = len(listed)
+        clock.lap("list")
+        state = self.read_state()
+        mine: Dict[str, Any] = dict(state["scopes"].get(self.scope_key, {}).get("pages", {}))
+        others = {
+            doc_id for key, scope in state["scopes"].items() if key != self.scope_key for doc_id in scope["pages"]
+        }
+        indexed = set(self.store.page_ids())
+        stale = [d for d, page in listed.items() if mine.get(d) != page.state() or d not in indexed]
+        gone = [d for d in mine if d not in listed] if remove_missing else []
+
+        docs, error = self._fetch([listed[d] for d in stale], show_progress)
+        clock.lap("fetch")
+        report.complete = error is None
+        doomed = [d for d in gone if d not in others] if error is None else []
+        report.ingest = self.store.ingest(docs, show_progress=show_progress, allow_removal=allow_removal, remove=doomed)
+        clock.lap("ingest")
+        report.fetched = [doc.id_ for doc in docs]
+        report.removed = report.ingest.removed
+        for doc in docs:
+            mine[doc.id_] = _recorded(doc.metadata)
+        if error is None:
+            for doc_id in gone:
+                mine.pop(doc_id, None)
+        state["scopes"][self.scope_key] = {"scope": self.reader.scope(), "pages": mine, "synced_at": time.time()}
+        write_json(self.state_file, state, indent=1, sort_keys=True)  # after the store committed
+        clock.lap("state")
+        report.requests = dict(Counter(client.requests) - requests_before)
+        report.retries = client.retries - retries_before
+        if error is not None:
+            logger.warning(
+                "%s: the sync stopped after %d of %d changed pages (%s); they are indexed, the next run fetches the rest",
+                self.store.path,
+                len(docs),
+                len(stale),
+                error,
+            )
+            raise error
+        return report
+
+    def _fetch(self, pages: Sequence[PageVersion], show_progress: bool):
+        """Bodies of ``pages`` in batches; on a server error, what was fetched before it and the error."""
+        docs, error = [], None
+        with tqdm(total=len(pages), desc="Fetching Confluence pages", unit="page", disable=not show_progress) as bar:
+            for start in range(0, len(pages), self.fetch_batch):
+                batch = pages[start : start + self.fetch_batch]
+                try:
+                    docs.extend(self.reader.fetch([p.page_id for p in batch]))
+                except ConfluenceError as err:
+                    error = err
+                    break
+                bar.update(len(batch))
+        return docs, error
+
+
+def _recorded(metadata: Dict[str, Any]) -> Dict[str, Any]:
+    """What the state records for a fetched page: what a listing shows (see ``PageVersion.state``)."""
+    ancestors = [a for a in str(metadata.get("ancestor_ids") or "").split(",") if a]
+    return {"version": int(metadata.get("version") or 0), "space": metadata.get("space", ""), "ancestors": ancestors}
+
+
+def sync_confluence(
+    store: Union[str, Path, EvidenceStore],
+    url: Optional[str] = None,
+    space_key: Optional[str] = None,
+    page_ids: Sequence[str] = (),
+    cql: Optional[str] = None,
+    include_children: bool = False,
+    show_progress: bool = False,
+    allow_removal: bool = False,
+    remove_missing: bool = True,
+    **store_kwargs: Any,
+) -> SyncReport:
+    """One sync, as ``ragonite index confluence`` runs it (credentials from the environment)."""
+    if not isinstance(store, EvidenceStore):
+        store = EvidenceStore(store, **store_kwargs)
+    reader = ConfluenceStorageReader(
+        url=url, space_key=space_key, page_ids=list(page_ids), cql=cql, include_children=include_children
+    )
+    try:
+        return ConfluenceSync(store, reader).run(show_progress, allow_removal, remove_missing)
+    finally:
+        reader.client.close()
+
+
+# -- `ragonite index confluence` ----------------------------------------------------------------
+CONFLUENCE_SOURCE = "confluence"
+_SCOPE_OPTIONS = ("url", "space", "page_id", "cql")
+
+
+def add_confluence_arguments(p: Any) -> None:
+    """The options of ``ragonite index confluence`` (an argparse parser)."""
+    p.add_argument("--url", help="Confluence base URL (https://SITE.atlassian.net/wiki; default $CONFLUENCE_URL)")
+    p.add_argument("--space", help="Confluence: sync every page of this space key")
+    p.add_argument("--page-id", action="append", default=[], help="Confluence: sync this page (repeatable)")
+    p.add_argument("--cql", help="Confluence: sync the pages this CQL query finds")
+    p.add_argument("--children", action="store_true", help="Confluence: also the child pages of --page-id/--cql")
+
+
+def is_confluence_source(args: Any) -> bool:
+    """``SOURCE`` is Confluence when it is the word ``confluence`` and a Confluence option is given; a
+    folder named ``confluence`` without them is a folder. The options with another SOURCE are an error."""
+    scoped = any(getattr(args, option, None) for option in _SCOPE_OPTIONS)
+    if scoped and args.source != CONFLUENCE_SOURCE:
+        raise ValueError("--url, --space, --page-id and --cql go with `ragonite index confluence`, not a path")
+    return scoped
+
+
+def confluence_index_command(args: Any, parser: Any, contextualizer: Any, **store_kwargs: Any) -> int:
+    """``ragonite index confluence --url URL --space KEY --store DIR``: one incremental sync.
+
+    ``store_kwargs``: passed to ``EvidenceStore`` (a Chroma server's client and collection)."""
+    if not (args.space or args.page_id or args.cql):
+        raise ValueError("Say what to sync: --space KEY, --page-id ID or --cql QUERY")
+    scope = dict(url=args.url, space_key=args.space, page_ids=args.page_id, cql=args.cql)
+    options = dict(show_progress=not args.quiet, allow_removal=args.prune, remove_missing=not args.keep_missing)
+    report = sync_confluence(
+        args.store,
+        **scope,
+        include_children=args.children,
+        **options,
+        parser=parser,
+        contextualizer=contextualizer,
+        **store_kwargs,
+    )
+    seconds = sum(report.seconds.values())
+    print(f"{args.store}: {report} in {seconds:.1f} s")
+    return 0

@@ -1,0 +1,39 @@
+"""What one ingest did (``IngestReport``) and where its time went (``StepClock``)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List
+
+__all__ = ["IngestReport", "StepClock"]
+
+
+@dataclass
+class IngestReport:
+    added: List[str] = field(default_factory=list)
+    updated: List[str] = field(default_factory=list)
+    removed: List[str] = field(default_factory=list)
+    unchanged: List[str] = field(default_factory=list)
+    repaired: List[str] = field(default_factory=list)  # pages dropped by the repair of an earlier, interrupted write
+    nodes_written: int = 0
+    seconds: Dict[str, float] = field(default_factory=dict)  # where the time went, step by step
+
+    def __str__(self) -> str:
+        return (
+            f"{len(self.added)} added, {len(self.updated)} updated, {len(self.removed)} removed, "
+            f"{len(self.unchanged)} unchanged pages; {self.nodes_written} evidences written"
+            + (f"; {len(self.repaired)} pages of an interrupted write repaired" if self.repaired else "")
+        )
+
+
+class StepClock:
+    """Records the seconds since the previous lap under each step's name."""
+
+    def __init__(self, laps: Dict[str, float]) -> None:
+        self.laps, self.t = laps, time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = now - self.t
+        self.t = now

@@ -1,0 +1,90 @@
+"""Out-of-scope cues that hold in any language: what the question names that no source holds.
+
+Why: a question about "the Lenovo ThinkPad X1 Carbon" or "OpenXT 12" over pages that know only
+other machines and releases finds rows that match every other word of it ("BIOS version",
+"measurement test"), so a score threshold alone answers it with the wrong machine's row. What
+such questions share is a name the evidence never mentions; names, model numbers and versions
+are written the same in German and English questions, so the cue needs no translation.
+
+A question is unsupported by the prompt's sources (page titles, sections and context lines
+included) when
+
+* one of its identifiers (``scoring.identifiers``: 7040, X1, GeForce, SHA-256) occurs in none of
+  them; a hyphenated German compound ("OpenXT-9.0-Messtest") counts through its identifier parts;
+* a name followed by a number ("OpenXT 12", "Windows 11", "Pi 4", "Optiplex 3080") occurs in none
+  of them as that pair, although the name alone may ("OpenXT 9.0" holds no "OpenXT 12");
+* (English questions) a capitalized word inside the question, a proper name ("Kubernetes",
+  "Infineon", "Scarthgap"), matches no word of them; German capitalizes every noun, so there
+  this cue is left out.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import FrozenSet, List, Sequence
+
+from llama_index_ragonite.models.extractive.scoring import identifiers, language, unit_keys, word_keys
+from llama_index_ragonite.models.extractive.units import ROW, Unit
+from llama_index_ragonite.text import QUESTION_WORDS, stopwords
+
+_NAME_NUMBER = re.compile(r"(?<![.!?:]\s)(?<!^)\b([A-Z][A-Za-z]{2,}|[A-Z]{2,})[\s\-_]+v?(\d+(?:\.\d+)*)(?![\w.]*\d)")
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec januar februar märz mai juni juli oktober dezember "
+    "version versions release releases build builds".split()
+)
+# Question openers: a completed follow-up ("… GPU passthrough What was …") has one inside it.
+_OPENERS = frozenset(
+    "what which who whom whose when where why how is are was were do does did can could should would will "
+    "was welche welcher welches wer wen wem wie wann wo warum gibt hat haben ist sind".split()
+)
+_CAPITALIZED = re.compile(r"(?<![.!?:]\s)(?<!^)\b([A-Z][a-z]{2,})\b")
+
+
+def unsupported_terms(question: str, source_text: str) -> List[str]:
+    """The question's names, identifiers and name-number pairs that ``source_text`` never holds."""
+    text = source_text.lower()
+    missing = [t for t in dict.fromkeys(identifiers(question)) if not _holds_identifier(t, text)]
+    ignored = _MONTHS | _OPENERS | QUESTION_WORDS | stopwords("en") | stopwords("de")
+    for name, number in _NAME_NUMBER.findall(question):
+        if name.lower() in ignored:
+            continue
+        # the name, at most two words (a model name, "is" of a table cell), then the number
+        pair = re.compile(rf"\b{re.escape(name.lower())}\W+(?:[\w.]+\W+){{0,2}}?v?{re.escape(number)}(?!\d)")
+        if name.lower() in text and not pair.search(text):
+            missing.append(f"{name} {number}")
+    if language(question) == "en":
+        keys = _text_keys(text)
+        names = [w for w in dict.fromkeys(_CAPITALIZED.findall(question)) if w.lower() not in ignored]
+        missing += [w for w in names if not word_keys(w.lower()) & keys]
+    return missing
+
+
+def _holds_identifier(token: str, text: str) -> bool:
+    """``token`` (or its singular) in ``text``; a compound joined by - or / through its identifier parts."""
+    if token in text or (token.endswith("s") and token[:-1] in text):
+        return True
+    parts = re.split(r"[-/]", token)
+    return len(parts) > 1 and all(p in text for p in parts if identifiers(p) and not p.isalpha())
+
+
+def _text_keys(text: str) -> FrozenSet[str]:
+    return unit_keys(text)
+
+
+def context_instead(question: str, units: Sequence[Unit], chosen: List[int], scores: Sequence[float]) -> List[int]:
+    """A chosen row gives way to a unit of its page, its context text first, that holds an identifier
+    of the question the row lacks ("the QEMU version in these tests": QEMU 1.4 is stated above the
+    table, which reaches each row as its context, not in any row)."""
+    if not chosen or not ROW.match(units[chosen[0]].text):
+        return chosen
+    best = units[chosen[0]]
+    lacking = set(identifiers(question)) - set(identifiers(best.topic)) - set(identifiers(best.text))
+    if not lacking:
+        return chosen
+    options = [
+        i
+        for i, u in enumerate(units)
+        if u.topic == best.topic and not ROW.match(u.text) and lacking & set(identifiers(u.text))
+    ]
+    return [max(options, key=lambda i: (units[i].source == best.source, scores[i]))] if options else chosen

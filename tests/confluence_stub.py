@@ -1,0 +1,314 @@
+"""A Confluence REST API v1 stub on 127.0.0.1, for tests and benchmarks/confluence_sync.py.
+
+It serves ``/wiki/rest/api/content`` (a space's pages), ``/content/search?cql=`` (a small CQL:
+``space``, ``type``, ``id in (…)``, ``ancestor``, ``parent``, ``label`` joined by ``and``),
+``/content/{id}`` and ``/content/{id}/child/page`` in the real response shapes: ``results``,
+``start``, ``limit``, ``size``, ``_links`` (``base``, ``context``, ``next`` while more results
+follow), and per page ``body.storage.value``, ``version.number``, ``ancestors``, ``space``,
+``metadata.labels``, ``history.lastUpdated`` — each only when ``expand`` asks for it. Pages are
+built from ConfQuestions pages (read by path, never copied) and the sample wiki.
+
+It checks credentials (basic auth or a bearer token), denies spaces or pages (403), answers 404
+for unknown ones, plays scripted failures (429 with ``Retry-After``, 500, 503) and can break body
+requests from some point on; pages change, move or disappear between syncs (``edit``, ``move``,
+``delete``). ``requests`` counts requests by kind: ``list`` (no bodies asked) or ``body``.
+
+    with ConfluenceStub(user="me@example.com", token="t0k3n") as stub:
+        stub.add_pages(confquestions_pages(folder, 10, "OXT"))
+        ConfluenceClient(stub.url, user="me@example.com", api_token="t0k3n")
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import threading
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
+
+from llama_index_ragonite.bench.llm_server import LoopbackServer
+
+__all__ = ["ConfluenceStub", "StubPage", "confquestions_pages", "sample_wiki_pages"]
+
+CONTEXT = "/wiki"
+API = CONTEXT + "/rest/api"
+
+
+@dataclass
+class StubPage:
+    id: str
+    title: str
+    body: str
+    space: str
+    parent: Optional[str] = None
+    version: int = 1
+    labels: Tuple[str, ...] = ()
+    when: str = "2024-11-15T10:00:00.000Z"
+
+
+@dataclass
+class _Failure:
+    status: int
+    retry_after: Optional[str] = None
+    kind: Optional[str] = None  # only requests of this kind ("list", "body"), or any
+
+
+@dataclass
+class ConfluenceStub(LoopbackServer):
+    """The server; ``url`` is the site's base URL (Cloud style, ending in ``/wiki``)."""
+
+    user: Optional[str] = None
+    token: Optional[str] = None  # with user: basic auth; alone: a bearer personal access token
+    max_limit: int = 50  # the server caps ``limit`` like Confluence does
+    pages: Dict[str, StubPage] = field(default_factory=dict)
+    denied: set = field(default_factory=set)  # space keys and page ids answered with 403
+    requests: Counter = field(default_factory=Counter)
+    log: List[Tuple[str, str, Dict[str, str]]] = field(default_factory=list)  # (kind, path, headers)
+    failing_bodies_after: Optional[int] = None  # body requests after this many answer 500
+    thread_name = "confluence-stub"
+    poll_interval = 0.05
+
+    def __post_init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._failures: deque = deque()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{CONTEXT}"
+
+    # -- content ---------------------------------------------------------------------------
+    def add_pages(self, pages: Iterable[StubPage]) -> "ConfluenceStub":
+        for page in pages:
+            self.pages[page.id] = page
+        return self
+
+    def edit(self, page_id: str, body: Optional[str] = None, title: Optional[str] = None) -> None:
+        page = self.pages[page_id]
+        page.body, page.title = body if body is not None else page.body, title or page.title
+        page.version += 1
+        page.when = f"2025-01-{page.version:02d}T10:00:00.000Z"
+
+    def move(self, page_id: str, parent: Optional[str] = None, space: Optional[str] = None) -> None:
+        """Moving keeps the version (as in Confluence); the ancestors (and maybe the space) change."""
+        page = self.pages[page_id]
+        page.parent, page.space = parent, space or page.space
+
+    def delete(self, page_id: str) -> None:
+        del self.pages[page_id]
+
+    def ancestors(self, page: StubPage) -> List[StubPage]:
+        chain, parent = [], page.parent
+        while parent and parent in self.pages:
+            chain.insert(0, self.pages[parent])
+            parent = self.pages[parent].parent
+        return chain
+
+    # -- faults ----------------------------------------------------------------------------------
+    def fail(self, *statuses: int, retry_after: Optional[str] = None, kind: Optional[str] = None) -> None:
+        """The next requests (of ``kind``, or any) answer these statuses, one each."""
+        with self._lock:
+            self._failures.extend(_Failure(s, retry_after, kind) for s in statuses)
+
+    def _next_failure(self, kind: str) -> Optional[_Failure]:
+        with self._lock:
+            self.requests[kind] += 1
+            if kind == "body" and self.failing_bodies_after is not None:
+                if self.requests["body"] > self.failing_bodies_after:
+                    return _Failure(500)
+            for failure in self._failures:
+                if failure.kind in (None, kind):
+                    self._failures.remove(failure)
+                    return failure
+        return None
+
+    def _handler(self) -> type:
+        return type("Handler", (_Handler,), {"stub": self})
+
+    # -- responses ------------------------------------------------------------------------------
+    def content(self, page: StubPage, expand: Sequence[str]) -> Dict[str, Any]:
+        data: Dict[str, Any] = {
+            "id": page.id,
+            "type": "page",
+            "status": "current",
+            "title": page.title,
+            "_links": {
+                "webui": f"/spaces/{page.space}/pages/{page.id}/{quote(page.title.replace(' ', '+'), safe='+')}",
+                "self": f"{self.url}/rest/api/content/{page.id}",
+                "tinyui": f"/x/{page.id}",
+            },
+            "_expandable": {"body": "", "version": "", "ancestors": "", "space": ""},
+        }
+        if "body.storage" in expand or "body" in expand:
+            data["body"] = {"storage": {"value": page.body, "representation": "storage"}}
+        if "version" in expand:
+            data["version"] = {"number": page.version, "when": page.when, "minorEdit": False}
+        if "ancestors" in expand:
+            data["ancestors"] = [{"id": a.id, "type": "page", "title": a.title} for a in self.ancestors(page)]
+        if "space" in expand:
+            data["space"] = {"key": page.space, "name": f"Space {page.space}", "type": "global"}
+        if "metadata.labels" in expand:
+            labels = [{"prefix": "global", "name": name, "id": str(i)} for i, name in enumerate(page.labels)]
+            data["metadata"] = {"labels": {"results": labels, "start": 0, "limit": 200, "size": len(labels)}}
+        if "history.lastUpdated" in expand:
+            data["history"] = {"latest": True, "lastUpdated": {"when": page.when, "number": page.version}}
+        return data
+
+    def search(self, cql: str) -> List[StubPage]:
+        found = sorted(self.pages.values(), key=lambda p: int(p.id))
+        for clause in re.split(r"\s+and\s+", cql.strip(), flags=re.I):
+            listed = re.fullmatch(r"id\s+in\s*\(([^)]*)\)", clause.strip(), re.I)
+            if listed:
+                ids = {i.strip().strip('"') for i in listed.group(1).split(",")}
+                found = [p for p in found if p.id in ids]
+                continue
+            match = re.fullmatch(r'(\w+)\s*=\s*"?([^"]*)"?', clause.strip())
+            if not match:
+                raise ValueError(f"CQL not understood by the stub: {clause!r}")
+            key, value = match.group(1).lower(), match.group(2)
+            if key == "type":
+                found = [p for p in found if value == "page"]
+            elif key == "space":
+                found = [p for p in found if p.space == value]
+            elif key == "id":
+                found = [p for p in found if p.id == value]
+            elif key == "parent":
+                found = [p for p in found if p.parent == value]
+            elif key == "ancestor":
+                found = [p for p in found if value in {a.id for a in self.ancestors(p)}]
+            elif key == "label":
+                found = [p for p in found if value in p.labels]
+            else:
+                raise ValueError(f"CQL field not known to the stub: {key!r}")
+        return found
+
+
+class _Handler(BaseHTTPRequestHandler):
+    stub: ConfluenceStub
+    server_version = "confluence-stub/1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        stub = self.stub
+        parts = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        expand = [e.strip() for e in query.get("expand", "").split(",") if e.strip()]
+        kind = "body" if any(e.startswith("body") for e in expand) else "list"
+        stub.log.append((kind, self.path, {k.lower(): v for k, v in self.headers.items()}))
+        failure = stub._next_failure(kind)
+        if failure is not None:
+            headers = {"Retry-After": failure.retry_after} if failure.retry_after is not None else {}
+            return self._json(failure.status, {"statusCode": failure.status, "message": "scripted"}, headers)
+        if not self._authorized():
+            return self._json(401, {"statusCode": 401, "message": "Unauthorized; scope does not match"})
+        path = parts.path
+        if not path.startswith(API + "/content"):
+            return self._json(404, {"statusCode": 404, "message": f"No route {path}"})
+        rest = path[len(API + "/content") :].strip("/").split("/")
+        try:
+            if rest == [""]:
+                space = query.get("spaceKey", "")
+                if space in stub.denied:
+                    return self._json(403, {"statusCode": 403, "message": "Not permitted"})
+                if space and not any(p.space == space for p in stub.pages.values()):
+                    return self._json(404, {"statusCode": 404, "message": f"No space with key : {space}"})
+                pages = [p for p in sorted(stub.pages.values(), key=lambda p: int(p.id)) if p.space == space]
+                return self._listing(pages, query, expand, "/rest/api/content")
+            if rest == ["search"]:
+                pages = [p for p in stub.search(query.get("cql", "")) if p.id not in stub.denied]
+                return self._listing(pages, query, expand, "/rest/api/content/search")
+            page = stub.pages.get(rest[0])
+            if rest[0] in stub.denied or (page and page.space in stub.denied):
+                return self._json(403, {"statusCode": 403, "message": "Not permitted"})
+            if page is None:
+                return self._json(404, {"statusCode": 404, "message": f"No content found with id : {rest[0]}"})
+            if rest[1:] == ["child", "page"]:
+                children = [p for p in sorted(stub.pages.values(), key=lambda p: int(p.id)) if p.parent == page.id]
+                return self._listing(children, query, expand, f"/rest/api/content/{page.id}/child/page")
+            if rest[1:]:
+                return self._json(404, {"statusCode": 404, "message": f"No route {path}"})
+            return self._json(200, stub.content(page, expand))
+        except ValueError as err:
+            return self._json(400, {"statusCode": 400, "message": str(err)})
+
+    def _authorized(self) -> bool:
+        stub, header = self.stub, self.headers.get("Authorization", "")
+        if stub.token is None:
+            return True
+        if stub.user is None:
+            return header == f"Bearer {stub.token}"
+        expected = base64.b64encode(f"{stub.user}:{stub.token}".encode()).decode()
+        return header == f"Basic {expected}"
+
+    def _listing(self, pages: List[StubPage], query: Dict[str, str], expand: List[str], route: str) -> None:
+        stub = self.stub
+        start = int(query.get("start", 0))
+        limit = min(int(query.get("limit", 25)), stub.max_limit)
+        chunk = pages[start : start + limit]
+        links = {"base": stub.url, "context": CONTEXT, "self": f"{stub.url}{route}?{urlencode(query)}"}
+        if start + limit < len(pages):
+            links["next"] = f"{route}?{urlencode({**query, 'start': start + limit, 'limit': limit})}"
+        body = {
+            "results": [stub.content(p, expand) for p in chunk],
+            "start": start,
+            "limit": limit,
+            "size": len(chunk),
+            "_links": links,
+        }
+        if route.endswith("search"):
+            body["totalSize"] = len(pages)
+        self._json(200, body)
+
+    def _json(self, status: int, payload: Any, headers: Optional[Dict[str, str]] = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+# -- page sets ------------------------------------------------------------------------------------
+def confquestions_pages(folder: Path, count: int, space: str = "OXT", fan_out: int = 8) -> List[StubPage]:
+    """``count`` ConfQuestions pages (read from ``folder``, the dataset's ``documents``) as one space:
+    the page ids of their URLs, the first page the root, each later page a child of an earlier one."""
+    files = sorted(Path(folder).glob("confluence-*.json"))[:count]
+    pages: List[StubPage] = []
+    for i, file in enumerate(files):
+        record = json.loads(file.read_text(encoding="utf-8"))
+        found = re.search(r"/pages/(\d+)", record.get("url", ""))
+        page_id = found.group(1) if found else str(900000 + i)
+        parent = pages[(i - 1) // fan_out].id if i else None
+        labels = ("confquestions", record.get("space", "").lstrip("~") or "wiki")
+        pages.append(StubPage(page_id, record["title"], record["content"], space, parent, labels=labels))
+    return pages
+
+
+def sample_wiki_pages(folder: Path, space: str = "AUR", first_id: int = 1001) -> List[StubPage]:
+    """The sample wiki's pages (``examples/sample_wiki``) under a home page of their own."""
+    home = StubPage(str(first_id), "Aurora home", "<p>Welcome to the Aurora wiki.</p>", space)
+    pages = [home]
+    for i, file in enumerate(sorted(Path(folder).glob("*.html")), start=1):
+        html = file.read_text(encoding="utf-8")
+        title = re.search(r"<title>(.*?)</title>", html, re.S)
+        body = re.search(r"<body>(.*)</body>", html, re.S)
+        pages.append(
+            StubPage(
+                str(first_id + i),
+                title.group(1).strip() if title else file.stem,
+                body.group(1).strip() if body else html,
+                space,
+                parent=home.id,
+                labels=(file.stem,),
+            )
+        )
+    return pages

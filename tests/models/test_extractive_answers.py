@@ -1,0 +1,78 @@
+"""Issue 16's answer rules: the asked cells of a row, a second unit only as a further item, context
+text for what a row lacks, out of scope when the question names what no source holds."""
+
+from __future__ import annotations
+
+from llama_index_ragonite import ExtractiveAnswerer
+from llama_index_ragonite.models.extractive.cells import answer_cells, row_cells
+from llama_index_ragonite.models.extractive.compose import row_answer
+from llama_index_ragonite.models.extractive.scope import unsupported_terms
+from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, cited_sources
+
+ROW_T14 = (
+    "Row 1 in Table 1: Platform is Lenovo T14, and Firmware is 1.32, and Legacy boot is Pass, and UEFI boot is Fail"
+)
+ROW_7070 = "Row 2 in Table 1: Platform is Dell OptiPlex 7070, and Firmware is 2.1.0, and Legacy boot is Not supported"
+ROW_7070_OLD = "Row 2 in Table 1: Platform is Dell OptiPlex 7070, and Firmware is 2.0.4, and Legacy boot is Pass"
+ABOVE = "The tests below ran with QEMU 1.4 on every machine."
+
+
+def source(page: str, text: str, before: str = "") -> str:
+    head = f"Page: {page}\n" + (f"Before: {before}\n" if before else "")
+    return f"{head}\n{text}"
+
+
+def prompt(question: str, *sources: str) -> str:
+    blocks = "\n\n".join(f"### Source {i} ###\n{s}" for i, s in enumerate(sources, 1))
+    return ANSWER_PROMPT.format(sources=blocks, history="", question=question)
+
+
+def test_a_row_is_answered_with_the_asked_cell_and_its_key_cell():
+    assert [c.header for c in row_cells(ROW_T14)] == ["Platform", "Firmware", "Legacy boot", "UEFI boot"]
+    assert (
+        row_answer(ROW_T14, "Which firmware does the Lenovo T14 run?") == "Platform is Lenovo T14, and Firmware is 1.32"
+    )
+    answer = ExtractiveAnswerer().complete(
+        prompt("Which firmware does the Lenovo T14 run?", source("Release testing: Aurora 2.0", ROW_T14))
+    )
+    assert answer.text.endswith("Platform is Lenovo T14, and Firmware is 1.32 [Source 1]")
+
+
+def test_a_row_without_an_asked_cell_stays_whole():
+    assert answer_cells(ROW_T14, frozenset({"lenovo", "t14"}), frozenset({"t14"})) is None
+
+
+def test_a_second_unit_is_another_row_of_the_same_table_never_another_version_of_the_page():
+    rows = [
+        source(
+            "GPU tests", "Row 1 in Table 1: Machine is HP 8300, and Card is AMD Radeon HD 7750, and Stubdomain is Yes"
+        ),
+        source(
+            "GPU tests", "Row 2 in Table 1: Machine is HP 8300, and Card is AMD Firepro W600, and Stubdomain is Yes"
+        ),
+    ]
+    both = ExtractiveAnswerer().complete(prompt("Which AMD card was checked with the HP 8300?", *rows)).text
+    assert "7750" in both and "W600" in both and cited_sources(both, 2) == [1, 2]
+    versions = [source("Release testing: Aurora 2.0", ROW_7070), source("Release testing: Aurora 1.9", ROW_7070_OLD)]
+    one = ExtractiveAnswerer().complete(
+        prompt("Which firmware does the Dell OptiPlex 7070 have in Aurora 2.0?", *versions)
+    )
+    assert "2.1.0" in one.text and "2.0.4" not in one.text
+
+
+def test_context_text_answers_what_the_row_lacks():
+    rows = source("GPU tests", "Row 1 in Table 1: Machine is HP 8300, and Card is AMD Firepro W600", before=ABOVE)
+    answer = ExtractiveAnswerer().complete(prompt("Which QEMU version ran in the GPU tests with the HP 8300?", rows))
+    assert "QEMU 1.4" in answer.text and cited_sources(answer.text, 1) == [1]
+
+
+def test_questions_naming_what_no_source_holds_are_out_of_scope():
+    text = "Page: Release testing: Aurora 2.0\nPlatform is Lenovo T14, and Firmware is 1.32, OpenXT 9.0"
+    assert unsupported_terms("Which firmware does the Lenovo T14 run?", text) == []
+    assert unsupported_terms("Which firmware does the Lenovo X1 Carbon run?", text) == ["x1", "Carbon"]
+    assert "OpenXT 12" in unsupported_terms("Which firmware does OpenXT 9.0 or OpenXT 12 need?", text)
+    assert unsupported_terms("Welche Firmware braucht OpenXT 9.0?", text) == []  # German nouns are no names
+    answer = ExtractiveAnswerer().complete(
+        prompt("Which firmware does the Lenovo X1 Carbon run?", source("Release testing: Aurora 2.0", ROW_T14))
+    )
+    assert answer.text == OUT_OF_SCOPE
