@@ -5,6 +5,7 @@ from llama_index_ragonite.bench.answer_metrics import (
     is_out_of_scope,
     k_precision,
     normalize_answer,
+    token_f1,
     token_recall,
 )
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
@@ -14,6 +15,15 @@ def test_squad_normalization():
     assert normalize_answer("The  Version, 2.0!") == "version 20"
     assert normalize_answer("An apple and a theory") == "apple and theory"  # articles only as whole words
     assert normalize_answer("  ") == ""
+
+
+def test_token_f1_by_hand():
+    # answer "Bob owns the OTA server" -> bob owns ota server (4); gold "Bob owns it" -> bob owns it (3)
+    # overlap 2: precision 2/4, recall 2/3, F1 = 2 * 0.5 * 0.667 / 1.167 = 0.571
+    assert token_f1("Bob owns the OTA server", ["Bob owns it"]) == pytest.approx(4 / 7)
+    assert token_f1("Bob owns the OTA server", ["nobody", "Bob owns it", "OTA"]) == pytest.approx(4 / 7)  # best
+    assert token_f1("QEMU 1.4", ["qemu 1.4"]) == pytest.approx(1.0)
+    assert token_f1("Carol", ["Bob owns it"]) == 0.0 and token_f1("Carol", []) == 0.0
 
 
 def test_token_recall_by_hand():

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 import socket
 import sys
 import time
@@ -18,6 +17,7 @@ import numpy as np
 import pytest
 from fakes import HashingEmbedding, wiki_documents
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from tiny_models import cross_encoder as tiny_cross_encoder
 
 from llama_index_ragonite import BGEReranker, EvidenceStore, FusedNode, bge_m3_embedding, default_reranker
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
@@ -59,24 +59,7 @@ def minilm(minilm_path):
 @pytest.fixture(scope="session")
 def tiny_path(minilm_path, tmp_path_factory) -> Path:
     """A 2-layer, 32-wide BERT cross-encoder (one logit) with MiniLM's tokenizer."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
-    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
-        shutil.copy(minilm_path / name, folder / name)
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=1,
-    )
-    BertForSequenceClassification(config).save_pretrained(folder)
-    return folder
+    return tiny_cross_encoder(tmp_path_factory.mktemp("tiny-cross-encoder"))
 
 
 @pytest.fixture(scope="session")
