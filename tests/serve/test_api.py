@@ -140,8 +140,12 @@ def test_explanations_counterfactual_combination_and_permutation(client):
         assert {"rules", "groupings", "counterfactuals", "explanation"} <= set(rage)
         assert sum(g["count"] for g in rage["groupings"]) == rage["perturbations"]
     combination = client.post(url, json={"method": "combination"}).json()
-    assert combination["explanation"]["removed"] == [1]  # removing the cited evidence changes the answer
-    assert combination["counterfactuals"][0]["changed"]
+    removed = combination["explanation"]["removed"]
+    assert 1 in removed  # the cited evidence is among the smallest removal that changes the answer
+    assert combination["counterfactuals"][0]["changed"] and combination["counterfactuals"][0]["removed"] == removed
+    smaller = [t for t in combination["tried"] if len(t["removed"]) < len(removed)]
+    assert [1] in [t["removed"] for t in smaller]  # tried first, and it did not change the answer:
+    assert smaller and not any(t["changed"] for t in smaller)  # its neighbours' context also says who owns it
     assert client.post(url, json={"method": "astrology"}).status_code == 422
     assert client.post(f"/api/conversations/{conversation}/turns/7/explain", json={}).status_code == 404
 

@@ -45,6 +45,11 @@ class ParsedPrompt:
     history: List[str] = field(default_factory=list)  # earlier ``User:``/``Assistant:`` lines
 
 
+# ANSI escape sequences and other control characters a pasted question may hold: read as spaces,
+# so "\x1b[31m" is not taken for a name ("31m") that no source holds
+_TERMINAL_CODES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f]")
+
+
 def split_source(text: str) -> Tuple[str, str]:
     """``(topic, evidence)`` of one source's text.
 
@@ -127,5 +132,5 @@ def parse_prompt(prompt: str) -> ParsedPrompt:
     if not users:
         return ParsedPrompt(sources=sources, question="")
     history = [lines[j].strip() for j, _ in turns if end <= j < q_line]
-    question = _TURN.match(lines[q_line]).group(2).strip()
+    question = " ".join(_TERMINAL_CODES.sub(" ", _TURN.match(lines[q_line]).group(2)).split())
     return ParsedPrompt(sources=sources, question=question, history=history)
