@@ -1,13 +1,13 @@
 """ConfQuestions conversations through the chat engine: completion + retrieval, this tree vs HEAD.
 
 Usage:
-    python benchmarks/completion_confquestions.py [--data DIR] [--store DIR] [--base DIR] [--out FILE.md]
+    python benchmarks/completion_confquestions.py [--data DIR] [--store DIR] [--base-rev REV] [--out FILE.md]
 
 Each of ConfQuestions' 100 conversations (EN and DE, 600 turns) is played turn by turn through
 ``RagoniteChatEngine.from_defaults(HybridRetriever.from_store(store), follow_ups=0)`` — the
 embedded default: ``OfflineQuestionCompleter``, the engine's own retrieval path, the extractive
-answerer — once with this tree's package and once with HEAD's (``--base``: a folder holding
-``git archive HEAD llama_index_ragonite``; made in a temporary folder when not given), each in a
+answerer — once with this tree's package and once with the baseline's (``--base-rev``, default
+HEAD: ``git archive REV llama_index_ragonite`` in a temporary folder), each in a
 subprocess of this script (``--worker``), one after the other, on the same cached store
 (``bench.store.open_all_store``; never rebuilt when it exists). Per turn: the completed question
 the engine reports (``response.completed_question``) and the pages of its sources, so P@1 and
@@ -95,7 +95,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path)
     ap.add_argument("--store", type=Path)
-    ap.add_argument("--base", type=Path, help="folder holding HEAD's llama_index_ragonite (git archive)")
+    ap.add_argument("--base-rev", default="HEAD", help="the baseline commit (default HEAD), run from a git archive")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--result", type=Path, help=argparse.SUPPRESS)
@@ -112,14 +112,12 @@ def main() -> int:
 
     start, load = time.perf_counter(), os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        base = args.base
-        if base is None:
-            base = Path(tmp) / "base"
-            base.mkdir()
-            archive = subprocess.run(["git", "archive", "HEAD", "llama_index_ragonite"], cwd=ROOT, check=True,
-                                     capture_output=True).stdout  # fmt: skip
-            subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        base = Path(tmp) / "base"
+        base.mkdir()
+        archive = subprocess.run(["git", "archive", args.base_rev, "llama_index_ragonite"], cwd=ROOT, check=True,
+                                 capture_output=True).stdout  # fmt: skip
+        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+        head = subprocess.run(["git", "rev-parse", "--short", args.base_rev], cwd=ROOT, capture_output=True, text=True)
         runs = {
             "HEAD": run_worker(base, args, Path(tmp) / "head.json"),
             "this tree": run_worker(ROOT, args, Path(tmp) / "new.json"),

@@ -119,8 +119,10 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
     return [
         "# ConfQuestions conversations through the chat engine (embedded default, ALL context)",
         "",
-        "Command: `python benchmarks/completion_confquestions.py --out benchmarks/results/completion_confquestions.md`",
-        f"Baseline: HEAD {head} (`git archive HEAD llama_index_ragonite`, run from a temporary folder in a subprocess);"
+        "Command: `python benchmarks/completion_confquestions.py"
+        + ("" if args.base_rev == "HEAD" else f" --base-rev {args.base_rev}")
+        + " --out benchmarks/results/completion_confquestions.md`",
+        f"Baseline: {head} (`git archive {args.base_rev} llama_index_ragonite`, run from a temporary folder in a subprocess);"
         f" this tree in a second subprocess, one after the other. Wall time {wall:.0f} s; load average {load:.1f}"
         " at start (2 cores shared with other work).",
         f"Store: `{shown(args.store, ROOT)}` ({len(store)} evidences), opened as is; hybrid retriever,"
