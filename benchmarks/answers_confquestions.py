@@ -1,7 +1,7 @@
 """Answer quality of the embedded default's extractive answerer: the HEAD answerer vs this tree's, in one run.
 
 Usage:
-    python benchmarks/answers_confquestions.py [--data DIR] [--store DIR] [--base DIR] [--limit N] [--out FILE.md]
+    python benchmarks/answers_confquestions.py [--data DIR] [--store DIR] [--base-rev REV] [--limit N] [--out FILE.md]
 
 Issue 16 asks the offline ``ExtractiveAnswerer`` for the smallest unit that holds the answer and
 for out-of-scope decisions that work across languages. Measured on:
@@ -17,8 +17,8 @@ Metrics (``bench.answer_metrics``): token F1 against the gold answer (SQuAD styl
 answer length in words (``answer_text``: no label, no citation markers; in-scope answers only),
 Unitxt K-precision against the retrieved evidences' LLM views, the out-of-scope rates.
 
-The baseline is the real HEAD code: ``git archive HEAD llama_index_ragonite | tar -x -C DIR``
-(``--base``, default ``/tmp/answers-base``). Retrieval does not depend on the answerer, so the
+The baseline is the real code of a commit (``--base-rev``, default HEAD), extracted with
+``git archive`` into a temporary folder. Retrieval does not depend on the answerer, so the
 new answerer runs inside the engine and the HEAD answerer answers the very prompts the engine
 sent, in a subprocess whose ``sys.path`` starts with the HEAD copy; its answers then pass the
 engine's citation check (``prompts.check_citations``, as ``RagoniteChatEngine`` does).
@@ -41,7 +41,7 @@ from typing import Dict, List, Sequence, Tuple
 from llama_index_ragonite.bench.answer_metrics import answer_text, is_out_of_scope, k_precision, token_f1
 from llama_index_ragonite.bench.asking import Asked, ask_all, out_of_scope_rate, rate_row
 from llama_index_ragonite.bench.confquestions import load_questions
-from llama_index_ragonite.bench.scripts import default_data, finish_report, repository, shown
+from llama_index_ragonite.bench.scripts import default_data, finish_report, package_at, repository, shown, table_cell
 from llama_index_ragonite.bench.store import ALL_STORE, open_all_store
 from llama_index_ragonite.chat.engine import RagoniteChatEngine
 from llama_index_ragonite.index.store import EvidenceStore
@@ -144,21 +144,14 @@ def own_check(answerer: ExtractiveAnswerer) -> List[Tuple[str, str, List[str], s
         return out
 
 
-def cell(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split()).replace("|", "\\|")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--store", type=Path, default=DEFAULT_STORE)
-    ap.add_argument("--base", type=Path, default=Path("/tmp/answers-base"))
+    ap.add_argument("--base-rev", default="HEAD", help="the baseline commit (default HEAD), run from a git archive")
     ap.add_argument("--limit", type=int, default=0, help="only the first N answerable questions (development)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    if not (args.base / "llama_index_ragonite" / "__init__.py").is_file():
-        raise SystemExit(f"{args.base}: run `git archive HEAD llama_index_ragonite | tar -x -C {args.base}` first")
 
     start, load_before = time.perf_counter(), os.getloadavg()
     questions = load_questions(args.data)[: args.limit or None]
@@ -177,7 +170,9 @@ def main() -> int:
     poster = engine.chat(POSTER)
     follow_up = engine.chat(POSTER_FOLLOW_UP)  # same conversation
     t = time.perf_counter()
-    old_all = old_answers(args.base, [a.prompt for a in [*new, *bad_new]])
+    with tempfile.TemporaryDirectory() as base:
+        base_commit = package_at(args.base_rev, Path(base), ROOT)
+        old_all = old_answers(Path(base), [a.prompt for a in [*new, *bad_new]])
     old_s = time.perf_counter() - t
     old, bad_old = as_old(new, old_all[: len(new)]), as_old(bad_new, old_all[len(new) :])
     own = own_check(ExtractiveAnswerer())
@@ -214,8 +209,9 @@ def main() -> int:
     lines = [
         "# Extractive answers on ConfQuestions: HEAD answerer vs this tree's (embedded default)",
         "",
-        "Command: `python benchmarks/answers_confquestions.py --out benchmarks/results/answers_confquestions.md` "
-        "(after `git archive HEAD llama_index_ragonite | tar -x -C /tmp/answers-base`)",
+        "Command: `python benchmarks/answers_confquestions.py"
+        + ("" if args.base_rev == "HEAD" else f" --base-rev {args.base_rev}")
+        + f" --out benchmarks/results/answers_confquestions.md`; baseline: {base_commit} (`git archive`).",
         f"Machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"load average (1/5/15 min) {' / '.join(f'{x:.1f}' for x in load_before)} at start, "
         f"{' / '.join(f'{x:.1f}' for x in load_after)} at the end (the cores are shared with other jobs).",
@@ -233,9 +229,9 @@ def main() -> int:
         "| target | met | this run |",
         "|---|---|---|",
         *[f"| {name} | {'yes' if ok else 'NO'} | {value} |" for name, ok, value in checks],
-        f"| poster's example: both AMD rows cited | {'yes' if poster_ok else 'NO'} | {cell(str(poster.response))} |",
-        f'| follow-up "{POSTER_FOLLOW_UP}" → "{cell(follow_up.turn.completed_question)}": QEMU 1.4 | '
-        f"{'yes' if follow_ok else 'NO'} | {cell(str(follow_up.response))} |",
+        f"| poster's example: both AMD rows cited | {'yes' if poster_ok else 'NO'} | {table_cell(str(poster.response), 200)} |",
+        f'| follow-up "{POSTER_FOLLOW_UP}" → "{table_cell(follow_up.turn.completed_question, 200)}": QEMU 1.4 | '
+        f"{'yes' if follow_ok else 'NO'} | {table_cell(str(follow_up.response), 200)} |",
         "",
         "## Answer quality (answerable questions)",
         "",
@@ -270,7 +266,7 @@ def main() -> int:
         "| lang | question | expected | answer | ok |",
         "|---|---|---|---|---|",
         *[
-            f"| {lang} | {cell(q)} | {', '.join(e) or 'out of scope'} | {cell(a)} | {'yes' if ok else 'no'} |"
+            f"| {lang} | {table_cell(q, 200)} | {', '.join(e) or 'out of scope'} | {table_cell(a, 200)} | {'yes' if ok else 'no'} |"
             for lang, q, e, a, ok in own
         ],
         "",
@@ -279,7 +275,7 @@ def main() -> int:
         "| lang | question | gold | HEAD | new |",
         "|---|---|---|---|---|",
         *[
-            f"| {n.lang} | {cell(n.question, 120)} | {cell(gold[n.lang + n.question], 80)} | {cell(o.answer, 160)} | {cell(n.answer, 160)} |"
+            f"| {n.lang} | {table_cell(n.question, 120)} | {table_cell(gold[n.lang + n.question], 80)} | {table_cell(o.answer, 160)} | {table_cell(n.answer, 160)} |"
             for lang in ("en", "de")
             for o, n in [(o, n) for o, n in zip(old, new) if n.lang == lang][:8]
         ],

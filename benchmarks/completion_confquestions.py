@@ -100,7 +100,7 @@ def main() -> int:
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    from llama_index_ragonite.bench.scripts import default_data
+    from llama_index_ragonite.bench.scripts import default_data, package_at
     from llama_index_ragonite.bench.store import ALL_STORE
 
     args.data = args.data or default_data(ROOT)
@@ -114,15 +114,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "base"
         base.mkdir()
-        archive = subprocess.run(["git", "archive", args.base_rev, "llama_index_ragonite"], cwd=ROOT, check=True,
-                                 capture_output=True).stdout  # fmt: skip
-        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
-        head = subprocess.run(["git", "rev-parse", "--short", args.base_rev], cwd=ROOT, capture_output=True, text=True)
+        head = package_at(args.base_rev, base, ROOT)
         runs = {
             "HEAD": run_worker(base, args, Path(tmp) / "head.json"),
             "this tree": run_worker(ROOT, args, Path(tmp) / "new.json"),
         }
-    lines = report(args, runs, head.stdout.strip(), time.perf_counter() - start, load)
+    lines = report(args, runs, head, time.perf_counter() - start, load)
     meta = f"Machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}."
     lines.insert(3, meta)
     from llama_index_ragonite.bench.scripts import finish_report

@@ -26,12 +26,12 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List
 
 from llama_index_ragonite.bench.answer_metrics import is_out_of_scope
 from llama_index_ragonite.bench.asking import Asked, ask_all, out_of_scope_rate, rate_row
 from llama_index_ragonite.bench.confquestions import load_questions
-from llama_index_ragonite.bench.scripts import default_data, finish_report, repository, shown
+from llama_index_ragonite.bench.scripts import default_data, finish_report, repository, shown, table_cell
 from llama_index_ragonite.bench.store import ALL_STORE, open_all_store
 from llama_index_ragonite.chat.engine import RagoniteChatEngine
 from llama_index_ragonite.models.extractive.answerer import ExtractiveAnswerer
@@ -44,15 +44,6 @@ UNANSWERABLE = ROOT / "benchmarks" / "unanswerable_questions.json"
 TARGET = 0.85
 EXAMPLES = 10
 SHOWN_CHARS = 160
-
-
-def rate(asked: Sequence[Asked]) -> float:
-    return out_of_scope_rate(asked)
-
-
-def cell(text: str) -> str:
-    text = " ".join(text.split()).replace("|", "\\|")
-    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
 
 
 def main() -> int:
@@ -87,7 +78,7 @@ def main() -> int:
     half = EXAMPLES // 2  # the examples: the first ones of each language, then any others
     examples = [a for a in answered if a.lang == "en"][:half] + [a for a in answered if a.lang == "de"][:half]
     examples += [a for a in answered if a not in examples][: EXAMPLES - len(examples)]
-    verdict = "meets" if rate(bad) >= TARGET else "misses"
+    verdict = "meets" if out_of_scope_rate(bad) >= TARGET else "misses"
     header = ["| questions | EN | DE | all |", "|---|---:|---:|---:|"]
     lines = [
         "# Out-of-scope rate on unanswerable vs answerable ConfQuestions questions (embedded default)",
@@ -116,13 +107,16 @@ def main() -> int:
         rate_row("answerable (600 ConfQuestions, gold completed)", good),
         "",
         f"Issue 16 target: >= {TARGET} of the unanswerable questions out of scope; this run {verdict} it "
-        f"({rate(bad):.3f}). The answerable rate is the baseline the target's 'does not rise' refers to.",
+        f"({out_of_scope_rate(bad):.3f}). The answerable rate is the baseline the target's 'does not rise' refers to.",
         "",
         f"## Unanswerable questions answered anyway ({len(answered)}; {len(examples)} of them, the first of each language)",
         "",
         "| lang | kind | question | answer (truncated) |",
         "|---|---|---|---|",
-        *[f"| {a.lang} | {a.kind} | {cell(a.question)} | {cell(a.answer)} |" for a in examples],
+        *[
+            f"| {a.lang} | {a.kind} | {table_cell(a.question, SHOWN_CHARS)} | {table_cell(a.answer, SHOWN_CHARS)} |"
+            for a in examples
+        ],
     ]
     return finish_report(lines, args.out)
 

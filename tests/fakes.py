@@ -17,7 +17,8 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
-from llama_index.core.schema import Document
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import Document, NodeWithScore, QueryBundle
 
 from llama_index_ragonite import HTMLEvidenceParser
 from llama_index_ragonite.models.extractive import parse_prompt
@@ -175,3 +176,19 @@ WIKI_PAGES = {
 def wiki_documents(pages=WIKI_PAGES):
     """Documents of a three-page wiki (a table, a list, a passage)."""
     return [Document(id_=k, text=v, metadata={"url": f"https://wiki.example/{k}"}) for k, v in pages.items()]
+
+
+class KeywordReranker(BaseNodePostprocessor):
+    """Toy cross-encoder: scores a node by how many query words its raw text contains."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "KeywordReranker"
+
+    def _postprocess_nodes(
+        self, nodes: List[NodeWithScore], query_bundle: Optional[QueryBundle] = None
+    ) -> List[NodeWithScore]:
+        words = set(query_bundle.query_str.lower().split())
+        for n in nodes:
+            n.score = float(sum(w in n.node.text.lower() for w in words))
+        return sorted(nodes, key=lambda n: -n.score)

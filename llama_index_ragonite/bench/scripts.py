@@ -6,6 +6,7 @@ the repository; they pass their own location, since an installed package cannot 
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -26,6 +27,21 @@ def shown(path: Path, repo: Path) -> str:
         return str(path.resolve().relative_to(repo))
     except ValueError:
         return str(path)
+
+
+def table_cell(text: str, limit: int = 160) -> str:
+    """``text`` on one line as a markdown table cell (pipes escaped), cut to ``limit`` characters."""
+    text = " ".join(text.split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def package_at(rev: str, folder: Path, repo: Path) -> str:
+    """Extract the package as it was at commit ``rev`` (``git archive``) into ``folder``, the baseline a
+    script imports in a subprocess; returns the commit's short hash, for the report."""
+    archive = subprocess.run(["git", "archive", rev, "llama_index_ragonite"], cwd=repo, check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    short = subprocess.run(["git", "rev-parse", "--short", rev], cwd=repo, check=True, capture_output=True, text=True)
+    return short.stdout.strip()
 
 
 def finish_report(lines: Sequence[str], out: Optional[Path], status: int = 0) -> int:

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import List, Optional
 
 import pytest
 import tiny_models
-from fakes import HashingEmbedding
-from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from fakes import HashingEmbedding, KeywordReranker
+from llama_index.core.schema import MetadataMode
 from test_bench_runner import PAGES, QA, URL_A, FakeLLM, bench, records, write_toy
 
 from llama_index_ragonite.bench.config import BenchConfig, base_config, expand
@@ -80,22 +78,6 @@ def test_report_shows_the_reranker_rows_beside_the_paper(toy, tmp_path, models):
     text = (tmp_path / "out" / "toy.md").read_text()
     assert "## Table 4: re-ranking" in text and "not run" not in text.split("## Table 4: re-ranking")[1].split("##")[0]
     assert "| reranker + RRF (the paper's BGE row) | " in text and "| 0.523 | 0.585 |" in text
-
-
-class KeywordReranker(BaseNodePostprocessor):
-    """Any postprocessor: orders nodes by how many question words their text holds."""
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "KeywordReranker"
-
-    def _postprocess_nodes(
-        self, nodes: List[NodeWithScore], query_bundle: Optional[QueryBundle] = None
-    ) -> List[NodeWithScore]:
-        words = set(query_bundle.query_str.lower().split())
-        for n in nodes:
-            n.score = float(sum(w in words for w in n.node.get_content().lower().split()))
-        return sorted(nodes, key=lambda n: -n.score)
 
 
 def test_any_postprocessor_is_a_reranker_and_the_base_can_use_it(toy, tmp_path):

@@ -1,10 +1,8 @@
 import asyncio
-from typing import List, Optional
 
 import pytest
-from fakes import WIKI_PAGES, HashingEmbedding, collected_events, wiki_documents
-from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from fakes import WIKI_PAGES, HashingEmbedding, KeywordReranker, collected_events, wiki_documents
+from llama_index.core.schema import MetadataMode
 
 from llama_index_ragonite.errors import StoreLockedError
 from llama_index_ragonite.events import RetrievalHitsEvent
@@ -145,22 +143,6 @@ def test_a_second_writer_is_refused_and_a_stale_handle_catches_up(tmp_path):
 
 
 # ---- retrieval ------------------------------------------------------------------
-
-
-class KeywordReranker(BaseNodePostprocessor):
-    """Toy cross-encoder: scores a node by how many query words its raw text contains."""
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "KeywordReranker"
-
-    def _postprocess_nodes(
-        self, nodes: List[NodeWithScore], query_bundle: Optional[QueryBundle] = None
-    ) -> List[NodeWithScore]:
-        words = set(query_bundle.query_str.lower().split())
-        for n in nodes:
-            n.score = float(sum(w in n.node.text.lower() for w in words))
-        return sorted(nodes, key=lambda n: -n.score)
 
 
 @pytest.fixture
