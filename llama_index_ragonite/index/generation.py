@@ -16,7 +16,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from llama_index_ragonite.errors import StoreInterruptedError
 from llama_index_ragonite.index.chroma_access import open_collection
@@ -69,13 +69,17 @@ class GenerationWatch:
         return True
 
 
-def reopen_vector_store(chroma_folder: Path, client: Any, name: str):
-    """A new ``ChromaVectorStore`` on the collection, reading what is on disk now (embedded) or on the server."""
-    from llama_index.vector_stores.chroma import ChromaVectorStore
+def reopen_vector_store(chroma_folder: Path, client: Any, name: str, lookup: Callable[[str], Any]):
+    """A new vector store on the collection, reading what is on disk now (embedded) or on the server.
+
+    ``lookup``: node id -> the store's node, or None (see ``NodeLookupChromaVectorStore``).
+    """
+    from llama_index_ragonite.index.node_lookup_chroma import NodeLookupChromaVectorStore
 
     if client is None:
         forget_embedded_client(chroma_folder)
-    return ChromaVectorStore(chroma_collection=open_collection(chroma_folder, client, name, writable=False))
+    collection = open_collection(chroma_folder, client, name, writable=False)
+    return NodeLookupChromaVectorStore(lookup=lookup, chroma_collection=collection)
 
 
 def write_under_way(folder: Path) -> bool:

