@@ -18,11 +18,6 @@ from llama_index.core.vector_stores.types import VectorStoreQueryResult
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 
-def held_nodes(lexical: Any) -> Callable[[str], Optional[BaseNode]]:
-    """The lookup for one generation's lexical index: its complete node for an id, None if it lacks it."""
-    return lambda node_id: lexical.get_node(node_id) if node_id in lexical else None
-
-
 class NodeLookupChromaVectorStore(ChromaVectorStore):
     """A ``ChromaVectorStore`` whose queries return the nodes ``lookup(node_id)`` gives (None: not held)."""
 

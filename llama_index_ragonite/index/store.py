@@ -31,13 +31,14 @@ from llama_index_ragonite.index.check import (
     count_mismatch,
     drop_pages,
 )
-from llama_index_ragonite.index.chroma_access import check_vectors, open_collection
+from llama_index_ragonite.index.batches import embed_evidences, write_evidences
+from llama_index_ragonite.index.chroma_access import open_collection
 from llama_index_ragonite.index.generation import GenerationWatch, reopen_vector_store
 from llama_index_ragonite.index.ingest_report import IngestReport, StepClock
 from llama_index_ragonite.index.journal import begin_journal, finish_journal, read_journal, writer_lock
-from llama_index_ragonite.index.latent import LatentTermIndex, embed_nodes
+from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
-from llama_index_ragonite.index.node_lookup_chroma import NodeLookupChromaVectorStore, held_nodes
+from llama_index_ragonite.index.node_lookup_chroma import NodeLookupChromaVectorStore
 from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
 from llama_index_ragonite.models.defaults import settings_embed_model
 from llama_index_ragonite.models.embeddings import default_embedding
@@ -170,8 +171,12 @@ class EvidenceStore:
             collection = open_collection(
                 self.path / CHROMA_DIR, self._chroma_client, self._collection_name, writable=self._writing
             )
-            self._vector_store = NodeLookupChromaVectorStore(lookup=held_nodes(self.lexical), chroma_collection=collection)
+            self._vector_store = NodeLookupChromaVectorStore(lookup=self._held_node, chroma_collection=collection)
         return self._vector_store
+
+    def _held_node(self, node_id: str) -> Optional[BaseNode]:
+        """The complete node the current lexical side holds, else None (then Chroma's copy is rebuilt)."""
+        return self.lexical.get_node(node_id) if node_id in self.lexical else None
 
     def _check_readable(self) -> None:
         """The cheap check at open: an interrupted write or counts that disagree are errors, not silent."""
@@ -308,7 +313,10 @@ class EvidenceStore:
         for doc in get_tqdm_iterable(changed, show_progress, "Parsing pages"):
             nodes.extend(self.contextualizer(self.parser.get_nodes_from_documents([doc])))
         clock.lap("parse + contextualize")
-        terms = self._embed(nodes, show_progress)
+        evidences = embed_evidences(
+            self.embed_model, nodes, self._open_vector_store().client, embedding_id(self.embed_model), show_progress
+        )
+        del nodes  # the evidences hold them now, and release each batch once written
         clock.lap("embed")
 
         # The journal names every page about to change before the first write and goes away
@@ -320,16 +328,8 @@ class EvidenceStore:
         self._delete_pages(touched)
         for doc_id in report.removed:
             pages.pop(doc_id, None)
-        if nodes:
-            self.vector_store.add(nodes)
-        clock.lap("vector store")
-        if nodes:
-            self.lexical.upsert(nodes)
-            self.lexical.search("warm up the index", 1)  # builds BM25 now, not on the first query
-            if terms is not None:
-                self.latent.upsert(nodes, terms)
-        clock.lap("lexical index")
-        report.nodes_written = len(nodes)
+        write_evidences(evidences, self.vector_store, self.lexical, self.latent, clock, show_progress)
+        report.nodes_written = len(evidences)
         pages.update(new_fingerprints)
         if touched or report.repaired or not (self.path / MANIFEST).exists():
             self._write(pages)
@@ -345,12 +345,6 @@ class EvidenceStore:
         for doc_id in page_ids:
             self.lexical.delete_ref_doc(doc_id)
             self.latent.delete_ref_doc(doc_id)
-
-    def _embed(self, nodes: List[BaseNode], show_progress: bool) -> Optional[list]:
-        """Set each node's embedding (checked before anything is written); returns latent terms too, or None."""
-        terms = embed_nodes(self.embed_model, nodes, show_progress)
-        check_vectors(self._open_vector_store().client, nodes, embedding_id(self.embed_model))
-        return terms
 
     def _make_folder(self) -> None:
         try:
@@ -406,7 +400,7 @@ class EvidenceStore:
         self._check_model(self._embed_model, manifest)
         lexical, latent = self._load_lexical(), LatentTermIndex.load(self.path)
         vector_store = reopen_vector_store(
-            self.path / CHROMA_DIR, self._chroma_client, self._collection_name, held_nodes(lexical)
+            self.path / CHROMA_DIR, self._chroma_client, self._collection_name, self._held_node
         )
         if self._watch.now() != before:  # a write began (or ended) meanwhile: try again at the next query
             return False

@@ -8,7 +8,7 @@ from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from llama_index_ragonite.index.lexical import LexicalIndex
-from llama_index_ragonite.index.node_lookup_chroma import NodeLookupChromaVectorStore, held_nodes
+from llama_index_ragonite.index.node_lookup_chroma import NodeLookupChromaVectorStore
 from llama_index_ragonite.index.store import EvidenceStore
 
 PAGES = {
@@ -39,7 +39,7 @@ def test_hits_scores_and_nodes_equal_the_stock_store():
     nodes = _nodes()
     lexical = LexicalIndex()
     lexical.upsert(nodes)
-    stock, ours, embed = _stores(nodes, held_nodes(lexical))
+    stock, ours, embed = _stores(nodes, lambda node_id: lexical.get_node(node_id) if node_id in lexical else None)
     for text in ["ota server", "gpu passthrough number 4", "evidence 7"]:
         query = VectorStoreQuery(query_embedding=embed.get_query_embedding(text), similarity_top_k=5)
         want, got = stock.query(query), ours.query(query)
