@@ -105,7 +105,7 @@ def test_backend_choice_and_fallback(monkeypatch, caplog):
     with pytest.raises(ValueError, match="backend"):
         E5Encoder(backend="torch")
 
-    def missing(*args):
+    def missing(*args, **kwargs):
         raise ImportError("No module named 'onnxruntime'")
 
     monkeypatch.setattr(e5, "onnx_layers", missing)

@@ -76,3 +76,20 @@ def test_questions_naming_what_no_source_holds_are_out_of_scope():
         prompt("Which firmware does the Lenovo X1 Carbon run?", source("Release testing: Aurora 2.0", ROW_T14))
     )
     assert answer.text == OUT_OF_SCOPE
+
+
+def test_a_product_name_inside_a_german_compound_or_a_short_name_with_a_number_must_be_in_the_sources():
+    text = "Page: Build setup\nOpenXT 9.0 images install from the ISO; VMs run on Xen 4.12 (Raspberry pipes)."
+    assert unsupported_terms("Welche OpenStack-Version unterstützt OpenXT?", text) == ["OpenStack"]
+    assert unsupported_terms("Welche VirtualBox-Version kann OpenXT-Images importieren?", text) == ["VirtualBox"]
+    assert unsupported_terms("Wie viele Gast-VMs laufen auf OpenXT-9.0-Systemen?", text) == []  # VMs: the sources' VM
+    assert "Pi 4" in unsupported_terms("Unterstützt OpenXT den Raspberry Pi 4?", text)
+    assert unsupported_terms("Which ISO does OpenXT 9.0 install from?", text) == []
+
+
+def test_a_typing_slip_in_a_long_name_is_no_other_name_but_a_number_must_match():
+    text = "Page: OpenXT 9.0 Measurement Test\nSELinux policy modules are divided into three files."
+    assert unsupported_terms("Which OpenXT 9.0 Measuremnt test did it pass?", text) == []
+    assert unsupported_terms("How are the SELunux modules divided?", text) == []
+    assert unsupported_terms("How are the Kubernetes modules divided?", text) == ["Kubernetes"]
+    assert "OpenXT 8.0" in unsupported_terms("Which OpenXT 8.0 Measurement test did it pass?", text)

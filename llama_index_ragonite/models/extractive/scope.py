@@ -10,12 +10,19 @@ A question is unsupported by the prompt's sources (page titles, sections and con
 included) when
 
 * one of its identifiers (``scoring.identifiers``: 7040, X1, GeForce, SHA-256) occurs in none of
-  them; a hyphenated German compound ("OpenXT-9.0-Messtest") counts through its identifier parts;
+  them; a hyphenated German compound ("OpenXT-9.0-Messtest") counts through its identifier parts,
+  a part written with an inner capital ("OpenStack-Version", "VirtualBox-Image") included: lower-cased,
+  the whole compound looks like a plain word, but such a part is a product name;
 * a name followed by a number ("OpenXT 12", "Windows 11", "Pi 4", "Optiplex 3080") occurs in none
   of them as that pair, although the name alone may ("OpenXT 9.0" holds no "OpenXT 12");
 * (English questions) a capitalized word inside the question, a proper name ("Kubernetes",
   "Infineon", "Scarthgap"), matches no word of them; German capitalizes every noun, so there
   this cue is left out.
+
+A name of letters only (no digit) that differs from a word of the sources by a typing slip
+("Measuremnt", "SELunux", "Architecure": at most one edit in a long word) counts as found:
+questions are typed by people, and a slip is no other name. Numbers and versions must match
+exactly ("OpenXT 12" is no slip of "OpenXT 9.0").
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from llama_index_ragonite.models.extractive.scoring import identifiers, language
 from llama_index_ragonite.models.extractive.units import ROW, Unit
 from llama_index_ragonite.text import QUESTION_WORDS, stopwords
 
-_NAME_NUMBER = re.compile(r"(?<![.!?:]\s)(?<!^)\b([A-Z][A-Za-z]{2,}|[A-Z]{2,})[\s\-_]+v?(\d+(?:\.\d+)*)(?![\w.]*\d)")
+_NAME_NUMBER = re.compile(r"(?<![.!?:]\s)(?<!^)\b([A-Z][A-Za-z]{1,}|[A-Z]{2,})[\s\-_]+v?(\d+(?:\.\d+)*)(?![\w.]*\d)")
 _MONTHS = frozenset(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec januar februar märz mai juni juli oktober dezember "
@@ -45,6 +52,7 @@ def unsupported_terms(question: str, source_text: str) -> List[str]:
     """The question's names, identifiers and name-number pairs that ``source_text`` never holds."""
     text = source_text.lower()
     missing = [t for t in dict.fromkeys(identifiers(question)) if not _holds_identifier(t, text)]
+    missing += [p for p in dict.fromkeys(_compound_names(question)) if not _holds_identifier(p.lower(), text)]
     ignored = _MONTHS | _OPENERS | QUESTION_WORDS | stopwords("en") | stopwords("de")
     for name, number in _NAME_NUMBER.findall(question):
         if name.lower() in ignored:
@@ -57,7 +65,24 @@ def unsupported_terms(question: str, source_text: str) -> List[str]:
         keys = _text_keys(text)
         names = [w for w in dict.fromkeys(_CAPITALIZED.findall(question)) if w.lower() not in ignored]
         missing += [w for w in names if not word_keys(w.lower()) & keys]
-    return missing
+    return [m for m in missing if not _typing_slip(m, text)]
+
+
+def _typing_slip(term: str, text: str) -> bool:
+    """``term`` (letters only, 7 or more) is one edit away from a word of ``text`` (a typo, not another name)."""
+    term = term.lower()
+    if len(term) < 7 or not term.isalpha():
+        return False
+    words = {w for w in re.findall(r"[^\W\d_]+", text) if abs(len(w) - len(term)) <= 1}
+    return any(_one_edit(term, w) for w in words)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """``a`` and ``b`` differ by one substitution, insertion or deletion (or not at all)."""
+    if len(a) > len(b):
+        a, b = b, a
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), len(a))
+    return a[i + (len(a) == len(b)) :] == b[i + 1 :]
 
 
 def _holds_identifier(token: str, text: str) -> bool:
@@ -66,6 +91,20 @@ def _holds_identifier(token: str, text: str) -> bool:
         return True
     parts = re.split(r"[-/]", token)
     return len(parts) > 1 and all(p in text for p in parts if identifiers(p) and not p.isalpha())
+
+
+_COMPOUND = re.compile(r"\b\w+(?:-\w+)+\b")
+
+
+def _compound_names(question: str) -> List[str]:
+    """Parts of hyphenated compounds with an inner capital, as written ("OpenStack" of "OpenStack-Version");
+    all-capital parts (GPU, TPM) are ``identifiers`` already."""
+    return [
+        part
+        for compound in _COMPOUND.findall(question)
+        for part in compound.split("-")
+        if len(part) > 2 and part.isalpha() and not part.isupper() and part[1:] != part[1:].lower()
+    ]
 
 
 def _text_keys(text: str) -> FrozenSet[str]:
