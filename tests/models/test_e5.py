@@ -150,3 +150,23 @@ def test_precision_choice_is_checked():
         E5Encoder(precision="float16")
     with pytest.raises(ValueError, match="onnxruntime"):
         E5Encoder(backend="numpy", precision="int8")
+
+
+def test_int8_vectors_do_not_depend_on_the_batch():
+    """Inputs are quantized per token: a passage re-embedded alone (an incremental sync) gets the same vector."""
+    fast = E5Encoder(precision="int8")
+    texts = TEXTS[:3] + ["Row 9 in Table 4: " + "Platform is HP EliteBook 840 G3, and BIOS is N75 Ver. 01.41, " * 6]
+    together, together_terms = fast.encode(texts, terms=True)
+    for i, text in enumerate(texts):
+        alone, alone_terms = fast.encode([text], terms=True)
+        assert np.abs(alone[0] - together[i]).max() < 1e-6
+        assert alone_terms[0][0].tolist() == together_terms[i][0].tolist()
+
+
+def test_a_text_given_twice_is_encoded_once_and_both_get_its_vector(encoder, monkeypatch):
+    seen = []
+    forward = encoder._forward
+    monkeypatch.setattr(encoder, "_forward", lambda seqs: seen.append(len(seqs)) or forward(seqs))
+    dense, terms = encoder.encode([TEXTS[0], TEXTS[1], TEXTS[0]], terms=True)
+    assert sum(seen) == 2 and np.array_equal(dense[0], dense[2]) and terms[0][0].tolist() == terms[2][0].tolist()
+    assert terms[0][0] is not terms[2][0]  # copies: a caller changing one leaves the other

