@@ -28,7 +28,8 @@ class IngestReport:
 
 
 class StepClock:
-    """Records the seconds since the previous lap under each step's name."""
+    """Records the seconds since the previous lap under each step's name (``add``: summed over
+    laps, for steps that take turns batch by batch)."""
 
     def __init__(self, laps: Dict[str, float]) -> None:
         self.laps, self.t = laps, time.perf_counter()
@@ -36,4 +37,9 @@ class StepClock:
     def lap(self, name: str) -> None:
         now = time.perf_counter()
         self.laps[name] = now - self.t
+        self.t = now
+
+    def add(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = self.laps.get(name, 0.0) + now - self.t
         self.t = now

