@@ -308,7 +308,7 @@ class _CountingAnswerer(ExtractiveAnswerer):
         return super().answer(prompt, variables)
 
 
-@pytest.mark.parametrize("window", [900, 1200])
+@pytest.mark.parametrize("window", [900, 1100])
 @pytest.mark.parametrize("mode", ["compact", "refine", "tree_summarize"])
 def test_stock_query_engine_with_a_small_context_window(sample_index, mode, window):
     llm = _CountingAnswerer(context_window=window)
