@@ -326,7 +326,9 @@ class LexicalIndex:
 def _records_from(path: Path, entries: list[Any]) -> dict[str, _Record]:
     """Records of the persisted node entries, in order; damage or a repeated id is an error."""
     records: dict[str, _Record] = {}
-    for position, entry in enumerate(entries):
+    for position in range(len(entries)):
+        # Each parsed node is let go once stored: a large index is not held twice (dicts and records)
+        entry, entries[position] = entries[position], None
         try:
             node = json_to_doc(entry)
         except Exception as exc:  # pydantic, KeyError, ValueError...: all mean a damaged record
