@@ -13,6 +13,8 @@ written atomically, with a checksum (see :mod:`llama_index_ragonite.index.persis
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from functools import partial
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -31,13 +33,20 @@ FORMAT_VERSION = 1
 
 
 class LatentTermIndex:
-    """Node id -> latent-term vector, with upsert/delete by page and top-k search."""
+    """Node id -> latent-term vector, with upsert/delete by page and top-k search.
+
+    ``postings_budget`` and ``candidates``: how a search over a large store is bounded (``_candidates``).
+    """
+
+    postings_budget: int = 1_000_000
+    candidates: int = 1000
 
     def __init__(self, dim: int = 16384) -> None:
         self.dim = dim
         self._vectors: Dict[str, SparseVector] = {}
         self._pages: Dict[str, Optional[str]] = {}
         self._matrix = None  # (node ids, CSR matrix), rebuilt after changes
+        self._by_term = None  # (term frequencies, CSC matrix or None), rebuilt after changes
 
     def __len__(self) -> int:
         return len(self._vectors)
@@ -62,7 +71,7 @@ class LatentTermIndex:
                 raise ValueError(f"latent-term ids of node {node.node_id} fall outside 0..{self.dim - 1}")
             self._vectors[node.node_id] = (ids, np.asarray(weights, np.float32))
             self._pages[node.node_id] = node.ref_doc_id
-        self._matrix = None
+        self._matrix = self._by_term = None
 
     def delete_ref_doc(self, ref_doc_id: str) -> int:
         """Remove every vector of one page; returns how many."""
@@ -74,27 +83,74 @@ class LatentTermIndex:
         for node_id in gone:
             del self._vectors[node_id], self._pages[node_id]
         if gone:
-            self._matrix = None
+            self._matrix = self._by_term = None
         return len(gone)
 
-    def search(self, query: SparseVector, k: int = 10) -> List[Tuple[str, float]]:
+    def search(self, query: SparseVector, k: int = 10, also: Iterable[str] = ()) -> List[Tuple[str, float]]:
         """The ``k`` best (node id, score) by dot product; nodes sharing no term are left out.
 
-        Ties go to the smaller node id, so a ranking does not depend on insertion order.
+        Exact unless the query's terms occur more than ``postings_budget`` times in the store; then
+        only candidates are scored (see ``_candidates``), among them the nodes in ``also`` (the
+        retriever passes the other rankings' hits). Ties go to the smaller node id, so a ranking
+        does not depend on insertion order.
         """
         if k <= 0 or not self._vectors:
             return []
         node_ids, matrix = self._csr()
-        ids, weights = query
         dense_query = np.zeros(self.dim, np.float32)
-        dense_query[np.asarray(ids, np.int64)] = weights
-        scores = matrix @ dense_query
+        dense_query[np.asarray(query[0], np.int64)] = query[1]
+        rows = self._candidates(dense_query, max(self.candidates, k))
+        if rows is not None:  # an id not held lands on a neighbour's row: one more row scored, no harm
+            extra = [row for row in map(partial(bisect_left, node_ids), also) if row < len(node_ids)]
+            rows = np.union1d(rows, np.asarray(extra, np.int64))
+        scores = (matrix if rows is None else matrix[rows]) @ dense_query
+        names = node_ids if rows is None else [node_ids[row] for row in rows.tolist()]
         hits = np.flatnonzero(scores > 0)
         if len(hits) > k:  # only the k best are sorted (in Python): keep every hit tied with the k-th best
             kth_best = np.partition(scores[hits], len(hits) - k)[len(hits) - k]
             hits = hits[scores[hits] >= kth_best]
-        ranked = sorted(hits.tolist(), key=lambda i: (-scores[i], node_ids[i]))[:k]
-        return [(node_ids[i], float(scores[i])) for i in ranked]
+        ranked = sorted(hits.tolist(), key=lambda i: (-scores[i], names[i]))[:k]
+        return [(names[i], float(scores[i])) for i in ranked]
+
+    def _candidates(self, dense_query: np.ndarray, count: int) -> Optional[np.ndarray]:
+        """The rows worth scoring exactly, or None for all of them (the exact search).
+
+        Why: the exact product reads all 256 terms of every evidence, linear in the store (240 ms
+        per query at 1M evidences). The commonest latent ids occur in nearly every evidence, but
+        the rare ones point to evidences that can rank high: the query's rarest terms' postings are
+        read, up to ``postings_budget`` entries, and the ``count`` best rows by that partial score are
+        scored exactly. When all the query's postings fit the budget (a real store up to about 30k
+        evidences: ConfQuestions' queries read about 31 postings per evidence) every row is scored.
+        On real text the rare terms alone find only part of the exact top 10, the other rankings'
+        hits much of the rest (``benchmarks/results/latent_budget.md``).
+        """
+        terms = np.flatnonzero(dense_query)
+        counts = self._postings(build=False)[0][terms]
+        if counts.sum() <= self.postings_budget:
+            return None
+        postings = self._postings()[1]
+        order = np.argsort(counts, kind="stable")
+        read = terms[order[: max(1, int(np.searchsorted(np.cumsum(counts[order]), self.postings_budget, "right")))]]
+        bounds = postings.indptr
+        rows = np.concatenate([postings.indices[bounds[t] : bounds[t + 1]] for t in read.tolist()])
+        weights = np.concatenate([postings.data[bounds[t] : bounds[t + 1]] * dense_query[t] for t in read.tolist()])
+        scores = np.bincount(rows, weights=weights, minlength=postings.shape[0])  # partial: the terms read
+        found = np.flatnonzero(scores)
+        if len(found) > count:
+            found = np.sort(found[np.argpartition(-scores[found], count - 1)[:count]])
+        return found
+
+    def _postings(self, build: bool = True):
+        """(how many evidences hold each latent id, the term-major copy of the matrix or None).
+
+        Built once per change; the term-major copy only when a search needs it (``build``), so a
+        small store never holds it.
+        """
+        if self._by_term is None:
+            self._by_term = (np.bincount(self._csr()[1].indices, minlength=self.dim), None)
+        if build and self._by_term[1] is None:
+            self._by_term = (self._by_term[0], self._csr()[1].tocsc())
+        return self._by_term
 
     def _csr(self):
         if self._matrix is None:

@@ -253,13 +253,15 @@ class HybridRetriever(BaseRetriever):
     def _sides(self, bundle: QueryBundle) -> Dict[str, List[NodeWithScore]]:
         sides = dict(lexical=self._lexical_hits(bundle.query_str), dense=self._dense_hits(bundle))
         if self.latent is not None:
-            sides["latent"] = self._latent_hits(bundle.query_str)
+            sides["latent"] = self._latent_hits(bundle.query_str, sides["lexical"] + sides["dense"])
         return sides
 
-    def _latent_hits(self, query: str) -> List[NodeWithScore]:
+    def _latent_hits(self, query: str, also: Sequence[NodeWithScore] = ()) -> List[NodeWithScore]:
+        """``also``: the other rankings' hits, scored too when a large store bounds the latent search."""
         if not self.k_latent:
             return []
-        hits = self.latent.search(self.embed_model.get_query_terms(query), self.k_latent)
+        terms = self.embed_model.get_query_terms(query)
+        hits = self.latent.search(terms, self.k_latent, also=[hit.node.node_id for hit in also])
         return [NodeWithScore(node=self.lexical.get_node(i), score=s) for i, s in hits if i in self.lexical]
 
     # -- fusion ---------------------------------------------------------------
@@ -399,11 +401,11 @@ class HybridRetriever(BaseRetriever):
         mirrored = self._mirror is not None  # its checks read the index (Chroma: a call): off the event loop
         if mirrored:
             await asyncio.to_thread(self._follow_index)
-        sides = dict(zip(("lexical", "dense", "latent"), await asyncio.gather(*self._async_sides(query_bundle))))
+        sides = await self._async_sides(query_bundle)
         stale = await asyncio.to_thread(self._stale_hit, sides) if mirrored else self._stale_hit(sides)
         if stale is not None:  # rebuilt (or raised): ask every side again
             await asyncio.to_thread(self._out_of_sync, stale)
-            sides = dict(zip(("lexical", "dense", "latent"), await asyncio.gather(*self._async_sides(query_bundle))))
+            sides = await self._async_sides(query_bundle)
             await asyncio.to_thread(self._settled, sides)
         pool = self._pool(query, **sides)
         reranked = None
@@ -411,12 +413,15 @@ class HybridRetriever(BaseRetriever):
             reranked = await self.reranker.apostprocess_nodes(_copies(pool), query_bundle=query_bundle)
         return self._fuse(query, pool, reranked)
 
-    def _async_sides(self, query_bundle: QueryBundle) -> list:
+    async def _async_sides(self, query_bundle: QueryBundle) -> Dict[str, List[NodeWithScore]]:
         query = query_bundle.query_str
-        steps = [asyncio.to_thread(self._lexical_hits, query), self._adense_hits(query_bundle)]
-        if self.latent is not None:  # shares the dense side's forward pass (cached by the embedding model)
-            steps.append(asyncio.to_thread(self._latent_hits, query))
-        return steps
+        lexical, dense = await asyncio.gather(
+            asyncio.to_thread(self._lexical_hits, query), self._adense_hits(query_bundle)
+        )
+        sides = dict(lexical=lexical, dense=dense)
+        if self.latent is not None:  # after the others (it may score their hits); shares the dense forward pass
+            sides["latent"] = await asyncio.to_thread(self._latent_hits, query, lexical + dense)
+        return sides
 
 
 def _checked(bundle: QueryBundle) -> str:

@@ -34,6 +34,70 @@ def test_search_scores_by_dot_product_and_breaks_ties_by_node_id():
     assert index.search(vec([(3, 1.0)]), k=0) == [] and LatentTermIndex().search(vec([(1, 1.0)])) == []
 
 
+def random_index(rng, size, dim=2048, terms=64):
+    """An index whose ids follow a Zipf-like law, as real latent terms do: a few ids in most evidences."""
+    index = LatentTermIndex(dim=dim)
+    popularity = 1.0 / np.arange(1, dim + 1) ** 1.1
+    vectors = []
+    for _ in range(size):
+        ids = np.sort(rng.choice(dim, terms, replace=False, p=popularity / popularity.sum()))
+        vectors.append((ids.astype(np.int32), rng.uniform(0.1, 2.0, terms).astype(np.float32)))
+    index.upsert([node(f"n{i:05d}", f"p{i // 20}") for i in range(size)], vectors)
+    return index, vectors
+
+
+def test_a_bounded_search_reads_the_rarest_terms_and_scores_its_candidates_exactly(monkeypatch):
+    rng = np.random.default_rng(7)
+    index, vectors = random_index(rng, 3000)
+    queries = [vectors[i] for i in rng.choice(3000, 40, replace=False)]  # each query is an evidence
+    exact = [index.search(q, k=10) for q in queries]
+    frequency = index._postings(build=False)[0]
+    query_postings = [int(frequency[q[0]].sum()) for q in queries]
+    assert index._by_term[1] is None  # every query fits the default budget: exact, no term-major copy
+
+    index.postings_budget, index.candidates = min(query_postings) // 4, 200
+    read_terms = []
+    original = np.concatenate
+    monkeypatch.setattr(
+        np, "concatenate", lambda parts, *a, **kw: read_terms.append(len(parts)) or original(parts, *a, **kw)
+    )
+    bounded = [index.search(q, k=10) for q in queries]
+    monkeypatch.undo()
+    assert index._by_term[1] is not None and read_terms and max(read_terms) < 64  # only some query terms read
+    for q, want, got in zip(queries, exact, bounded):
+        by_id = dict(want)
+        assert got[0][0] == want[0][0]  # the evidence itself still ranks first
+        # every returned score is the exact dot product, in exact order
+        scores = [score for _, score in got]
+        assert scores == sorted(scores, reverse=True)
+        for node_id, score in got:
+            i = int(node_id[1:])
+            assert score == pytest.approx(float(np.dot(*_overlap(vectors[i], q))), rel=1e-5)
+            assert node_id not in by_id or by_id[node_id] == pytest.approx(score, rel=1e-6)
+    recall = np.mean([len({n for n, _ in w} & {n for n, _ in g}) / 10 for w, g in zip(exact, bounded)])
+    assert 0.7 <= recall < 1.0, recall  # an approximation, and a close one
+    # the other rankings' hits (``also``) are scored too: given the exact top 10, the bounded search returns it
+    assert [index.search(q, k=10, also=[n for n, _ in want]) for q, want in zip(queries, exact)] == exact
+
+
+def _overlap(a, b):
+    common, ia, ib = np.intersect1d(a[0], b[0], return_indices=True)
+    return a[1][ia], b[1][ib]
+
+
+def test_a_change_drops_the_term_major_copy():
+    rng = np.random.default_rng(3)
+    index, vectors = random_index(rng, 200)
+    index.postings_budget = 50
+    index.search(vectors[0], k=5)
+    assert index._by_term[1] is not None
+    index.upsert([node("new", "p-new")], [vectors[0]])  # a duplicate of evidence 0 under a new id
+    assert index._by_term is None
+    assert {"n00000", "new"} <= {n for n, _ in index.search(vectors[0], k=2)}
+    index.delete(["new"])
+    assert "new" not in {n for n, _ in index.search(vectors[0], k=5)}
+
+
 def test_upsert_replaces_delete_removes_a_page_and_persistence_round_trips(tmp_path):
     index = LatentTermIndex(dim=8)
     index.upsert([node("a", "p1"), node("b", "p2")], [vec([(1, 1.0)]), vec([(1, 2.0)])])
