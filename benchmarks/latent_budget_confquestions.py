@@ -46,7 +46,7 @@ VARIANTS = [
     ("budget 2.5x evidences, 1,000 candidates", 2.5, 1000),
     ("budget 1x evidences, 1,000 candidates", 1.0, 1000),
     ("budget 1x evidences, candidates 1% of evidences", 1.0, 0.01),
-    ("budget 0.25x evidences, candidates 1% of evidences", 0.25, 0.01),
+    ("budget 1x evidences, candidates 0.1% of evidences (at least 10): the defaults at 1M", 1.0, 0.001),
 ]
 
 
