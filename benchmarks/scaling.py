@@ -490,18 +490,12 @@ def latent_recall(retriever, questions: List[str], k: int = 10) -> Dict[str, flo
     for question in questions:
         terms = retriever.embed_model.get_query_terms(question)
         found = {node_id for node_id, _ in latent.search(terms, k)}
-        bounded += latent._candidates(_dense(terms, latent.dim), k) is not None
+        bounded += latent.bounded(terms)
         latent.postings_budget = 2**62  # no bound: the exact product over every row
         exact = {node_id for node_id, _ in latent.search(terms, k)}
         latent.postings_budget = budget
         overlap.append(len(found & exact) / max(1, len(exact)))
     return {"recall": float(np.mean(overlap)), "bounded": bounded / len(questions)}
-
-
-def _dense(terms, dim: int) -> np.ndarray:
-    vector = np.zeros(dim, np.float32)
-    vector[np.asarray(terms[0], np.int64)] = terms[1]
-    return vector
 
 
 def _spawn(step: str, folder: Path, args: argparse.Namespace, size: int, part: str = "") -> subprocess.Popen:

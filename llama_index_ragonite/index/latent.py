@@ -97,8 +97,7 @@ class LatentTermIndex:
         if k <= 0 or not self._vectors:
             return []
         node_ids, matrix = self._csr()
-        dense_query = np.zeros(self.dim, np.float32)
-        dense_query[np.asarray(query[0], np.int64)] = query[1]
+        dense_query = self._query_vector(query)
         rows = self._candidates(dense_query, max(self.candidates, k))
         if rows is not None:  # an id not held lands on a neighbour's row: one more row scored, no harm
             extra = [row for row in map(partial(bisect_left, node_ids), also) if row < len(node_ids)]
@@ -126,7 +125,7 @@ class LatentTermIndex:
         """
         terms = np.flatnonzero(dense_query)
         counts = self._postings(build=False)[0][terms]
-        if counts.sum() <= self.postings_budget:
+        if not self._over_budget(counts):
             return None
         postings = self._postings()[1]
         order = np.argsort(counts, kind="stable")
@@ -139,6 +138,20 @@ class LatentTermIndex:
         if len(found) > count:
             found = np.sort(found[np.argpartition(-scores[found], count - 1)[:count]])
         return found
+
+    def bounded(self, query: SparseVector) -> bool:
+        """Whether ``search`` scores only candidates for this query (its terms' postings exceed the budget)."""
+        if not self._vectors:
+            return False
+        return self._over_budget(self._postings(build=False)[0][np.flatnonzero(self._query_vector(query))])
+
+    def _over_budget(self, counts: np.ndarray) -> bool:
+        return int(counts.sum()) > self.postings_budget
+
+    def _query_vector(self, query: SparseVector) -> np.ndarray:
+        dense_query = np.zeros(self.dim, np.float32)
+        dense_query[np.asarray(query[0], np.int64)] = query[1]
+        return dense_query
 
     def _postings(self, build: bool = True):
         """(how many evidences hold each latent id, the term-major copy of the matrix or None).

@@ -54,8 +54,10 @@ def test_a_bounded_search_reads_the_rarest_terms_and_scores_its_candidates_exact
     frequency = index._postings(build=False)[0]
     query_postings = [int(frequency[q[0]].sum()) for q in queries]
     assert index._by_term[1] is None  # every query fits the default budget: exact, no term-major copy
+    assert not any(index.bounded(q) for q in queries) and not LatentTermIndex().bounded(queries[0])
 
     index.postings_budget, index.candidates = min(query_postings) // 4, 200
+    assert all(index.bounded(q) for q in queries)
     read_terms = []
     original = np.concatenate
     monkeypatch.setattr(
