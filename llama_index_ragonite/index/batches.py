@@ -8,6 +8,8 @@ before anything is written (a model returning NaN or another dimension still lea
 as it was), and each slice of ``WRITE_BATCH`` nodes carries its vectors only while Chroma
 takes it, then goes to the lexical index and the latent terms. Those two stay in memory until
 the store persists them, so the store's all-or-nothing write and its journal are unchanged.
+Freed memory goes back to the OS after embedding and after each slice (``release_freed_memory``):
+on a 20,000-row page glibc otherwise keeps ~100 MB of written nodes mapped.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from llama_index_ragonite.index.chroma_access import check_vectors
 from llama_index_ragonite.index.ingest_report import StepClock
 from llama_index_ragonite.index.latent import LatentTermIndex, embedded_batches
 from llama_index_ragonite.index.lexical import LexicalIndex
+from llama_index_ragonite.memory import release_freed_memory
 
 __all__ = ["WRITE_BATCH", "EmbeddedEvidences", "embed_evidences", "write_evidences"]
 
@@ -66,6 +69,8 @@ def embed_evidences(
     rows = (row for chunk in chunks for row in chunk)
     check_vectors(collection, [_Vector(node.node_id, row) for node, row in zip(nodes, rows)], model_id)
     matrix = np.concatenate(chunks) if chunks else np.zeros((0, 0), np.float32)
+    del chunks
+    release_freed_memory()  # the encoder's temporaries
     return EmbeddedEvidences(list(nodes), matrix, terms)
 
 
@@ -99,6 +104,8 @@ def write_evidences(
         if evidences.terms is not None:
             latent.upsert(batch, evidences.terms[start : start + WRITE_BATCH])
         nodes[start : start + len(batch)] = [None] * len(batch)
+        del batch
+        release_freed_memory()  # the written nodes' pages, else kept between the indexes' growing records
         clock.add("lexical index")
     clock.add("vector store")
     if nodes:

@@ -174,7 +174,14 @@ class LatentTermIndex:
             indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
             indices = np.concatenate([self._vectors[n][0] for n in node_ids] or [np.zeros(0, np.int32)])
             data = np.concatenate([self._vectors[n][1] for n in node_ids] or [np.zeros(0, np.float32)])
-            self._matrix = (node_ids, csr_matrix((data, indices, indptr), shape=(len(node_ids), self.dim)))
+            matrix = csr_matrix((data, indices, indptr), shape=(len(node_ids), self.dim))
+            bounds = matrix.indptr
+            for n, node_id in enumerate(node_ids):  # views into the matrix, as load gives: one copy, not two
+                self._vectors[node_id] = (
+                    matrix.indices[bounds[n] : bounds[n + 1]],
+                    matrix.data[bounds[n] : bounds[n + 1]],
+                )
+            self._matrix = (node_ids, matrix)
         return self._matrix
 
     # -- persistence ----------------------------------------------------------------

@@ -300,8 +300,8 @@ class LexicalIndex:
         """
         with self._lock:
             self._ensure_built()
-            nodes = [json.loads(self._records[node_id].payload) for node_id in self._row_ids]
-            write_folder(Path(path), self.config(), nodes, self._bm25)
+            payloads = [self._records[node_id].payload for node_id in self._row_ids]
+            write_folder(Path(path), self.config(), payloads, self._bm25)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> LexicalIndex:

@@ -40,6 +40,7 @@ from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.node_lookup_chroma import NodeLookupChromaVectorStore
 from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
+from llama_index_ragonite.memory import release_freed_memory
 from llama_index_ragonite.models.defaults import settings_embed_model
 from llama_index_ragonite.models.embeddings import default_embedding
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
@@ -312,6 +313,7 @@ class EvidenceStore:
         nodes: List[BaseNode] = []
         for doc in get_tqdm_iterable(changed, show_progress, "Parsing pages"):
             nodes.extend(self.contextualizer(self.parser.get_nodes_from_documents([doc])))
+        release_freed_memory()  # a large page's parse trees, before embedding needs memory
         clock.lap("parse + contextualize")
         evidences = embed_evidences(
             self.embed_model, nodes, self._open_vector_store().client, embedding_id(self.embed_model), show_progress
@@ -330,6 +332,7 @@ class EvidenceStore:
             pages.pop(doc_id, None)
         write_evidences(evidences, self.vector_store, self.lexical, self.latent, clock, show_progress)
         report.nodes_written = len(evidences)
+        del evidences  # its vector matrix, before persisting builds the files
         pages.update(new_fingerprints)
         if touched or report.repaired or not (self.path / MANIFEST).exists():
             self._write(pages)

@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from llama_index_ragonite.memory import release_freed_memory
 from llama_index_ragonite.models.e5_onnx import onnx_layers, onnx_term_peaks
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ SparseVector = Tuple[np.ndarray, np.ndarray]  # (feature ids int32, weights floa
 # 64 / 128 / 256 / 1024 gave 0.825 / 0.843 / 0.827 / 0.825, but with the offline completer 128 gave 0.802
 # against 0.810 for 256: differences within noise, so the upstream default stays.
 TOP_TERMS = 256
+PEAK_TOKENS = 256  # token rows per call of the onnxruntime sparse head (see _pool_terms)
 
 
 def _dequantize(raw: np.ndarray, rows: int, cols: int) -> np.ndarray:
@@ -183,6 +185,7 @@ class E5Encoder:
                 self._layers = self._sae_w = None  # the sessions hold their own copies
         self.backend = "onnxruntime" if self._onnx_layers is not None else "numpy"
         self.precision = precision if self.backend == "onnxruntime" else "float32"
+        release_freed_memory()  # loading freed ~175 MB in pieces (file buffers, float copies, graphs)
 
     # -- loading --------------------------------------------------------------
     def _load_model(self, buf: bytes) -> None:
@@ -341,7 +344,12 @@ class E5Encoder:
             skip = np.full((*hidden.shape[:2], 1), -1e30, np.float32)
             for row, (_, ids, first) in enumerate(batch):
                 skip[row, first : len(ids) - 1] = 0.0
-            peaks = self._onnx_term_peaks(hidden, skip)
+            # A few rows per call: the head's [rows, length, 16384] product is onnxruntime's largest
+            # buffer, and its arena keeps the largest it ever held for the life of the process.
+            step = max(1, PEAK_TOKENS // hidden.shape[1])
+            peaks = np.concatenate(
+                [self._onnx_term_peaks(hidden[r : r + step], skip[r : r + step]) for r in range(0, len(batch), step)]
+            )
             for row, (i, ids, first) in enumerate(batch):
                 if len(ids) - 1 > first:  # ReLU as below: pooled starts at 0
                     np.maximum(pooled[i], peaks[row], out=pooled[i])

@@ -170,3 +170,20 @@ def test_a_text_given_twice_is_encoded_once_and_both_get_its_vector(encoder, mon
     dense, terms = encoder.encode([TEXTS[0], TEXTS[1], TEXTS[0]], terms=True)
     assert sum(seen) == 2 and np.array_equal(dense[0], dense[2]) and terms[0][0].tolist() == terms[2][0].tolist()
     assert terms[0][0] is not terms[2][0]  # copies: a caller changing one leaves the other
+
+
+def test_sparse_head_runs_on_a_few_rows_per_call_with_the_same_terms(monkeypatch):
+    """onnxruntime's arena keeps its largest buffer for good: the head's [rows, length, 16384] product stays small."""
+    fast = E5Encoder(precision="int8")
+    texts = [f"Row {i} in Table 2: Host is alpha-{i}.lab.example, and Status is passed" for i in range(40)]
+    shapes = []
+    peaks = fast._onnx_term_peaks
+    monkeypatch.setattr(fast, "_onnx_term_peaks", lambda states, skip: shapes.append(states.shape) or peaks(states, skip))
+    _, bounded = fast.encode(texts, terms=True)
+    assert len(shapes) > 1 and all(rows * length <= e5.PEAK_TOKENS for rows, length, _ in shapes)
+    monkeypatch.setattr(e5, "PEAK_TOKENS", 10**9)
+    shapes.clear()
+    _, whole = fast.encode(texts, terms=True)
+    assert len(shapes) < len(texts) and any(rows * length > 256 for rows, length, _ in shapes)
+    for (ids, weights), (whole_ids, whole_weights) in zip(bounded, whole):
+        assert ids.tolist() == whole_ids.tolist() and np.array_equal(weights, whole_weights)
