@@ -100,6 +100,20 @@ def test_a_change_drops_the_term_major_copy():
     assert "new" not in {n for n, _ in index.search(vectors[0], k=5)}
 
 
+def test_the_search_matrix_is_the_only_copy_of_the_vectors():
+    """Once searched, each node's terms are views into the CSR matrix (as after load): a large store holds them once."""
+    index, vectors = random_index(np.random.default_rng(5), 50)
+    index.search(vectors[0], k=3)
+    matrix = index._matrix[1]
+    assert all(
+        np.shares_memory(ids, matrix.indices) and np.shares_memory(w, matrix.data) for ids, w in index._vectors.values()
+    )
+    index.upsert([node("n00001", "p-other")], [vec([(2, 9.0)])])  # a change: a new matrix, the old one let go
+    assert index.search(vec([(2, 1.0)]), k=1) == [("n00001", 9.0)]
+    assert not np.shares_memory(index._vectors["n00002"][0], matrix.indices)
+    assert dict(index.search(vectors[2], k=50))["n00002"] == pytest.approx(float(vectors[2][1] @ vectors[2][1]))
+
+
 def test_upsert_replaces_delete_removes_a_page_and_persistence_round_trips(tmp_path):
     index = LatentTermIndex(dim=8)
     index.upsert([node("a", "p1"), node("b", "p2")], [vec([(1, 1.0)]), vec([(1, 2.0)])])

@@ -178,7 +178,9 @@ def test_sparse_head_runs_on_a_few_rows_per_call_with_the_same_terms(monkeypatch
     texts = [f"Row {i} in Table 2: Host is alpha-{i}.lab.example, and Status is passed" for i in range(40)]
     shapes = []
     peaks = fast._onnx_term_peaks
-    monkeypatch.setattr(fast, "_onnx_term_peaks", lambda states, skip: shapes.append(states.shape) or peaks(states, skip))
+    monkeypatch.setattr(
+        fast, "_onnx_term_peaks", lambda states, skip: shapes.append(states.shape) or peaks(states, skip)
+    )
     _, bounded = fast.encode(texts, terms=True)
     assert len(shapes) > 1 and all(rows * length <= e5.PEAK_TOKENS for rows, length, _ in shapes)
     monkeypatch.setattr(e5, "PEAK_TOKENS", 10**9)
