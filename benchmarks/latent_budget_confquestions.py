@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ from llama_index.core.schema import QueryBundle
 
 from llama_index_ragonite.bench.confquestions import load_questions
 from llama_index_ragonite.bench.metrics import gold_keys, mean, precision_at_1
+from llama_index_ragonite.bench.provenance import machine
 from llama_index_ragonite.bench.scripts import default_data, finish_report, repository
 from llama_index_ragonite.bench.store import build_store
 from llama_index_ragonite.index.latent import LatentTermIndex
@@ -106,8 +106,7 @@ def main() -> int:
         "# The latent-term search's postings budget on real text",
         "",
         f"Command: `python benchmarks/latent_budget_confquestions.py {' '.join(sys.argv[1:])}`  ",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"load average {load_before:.1f} at the start.  ",
+        f"Machine: {machine()}; load average {load_before:.1f} at the start.  ",
         f"Store: ConfQuestions hybrid + ALL ({len(store)} evidences), the retrieval benchmark's store; "
         f"{len(questions)} gold completed questions. Own questions: {len(OWN_QUESTIONS)} over "
         f"`examples/sample_wiki` ({len(own)} evidences).",

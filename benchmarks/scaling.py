@@ -518,11 +518,12 @@ def measure_apart(folder: Path, args: argparse.Namespace, size: int) -> Dict[str
 
 
 def machine() -> str:
-    from llama_index_ragonite.bench.provenance import cpu_name
+    """The shared machine line (``bench.provenance``), with the RAM and the load: memory and latency depend on both."""
+    from llama_index_ragonite.bench import provenance
 
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return f"{os.cpu_count()} cores (nproc), {cpu_name()}, {ram:.0f} GiB RAM, load average {load} at the start"
+    return f"{provenance.machine()}, {ram:.0f} GiB RAM, load average {load} at the start"
 
 
 def report(rows: List[Dict[str, Any]], command: str, started: str, plot: Optional[Path]) -> str:
