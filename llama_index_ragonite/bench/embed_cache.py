@@ -24,8 +24,11 @@ _IGNORED_FIELDS = {"embed_batch_size", "num_workers", "num_threads", "class_name
 
 
 def model_key(model: BaseEmbedding) -> str:
-    """Class, model name and every setting that changes a vector (not batch size or threads)."""
+    """Class, model name and every setting that changes a vector (not batch size or threads), and the
+    model's ``vector_revision`` where it has one (its arithmetic changed under the same settings)."""
     settings = {k: v for k, v in model.to_dict().items() if k not in _IGNORED_FIELDS}
+    if getattr(model, "vector_revision", None):
+        settings["vector_revision"] = model.vector_revision
     return f"{model.class_name()}:{json.dumps(settings, sort_keys=True, default=str)}"
 
 

@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from llama_index_ragonite.memory import release_freed_memory
-from llama_index_ragonite.models.e5_onnx import onnx_layers, onnx_term_peaks
+from llama_index_ragonite.models.e5_onnx import int8_weights, onnx_layers, onnx_products
 
 logger = logging.getLogger(__name__)
 QK = 32  # weights per Q4_0 block
@@ -41,7 +41,9 @@ SparseVector = Tuple[np.ndarray, np.ndarray]  # (feature ids int32, weights floa
 # 64 / 128 / 256 / 1024 gave 0.825 / 0.843 / 0.827 / 0.825, but with the offline completer 128 gave 0.802
 # against 0.810 for 256: differences within noise, so the upstream default stays.
 TOP_TERMS = 256
-PEAK_TOKENS = 256  # token rows per call of the onnxruntime sparse head (see _pool_terms)
+# Token rows per product of the sparse head: its [rows, 16384] output is the encoder's largest buffer, and
+# onnxruntime's arena keeps the largest it ever held for the life of the process.
+HEAD_ROWS = 256
 
 
 def _dequantize(raw: np.ndarray, rows: int, cols: int) -> np.ndarray:
@@ -139,9 +141,9 @@ class E5Encoder:
             ``"numpy"`` (the reference: plain numpy, no other dependency) or ``"auto"``
             (onnxruntime when it can be loaded, else numpy, logged). Both give the same vectors.
         precision: ``"float32"`` (the reference) or ``"int8"``: onnxruntime multiplies by int8 weights
-            times inputs quantized per token (``e5_onnx``): a text gets the same vector in any batch, within
-            cosine ~0.999 of float32's. Needs onnxruntime (with ``"auto"`` and none, the numpy pass runs in
-            float32, logged).
+            times inputs quantized per token (per text in the sparse head, ``_head_products``): a text gets
+            the same vector in any batch, within cosine ~0.999 of float32's. Needs onnxruntime (with
+            ``"auto"`` and none, the numpy pass runs in float32, logged).
     """
 
     def __init__(
@@ -168,20 +170,19 @@ class E5Encoder:
             self._load_model(f.read())
         with open(sae_path, "rb") as f:
             self._load_sae(f.read())
-        self._onnx_layers = self._onnx_term_peaks = None
+        self._onnx_layers = self._onnx_head = self._head_scale = None
         if backend != "numpy":
             try:
                 int8 = precision == "int8"
-                sessions = (
-                    onnx_layers(self._layers, self.n_heads, self.eps, int8=int8),
-                    onnx_term_peaks(self._sae_w, self._sae_b, int8=int8),
-                )
+                head_w, head_scale = int8_weights(self._sae_w) if int8 else (self._sae_w, None)
+                sessions = (onnx_layers(self._layers, self.n_heads, self.eps, int8=int8), onnx_products(head_w))
             except Exception as err:  # ImportError, or an onnxruntime too old for the graph
                 if backend == "onnxruntime":
                     raise
                 logger.info("E5Encoder: onnxruntime unavailable (%r); the numpy pass runs the layers", err)
             else:
-                self._onnx_layers, self._onnx_term_peaks = sessions
+                self._onnx_layers, self._onnx_head = sessions
+                self._head_scale = head_scale
                 self._layers = self._sae_w = None  # the sessions hold their own copies
         self.backend = "onnxruntime" if self._onnx_layers is not None else "numpy"
         self.precision = precision if self.backend == "onnxruntime" else "float32"
@@ -338,37 +339,37 @@ class E5Encoder:
             return dense
         return dense, [_top(row, top_terms) for row in pooled]
 
-    def _pool_terms(self, hidden: np.ndarray, batch, pooled: np.ndarray, chunk_rows: int = 1024) -> None:
-        """Max-pool ReLU(sparse head) over each text's content tokens (not prefix, not specials)."""
-        if self._onnx_term_peaks is not None:
-            skip = np.full((*hidden.shape[:2], 1), -1e30, np.float32)
-            for row, (_, ids, first) in enumerate(batch):
-                skip[row, first : len(ids) - 1] = 0.0
-            # A few rows per call: the head's [rows, length, 16384] product is onnxruntime's largest
-            # buffer, and its arena keeps the largest it ever held for the life of the process.
-            step = max(1, PEAK_TOKENS // hidden.shape[1])
-            peaks = np.concatenate(
-                [self._onnx_term_peaks(hidden[r : r + step], skip[r : r + step]) for r in range(0, len(batch), step)]
-            )
-            for row, (i, ids, first) in enumerate(batch):
-                if len(ids) - 1 > first:  # ReLU as below: pooled starts at 0
-                    np.maximum(pooled[i], peaks[row], out=pooled[i])
-            return
+    def _pool_terms(self, hidden: np.ndarray, batch, pooled: np.ndarray) -> None:
+        """Max-pool ReLU(sparse head) over each text's content tokens (not prefix, not specials, not padding)."""
         spans = [(i, hidden[row, first : len(ids) - 1]) for row, (i, ids, first) in enumerate(batch)]
         spans = [(i, h) for i, h in spans if len(h)]
         while spans:
             group, rows = [], 0
-            while spans and (not group or rows + len(spans[0][1]) <= chunk_rows):
+            while spans and (not group or rows + len(spans[0][1]) <= HEAD_ROWS):
                 group.append(spans.pop(0))
                 rows += len(group[-1][1])
-            states = np.concatenate([h for _, h in group])
-            act = states @ self._sae_w
+            products, scales = self._head_products([h for _, h in group])
             start = 0
-            for i, h in group:  # slice.max is 20x faster than np.maximum.reduceat here
-                peak = act[start : start + len(h)].max(0)
+            for (i, h), scale in zip(group, scales):  # slice.max is 20x faster than np.maximum.reduceat here
+                peak = np.multiply(products[start : start + len(h)].max(0), scale, dtype=np.float32)
                 peak += self._sae_b  # max_t(a_t + b) = max_t(a_t) + b: add the bias to the peaks only
                 np.maximum(pooled[i], peak, out=pooled[i])  # and ReLU, as pooled starts at 0
                 start += len(h)
+
+    def _head_products(self, spans: List[np.ndarray]) -> Tuple[np.ndarray, list]:
+        """The sparse head's products for the spans' token states, stacked, and each span's scale for its peaks.
+
+        int8: each span is quantized with one scale (its largest magnitude / 127), so the raw integer
+        products of a span can be max-pooled before scaling, and a text's terms still do not depend on its batch.
+        """
+        if self._head_scale is None:
+            states = np.concatenate(spans)
+            run = self._onnx_head or (lambda x: x @ self._sae_w)
+            return run(states), [np.float32(1.0)] * len(spans)
+        units = [max(float(np.abs(h).max()), 1e-12) / 127.0 for h in spans]
+        states = np.concatenate([np.rint(h / unit) for h, unit in zip(spans, units)])
+        states += 128.0
+        return self._onnx_head(states.astype(np.uint8)), [np.float32(unit) * self._head_scale for unit in units]
 
     def _forward(self, sequences: Sequence[Sequence[int]]) -> np.ndarray:
         """Final hidden states [batch, length, H] of right-padded token sequences."""

