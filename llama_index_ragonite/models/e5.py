@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from llama_index_ragonite.memory import release_freed_memory
-from llama_index_ragonite.models.e5_onnx import int8_weights, onnx_layers, onnx_products
+from llama_index_ragonite.models.e5_onnx import int8_weights, onnx_layers, onnx_products, uint8_spans
 
 logger = logging.getLogger(__name__)
 QK = 32  # weights per Q4_0 block
@@ -359,17 +359,15 @@ class E5Encoder:
     def _head_products(self, spans: List[np.ndarray]) -> Tuple[np.ndarray, list]:
         """The sparse head's products for the spans' token states, stacked, and each span's scale for its peaks.
 
-        int8: each span is quantized with one scale (its largest magnitude / 127), so the raw integer
-        products of a span can be max-pooled before scaling, and a text's terms still do not depend on its batch.
+        int8: each span is quantized with one scale (``uint8_spans``), so the raw integer products of a
+        span can be max-pooled before scaling, and a text's terms still do not depend on its batch.
         """
         if self._head_scale is None:
             states = np.concatenate(spans)
             run = self._onnx_head or (lambda x: x @ self._sae_w)
             return run(states), [np.float32(1.0)] * len(spans)
-        units = [max(float(np.abs(h).max()), 1e-12) / 127.0 for h in spans]
-        states = np.concatenate([np.rint(h / unit) for h, unit in zip(spans, units)])
-        states += 128.0
-        return self._onnx_head(states.astype(np.uint8)), [np.float32(unit) * self._head_scale for unit in units]
+        states, units = uint8_spans(spans)
+        return self._onnx_head(states), [np.float32(unit) * self._head_scale for unit in units]
 
     def _forward(self, sequences: Sequence[Sequence[int]]) -> np.ndarray:
         """Final hidden states [batch, length, H] of right-padded token sequences."""

@@ -15,7 +15,7 @@ from the weights already in memory: nothing is downloaded or written to disk.
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -194,6 +194,17 @@ def onnx_products(w: np.ndarray) -> Callable:
         g.weights,
     )
     return _runner(graph, ("x",))
+
+
+def uint8_spans(spans: List[np.ndarray]) -> Tuple[np.ndarray, List[float]]:
+    """The spans stacked as uint8 around 128, each with one scale (its largest magnitude / 127), and
+    those scales: the input ``onnx_products`` takes for int8 weights, quantized as ``per_token_uint8``
+    quantizes a token, but per span (one text's tokens), so a span's integer products can be pooled
+    before scaling."""
+    units = [max(float(np.abs(h).max()), 1e-12) / 127.0 for h in spans]
+    states = np.concatenate([np.rint(h / unit) for h, unit in zip(spans, units)])
+    states += 128.0
+    return states.astype(np.uint8), units
 
 
 def _runner(graph, inputs) -> Callable:
