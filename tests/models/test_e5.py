@@ -201,3 +201,34 @@ def test_int8_products_are_exact_even_where_eight_bit_weights_would_saturate():
     x[:, :2] = 255  # the pair 255 * 127 * 2 would overflow int16
     exact = (x.astype(np.int64) - 128) @ q.astype(np.int64)
     assert np.array_equal(onnx_products(q)(x), exact)
+
+
+def test_int8_layer_products_quantize_each_token_alone_and_give_a_zero_token_zeros():
+    """The layers' product: x quantized per token (QuantizeLinear over whole rows), exact integer sums,
+    then the token's and the weights' scales; an all-zero token (scale 0) gives zeros, not NaN's."""
+    from onnx import TensorProto, helper
+
+    from llama_index_ragonite.models.e5_onnx import _GraphBuilder, _runner
+
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((384, 96)).astype(np.float32)
+    g = _GraphBuilder(int8=True)
+    g.nodes.append(helper.make_node("Identity", [g.matmul("x", "w", w)], ["y"]))
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        g.nodes,
+        "t",
+        [value("x", TensorProto.FLOAT, ["B", "L", 384])],
+        [value("y", TensorProto.FLOAT, ["B", "L", 96])],
+        g.weights,
+    )
+    x = rng.standard_normal((2, 5, 384)).astype(np.float32)
+    x[0, 1] *= 1000  # a loud token must not coarsen its neighbours' steps
+    x[1, 3] = 0
+    y = _runner(graph, ("x",))(x)
+    q, w_scale = int8_weights(w)
+    x_scale = np.abs(x).max(-1, keepdims=True) / np.float32(127)
+    x_q = np.rint(np.divide(x, x_scale, out=np.zeros_like(x), where=x_scale > 0))
+    expected = (x_q.astype(np.int64) @ q.astype(np.int64)) * w_scale * x_scale
+    assert np.allclose(y, expected, rtol=1e-5, atol=1e-6 * np.abs(expected).max())
+    assert np.array_equal(y[1, 3], np.zeros(96, np.float32))
