@@ -10,7 +10,10 @@ loaded and warmed before the clock starts, into a temporary store folder:
 (b) one generated wiki page (heading, intro paragraph, a 7-column table of mixed text and numbers,
 footer paragraph) with ``--rows`` rows, with this checkout's package;
 (c) the same page with the package as of ``--base-rev`` (``git archive``), stopped after ``--base-timeout`` s.
-Evidences per second = evidences written / ingest seconds. Peak memory is the subprocess's peak
+Evidences per second = evidences written / ingest seconds; tokens per second divides the tokens the
+model reads (each evidence's embedded text, cut at the model's ``max_tokens``, counted in this process
+after the runs; a text given twice counts twice) instead: rows of another table are longer or shorter than
+ConfQuestions' evidences. Peak memory is the subprocess's peak
 resident set (VmHWM), sampled by this script, so a run that is stopped still reports it; the
 resident set right after the model was loaded and warmed is given beside it. Progress: the
 progress bars (tqdm) the run wrote to stderr with ``show_progress=True``, as ``ragonite index`` does.
@@ -143,13 +146,39 @@ def confquestions_pages(data: Path, count: int) -> list:
     return pages[::step][:count]
 
 
-def row(label: str, r: dict, limit: float) -> str:
+def embedded_tokens(docs: list, folder: Path) -> int:
+    """Tokens the embedded default reads for these pages' evidences (their EMBED view, cut at ``max_tokens``)."""
+    from llama_index.core.schema import MetadataMode
+
+    from llama_index_ragonite.index.store import EvidenceStore
+
+    store = EvidenceStore(folder)
+    model, nodes = store.embed_model, []
+    for doc in docs:
+        nodes.extend(store.contextualizer(store.parser.get_nodes_from_documents([doc])))
+    encoder, cut = model._engine(), model.max_tokens or sys.maxsize
+    return sum(min(encoder.token_count(n.get_content(MetadataMode.EMBED)), cut) for n in nodes)
+
+
+def page_document(page: Path):
+    """The generated page as ``CHILD`` ingests it."""
+    from llama_index.core.schema import Document
+
+    return Document(
+        id_="nightly-matrix",
+        text=page.read_text(encoding="utf-8"),
+        metadata={"title": "Nightly regression matrix", "url": "https://wiki.example/matrix"},
+    )
+
+
+def row(label: str, r: dict, limit: float, tokens: Optional[int] = None) -> str:
     if r.get("event") != "done":
         what = f"did not finish in {limit:.0f} s" if r["timed_out"] else f"failed (exit {r['returncode']})"
-        return f"| {label} | – | – | {what} | {r['peak_mb']:,.0f} | {r.get('rss_after_model_mb', 0):,.0f} | {', '.join(r['progress']) or 'none'} |"
+        return f"| {label} | – | – | – | {what} | {r['peak_mb']:,.0f} | {r.get('rss_after_model_mb', 0):,.0f} | {', '.join(r['progress']) or 'none'} |"
     rate = r["evidences"] / r["ingest_s"]
+    per_token = f"{tokens / r['ingest_s']:,.0f} ({tokens / r['evidences']:.0f} each)" if tokens else "–"
     return (
-        f"| {label} | {r['evidences']:,} | {rate:.1f} | {r['wall_s']:.0f} s | {r['peak_mb']:,.0f} | "
+        f"| {label} | {r['evidences']:,} | {rate:.1f} | {per_token} | {r['wall_s']:.0f} s | {r['peak_mb']:,.0f} | "
         f"{r['rss_after_model_mb']:,.0f} | {', '.join(r['progress']) or 'none'} |"
     )
 
@@ -176,6 +205,11 @@ def main(argv: Optional[list] = None) -> int:
         conf = run_child("pages", sources, None, args.timeout)
         large = run_child("page", str(page), None, args.timeout)
         old = run_child("page", str(page), base, args.base_timeout)
+        from llama_index_ragonite.parsing.loaders import load_pages
+
+        conf_docs = [doc for path in sources.split(",") for doc in load_pages(path)]
+        tokens_conf = embedded_tokens(conf_docs, Path(tmp) / "count-conf")
+        tokens_large = embedded_tokens([page_document(page)], Path(tmp) / "count-page")
     load_after = os.getloadavg()
 
     lines = [
@@ -192,11 +226,12 @@ def main(argv: Optional[list] = None) -> int:
         f"fresh subprocess into a temporary store. Page: {args.rows:,} rows x 7 columns "
         f"({page_size_kb(args.rows):,} KB of HTML) between a heading, an intro paragraph and a footer.",
         "",
-        "| run | evidences | evidences/s | wall time | peak RSS (MB) | RSS with the model loaded (MB) | progress bars |",
-        "|---|---:|---:|---:|---:|---:|---|",
-        row(f"(a) ConfQuestions store, {args.pages} pages", conf, args.timeout),
-        row(f"(b) {args.rows:,}-row page, this change", large, args.timeout),
-        row(f"(c) {args.rows:,}-row page, {base_commit} (baseline)", old, args.base_timeout),
+        "| run | evidences | evidences/s | tokens/s (tokens an evidence) | wall time | peak RSS (MB) "
+        "| RSS with the model loaded (MB) | progress bars |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+        row(f"(a) ConfQuestions store, {args.pages} pages", conf, args.timeout, tokens_conf),
+        row(f"(b) {args.rows:,}-row page, this change", large, args.timeout, tokens_large),
+        row(f"(c) {args.rows:,}-row page, {base_commit} (baseline)", old, args.base_timeout, tokens_large),
         "",
     ]
     if large.get("event") == "done" and conf.get("event") == "done":
@@ -205,7 +240,8 @@ def main(argv: Optional[list] = None) -> int:
             f"Large page vs ConfQuestions build: {rate_large / rate_conf:.2f}x the evidences per second "
             f"(target >= 1: {'met' if rate_large >= rate_conf else 'NOT met'}); peak RSS {large['peak_mb']:,.0f} MB "
             f"(target <= {MAX_RSS_MB}: {'met' if large['peak_mb'] <= MAX_RSS_MB else 'NOT met'}), of which "
-            f"{large['rss_after_model_mb']:,.0f} MB is the process with the model loaded, before the page.",
+            f"{large['rss_after_model_mb']:,.0f} MB is the process with the model loaded, before the page. "
+            f"Per token read: {(tokens_large / large['ingest_s']) / (tokens_conf / conf['ingest_s']):.2f}x.",
             "",
             "Steps of (b), seconds: "
             + ", ".join(f"{name} {seconds:.1f}" for name, seconds in large["steps"].items())
