@@ -112,14 +112,9 @@ class _GraphBuilder:
             q, scale = int8_weights(w)
             x_q, x_scale = self.per_token_uint8(x, w.shape[0])
             # int32 sums times the weights' column scales (a_scale 1: x's scale is per token, applied after)
-            inputs = [
-                x_q,
-                self.const(name, q),
-                self.named_const("one", np.float32(1)),
-                self.const(f"{name}_scale", scale),
-            ]
-            product = self.op("MatMulIntegerToFloat", [*inputs, self.named_const("zero_128", np.uint8(128))], domain=MS)
-            matmul = self.op("Mul", [product, x_scale])
+            one, zero = self.named_const("one", np.float32(1)), self.named_const("zero_128", np.uint8(128))
+            inputs = [x_q, self.const(name, q), one, self.const(f"{name}_scale", scale), zero]
+            matmul = self.op("Mul", [self.op("MatMulIntegerToFloat", inputs, domain=MS), x_scale])
         else:
             matmul = self.op("MatMul", [x, self.const(name, w)])
         return matmul if bias is None else self.op("Add", [matmul, bias])
