@@ -26,6 +26,7 @@ from llama_index_ragonite.parsing.html_text import (
     TextRenderer,
     Token,
     adf_children,
+    discard_tree,
     is_navigation_macro,
     join_tokens,
     parse_html,
@@ -232,6 +233,14 @@ def extract_page(markup: str, linearizer: str = "verbalized") -> Page:
         logger.warning("HTML parser rejected the page (%s); indexing its tag-stripped text", err)
         text = " ".join(_TAG.sub(" ", markup).split())
         return Page("", [Evidence("passage", text)] if text else [])
+    try:
+        return _walk(soup, linearizer)
+    finally:
+        discard_tree(soup)  # now, not at the next cyclic collection
+
+
+def _walk(soup: BeautifulSoup, linearizer: str) -> Page:
+    """The page's title and evidences, from its parsed tree."""
     containers = _structural_ancestors(soup)
     walker = _PageWalker(linearizer)
     stack = [iter(list(soup.children))]
