@@ -231,9 +231,10 @@ class RagoniteChatEngine(BaseChatEngine):
                     "answered out of scope."
                 )
             answer = OUT_OF_SCOPE
-        turn.cited = [] if _is_out_of_scope(answer) else checked.cited
+        answered = not _is_out_of_scope(answer)
+        turn.cited = checked.cited if answered else []
         turn.follow_ups = suggested or self._suggester.offline(
-            nodes, turn.completed_question, turn.language, turn.cited
+            nodes, turn.completed_question, turn.language, turn.cited, answered
         )
         dispatcher.event(AnswerEvent(answer=answer, cited=turn.cited, warning=turn.warning))
         return answer

@@ -20,7 +20,7 @@ from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import NodeWithScore
 
 from llama_index_ragonite.prompts import quote_evidence
-from llama_index_ragonite.text import content_terms, detect_language, words
+from llama_index_ragonite.text import content_terms, content_words, detect_language, words
 
 __all__ = ["FOLLOW_UP_PROMPT", "FollowUpSuggester", "parse_follow_ups", "question_language", "suggest_follow_ups"]
 
@@ -141,7 +141,9 @@ def _topic(text: str, asked_words: set) -> str:
     after_determiner = [i for i in range(1, len(clean)) if clean[i - 1].lower() in _DETERMINERS and clean[i] in terms]
     capitalized = [i for i in range(1, len(clean)) if clean[i][:1].isupper() and clean[i] in terms]
     anywhere = [i for i, t in enumerate(clean) if t in terms]
-    start = next(iter(after_determiner or capitalized or anywhere), None)
+    # a name inside the sentence ("Aurora images", "HTTPS service") names a topic better than the
+    # first noun-or-adjective after "the"/"a" ("a stateless HTTPS service", "in the field")
+    start = next(iter(capitalized or after_determiner or anywhere), None)
     if start is None:
         return ""
     topic = clean[start] if start or clean[start].isupper() else clean[start].lower()
@@ -169,6 +171,7 @@ def suggest_follow_ups(
     *,
     language: Optional[str] = None,
     cited: Sequence[int] = (),
+    answered: bool = True,
 ) -> List[str]:
     """Up to ``limit`` next questions the evidences answer, from their content, in ``language``.
 
@@ -176,7 +179,12 @@ def suggest_follow_ups(
     order; the questions take turns: another cell of the asked row, the asked column in another
     row, another passage's topic. Nothing the question already names is asked again.
     ``language`` ("en"/"de"): the user's turn's (default: detected from ``asked``).
+    ``answered=False`` (an out-of-scope turn): only evidences sharing a content word with the
+    question are asked about; the rest were retrieved for nothing it asked ("the weather in Paris").
     """
+    if not answered:
+        asked_terms = set(content_words(asked))
+        nodes = [hit for hit in nodes if asked_terms & set(content_words(hit.node.get_content()))]
     if limit <= 0 or not nodes:
         return []
     phrases = _PHRASES.get(language or question_language(asked), _PHRASES["en"])
@@ -277,5 +285,7 @@ class FollowUpSuggester:
             return self._failed(err)
         return self._parsed(reply.text, asked, language)
 
-    def offline(self, nodes: Sequence[NodeWithScore], asked: str, language: str, cited: Sequence[int]) -> List[str]:
-        return suggest_follow_ups(nodes, asked, self.limit, language=language, cited=cited)
+    def offline(
+        self, nodes: Sequence[NodeWithScore], asked: str, language: str, cited: Sequence[int], answered: bool = True
+    ) -> List[str]:
+        return suggest_follow_ups(nodes, asked, self.limit, language=language, cited=cited, answered=answered)

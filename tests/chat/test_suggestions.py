@@ -97,6 +97,30 @@ def test_a_cited_row_suggests_its_other_cells():
     assert suggestions[:2] == ["What is the Firmware of Lenovo T14?", "What is the BIOS of HP 8300?"]
 
 
+def test_a_passage_topic_is_a_name_in_it_before_the_first_word_after_an_article():
+    page = parse(
+        "<title>OTA update server</title><h1>Architecture</h1>"
+        "<p>The server is a stateless HTTPS service behind the company load balancer.</p>",
+        "ota",
+    )
+    nodes = [NodeWithScore(node=n, score=1.0) for n in page]
+    (suggestion,) = suggest_follow_ups(nodes, "Who owns the OTA server?")
+    assert suggestion.endswith("say about HTTPS service?")  # not "stateless", the word after "a"
+
+
+def test_an_out_of_scope_turn_suggests_only_evidences_that_share_a_word_with_the_question():
+    assert suggest_follow_ups(NODES, "What is the weather in Paris?", answered=False) == []
+    related = suggest_follow_ups(NODES, "Do over-the-air upgrades work in Paris?", answered=False)
+    assert len(related) == 1 and related[0].endswith("say about reboot?")  # the FAQ passage, the only one on upgrades
+    assert suggest_follow_ups(NODES, "What is the weather in Paris?")  # answered: every evidence may be asked about
+
+
+def test_the_engine_suggests_nothing_unrelated_after_an_out_of_scope_answer(store):
+    chat = RagoniteChatEngine(HybridRetriever.from_store(store), complete_questions=False)
+    response = chat.chat("What is the weather in Paris?")
+    assert "cannot be found" in str(response) and response.turn.follow_ups == []
+
+
 def test_nothing_to_suggest_without_evidence_or_when_switched_off():
     assert suggest_follow_ups([], "Who?") == [] and suggest_follow_ups(NODES, "Who?", limit=0) == []
 
