@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import math
 import os
@@ -192,3 +193,22 @@ class KeywordReranker(BaseNodePostprocessor):
         for n in nodes:
             n.score = float(sum(w in n.node.text.lower() for w in words))
         return sorted(nodes, key=lambda n: -n.score)
+
+
+@contextmanager
+def parse_trees_left() -> Iterator[List[int]]:
+    """``[n]`` after the block: bs4 elements it left alive, counted with the cyclic collector off,
+    so a tree that only a later collection would free counts."""
+    from bs4.element import PageElement
+
+    def live() -> int:
+        return sum(isinstance(o, PageElement) for o in gc.get_objects())
+
+    gc.collect()
+    before, left = live(), []
+    gc.disable()
+    try:
+        yield left
+        left.append(live() - before)
+    finally:
+        gc.enable()

@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 from confluence_stub import ConfluenceStub, StubPage, confquestions_pages, sample_wiki_pages
-from fakes import REPO, parse
+from fakes import REPO, parse, parse_trees_left
 
 from llama_index_ragonite import EvidenceContextualizer, HTMLEvidenceParser, load_pages
 from llama_index_ragonite.errors import PageLoadError
@@ -136,6 +136,13 @@ def test_a_space_export_gives_the_same_document_shape(tmp_path, stub):
     assert [d.id_ for d in load_pages(tmp_path / "AUR.zip")] == ["confluence-1001", "confluence-1003"]
     live = load_export(tmp_path / "AUR.zip", base_url="https://wiki.example/wiki")
     assert live[1].metadata["url"] == "https://wiki.example/wiki/pages/viewpage.action?pageId=1003"
+
+
+def test_an_exports_page_trees_are_freed_as_each_page_is_read(tmp_path, stub):
+    archive = make_export(tmp_path / "AUR.zip")
+    with parse_trees_left() as left:
+        docs = load_export(archive)
+    assert len(docs) == 2 and left[0] < 10, f"{left[0]} elements of the pages' trees still alive"
 
 
 def test_a_zip_that_is_not_an_export_is_a_clear_error(tmp_path):

@@ -1,3 +1,5 @@
+from fakes import parse_trees_left
+
 from llama_index_ragonite.parsing.extraction import extract_evidences, extract_page
 
 
@@ -110,22 +112,9 @@ def test_navigation_macros_and_empty_elements_make_no_evidence():
 def test_a_pages_tree_is_freed_when_extraction_returns_not_at_the_next_garbage_collection():
     """bs4 trees are reference cycles: left alone, a large table's tree outlives its extraction
     until the cyclic collector runs, through the embedding of its rows."""
-    import gc
-
-    from bs4.element import PageElement
-
-    def live_elements() -> int:
-        return sum(isinstance(o, PageElement) for o in gc.get_objects())
-
     rows = "".join(f"<tr><td>case {i}</td><td>passed</td></tr>" for i in range(200))
     page = f"<h1>Matrix</h1><p>All runs.</p><table><tr><th>Case</th><th>Status</th></tr>{rows}</table>"
-    gc.collect()
-    before = live_elements()
-    gc.disable()
-    try:
+    with parse_trees_left() as left:
         extracted = extract_page(page)
-        left = live_elements() - before
-    finally:
-        gc.enable()
     assert len(extracted.evidences[-1].rows) == 200 and extracted.title == "Matrix"
-    assert left < 10, f"{left} elements of the parsed tree still alive"
+    assert left[0] < 10, f"{left[0]} elements of the parsed tree still alive"

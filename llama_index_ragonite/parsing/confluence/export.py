@@ -21,6 +21,7 @@ from llama_index.core.schema import Document
 
 from llama_index_ragonite.errors import PageLoadError
 from llama_index_ragonite.parsing.confluence.pages import ID_PREFIX, make_document
+from llama_index_ragonite.parsing.html_text import discard_tree
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +75,15 @@ def _is_page_member(member: str) -> bool:
 
 def _page(html: str, member: str, archive: Path, base_url: Optional[str], prefix: str) -> Optional[Document]:
     soup = BeautifulSoup(html, "html.parser")
+    try:
+        return _page_of(soup, member, archive, base_url, prefix)
+    finally:
+        discard_tree(soup)  # the export's pages are many: free each tree now, not at the next cyclic collection
+
+
+def _page_of(
+    soup: BeautifulSoup, member: str, archive: Path, base_url: Optional[str], prefix: str
+) -> Optional[Document]:
     main = soup.find(id="main-content")
     if main is None:
         logger.info("%s: %s has no #main-content; not a page, skipped", archive, member)
