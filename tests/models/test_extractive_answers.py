@@ -7,6 +7,7 @@ from llama_index_ragonite import ExtractiveAnswerer
 from llama_index_ragonite.models.extractive.cells import answer_cells, row_cells
 from llama_index_ragonite.models.extractive.compose import row_answer
 from llama_index_ragonite.models.extractive.scope import unsupported_terms
+from llama_index_ragonite.models.extractive.scoring import asked_part
 from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, cited_sources
 
 ROW_T14 = (
@@ -36,6 +37,43 @@ def test_a_row_is_answered_with_the_asked_cell_and_its_key_cell():
         prompt("Which firmware does the Lenovo T14 run?", source("Release testing: Aurora 2.0", ROW_T14))
     )
     assert answer.text.endswith("Platform is Lenovo T14, and Firmware is 1.32 [Source 1]")
+
+
+MATRIX_T14 = (
+    "Row 1 in Table 1: Platform is Lenovo T14, and Firmware is 1.32, and Legacy boot / OTA upgrade is Pass, "
+    "and UEFI boot / Install is Pass, and UEFI boot / OTA upgrade is Fail AUR-311"
+)
+MATRIX_7070 = (
+    "Row 2 in Table 1: Platform is Dell OptiPlex 7070, and Firmware is 2.1.0, and Legacy boot / OTA upgrade is Pass, "
+    "and UEFI boot / Install is Pass, and UEFI boot / OTA upgrade is Pass"
+)
+
+
+def test_a_condition_the_question_states_is_quoted_and_its_sibling_columns_are_not():
+    question = "Which platform failed the UEFI OTA upgrade in Aurora 2.0?"
+    assert row_answer(MATRIX_T14, question, "Release testing: Aurora 2.0") == (
+        "Platform is Lenovo T14, and UEFI boot / OTA upgrade is Fail AUR-311"
+    )
+    page = "Release testing: Aurora 2.0"
+    answer = ExtractiveAnswerer().complete(prompt(question, source(page, MATRIX_T14), source(page, MATRIX_7070)))
+    assert "Lenovo T14" in answer.text and "7070" not in answer.text  # the 7070 row meets no condition ("failed")
+
+
+def test_a_completed_follow_up_asks_with_its_own_words_and_the_key_cell_names_the_row():
+    completed = "platform failed UEFI OTA upgrade Aurora 2.0 Which firmware does it run?"
+    assert asked_part(completed) == "Which firmware does it run?"
+    assert asked_part("Which firmware does the Lenovo T14 run?") == "Which firmware does the Lenovo T14 run?"
+    assert (
+        row_answer(MATRIX_T14, completed, "Release testing: Aurora 2.0")
+        == "Platform is Lenovo T14, and Firmware is 1.32"
+    )
+
+
+def test_a_one_letter_value_of_an_asked_column_is_quoted():
+    row = "Row 3 in Table 1: Patch Name is microcode-info.patch, and State is applies, and Decision is D"
+    assert row_answer(row, "What was the decision for the microcode-info.patch patch?") == (
+        "Patch Name is microcode-info.patch, and Decision is D"
+    )
 
 
 def test_a_row_without_an_asked_cell_stays_whole():

@@ -11,7 +11,12 @@ A cell is ``header is value`` (``parsing.linearize``). Against the question's ma
   something the question does not say, or a value that partly matches the question and adds
   to it ("which Dell Latitude model" → ``Platform is Dell Latitude E7490``);
 * a *condition* cell has a value the question already holds ("for Dell Optiplex 7040"): the
-  one with the most matched words is the row's key cell, else the row's first cell.
+  one with the most matched words is the row's key cell, else the row's first cell;
+* a header that names only words of a condition's header is that condition's sibling, not
+  asked ("failed the UEFI OTA upgrade" asks for ``UEFI boot / OTA upgrade is Fail``, not for
+  ``Legacy boot / OTA upgrade is Pass``);
+* in a completed follow-up only the user's own words ask and choose the key cell; the words
+  carried over from earlier turns found the row, the key cell names it.
 
 No asked cell (e.g. a German question whose words name no English header, or a column the
 question names in other words): the whole row, for the reader to find the answer in.
@@ -55,24 +60,53 @@ def _matches(text: str, keys: FrozenSet[str], ids: FrozenSet[str]) -> Tuple[int,
     return hit, new
 
 
-def answer_cells(row: str, question_keys: FrozenSet[str], question_ids: FrozenSet[str]) -> Optional[List[Cell]]:
-    """The cells to quote for the question, in row order (``None``: quote the whole row)."""
+def _words(text: str) -> FrozenSet[str]:
+    return unit_keys(text) | frozenset(identifiers(text))
+
+
+def answer_cells(
+    row: str,
+    question_keys: FrozenSet[str],
+    question_ids: FrozenSet[str],
+    asked: Optional[Tuple[FrozenSet[str], ...]] = None,
+) -> Optional[List[Cell]]:
+    """The cells to quote for the question, in row order (``None``: quote the whole row).
+
+    ``asked``: (keys, identifiers) of the user's own words (``scoring.asked_part``; default: all
+    the question's). Only they ask for a column or choose the key cell; words a completed follow-up
+    carried over ("platform failed UEFI OTA upgrade Which firmware …") found the row, and the
+    key cell says which row it is. A header that names only words of a cell whose value the
+    question states ("failed the UEFI OTA upgrade": ``UEFI boot / OTA upgrade is Fail``) is that
+    condition's sibling ("Legacy boot / OTA upgrade"), not an asked column.
+    """
     cells = row_cells(row)
     if len(cells) < 2:
         return None
-    asked, conditions = [], []
+    asked_keys, asked_ids = (question_keys, question_ids) if asked is None else asked
+    named_keys = asked_keys | asked_ids
+    values = [_matches(c.value, question_keys, question_ids) for c in cells]
+    stated = [_words(c.header) if hit else frozenset() for c, (hit, _) in zip(cells, values)]
+    chosen, conditions = [], []
     for i, cell in enumerate(cells):
-        header_hit = _matches(cell.header, question_keys, question_ids)[0] if cell.header else 0
-        value_hit, value_new = _matches(cell.value, question_keys, question_ids)
-        if value_new and (header_hit or value_hit):
-            asked.append(i)
-        elif value_hit or header_hit:
-            conditions.append((-value_hit, i))
-    if not asked:
+        named = _words(cell.header) & named_keys if cell.header else frozenset()
+        own = named.difference(*(w for j, w in enumerate(stated) if j != i))
+        value_hit, value_new = values[i]
+        own_value_hit = _matches(cell.value, asked_keys, asked_ids)[0]
+        adds = value_new or (own and not value_hit)  # "Decision is D": too short a value for a match key
+        if adds and (own or own_value_hit):
+            chosen.append(i)
+        elif own_value_hit:
+            conditions.append((-own_value_hit, i))
+    if not chosen:
         return None
     key = min(conditions)[1] if conditions else 0
-    strong = [i for i in asked if _matches(cells[i].header, question_keys, question_ids)[0]] or asked
+    strong = [i for i in chosen if _words(cells[i].header) & named_keys] or chosen
     return [cells[i] for i in sorted({key, *strong})]
+
+
+def value_matches(row: str, question_keys: FrozenSet[str], question_ids: FrozenSet[str]) -> int:
+    """How many of the question's words and identifiers the row's cell values hold: the conditions it meets."""
+    return len(frozenset().union(*(_words(c.value) for c in row_cells(row))) & (question_keys | question_ids))
 
 
 def quote_cells(cells: Sequence[Cell]) -> str:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from llama_index_ragonite.models.extractive.cells import answer_cells, quote_cells
-from llama_index_ragonite.models.extractive.scoring import answer_words, identifiers, unit_keys, word_keys
+from llama_index_ragonite.models.extractive.cells import answer_cells, quote_cells, value_matches
+from llama_index_ragonite.models.extractive.scoring import answer_words, asked_part, identifiers, unit_keys, word_keys
 from llama_index_ragonite.models.extractive.units import ROW, Unit
 
 
@@ -35,12 +35,19 @@ def _trim_row(text: str, wanted: frozenset, max_words: int) -> str:
     return ", and ".join(out).replace(", and …, and ", " … ").replace(", and …", " …").replace("…, and ", "… ")
 
 
-def row_answer(text: str, question: str, topic: str = "") -> str:
-    """A verbalized row cut to the cells that answer ``question`` (``cells.answer_cells``); words of
-    the page ``topic`` ("OpenXT 9.0 Measurement Test") say which table, not which column."""
+def _row_keys(question: str, topic: str) -> tuple:
+    """(the question's match keys, its identifiers), less the words of the page ``topic``
+    ("OpenXT 9.0 Measurement Test"): they say which table, not which column or row."""
     topic_keys, topic_ids = unit_keys(topic), frozenset(identifiers(topic))
     keys = frozenset(k for w in answer_words(question) for k in word_keys(w) if not word_keys(w) & topic_keys)
-    cells = answer_cells(text, keys, frozenset(identifiers(question)) - topic_ids)
+    return keys, frozenset(identifiers(question)) - topic_ids
+
+
+def row_answer(text: str, question: str, topic: str = "") -> str:
+    """A verbalized row cut to the cells that answer ``question`` (``cells.answer_cells``); the
+    user's own words (``asked_part``) ask for the columns."""
+    keys, ids = _row_keys(question, topic)
+    cells = answer_cells(text, keys, ids, _row_keys(asked_part(question), topic))
     return quote_cells(cells) if cells is not None else text
 
 
@@ -91,6 +98,10 @@ def compose_answer(
     for i in chosen:
         if budget < 5:
             break
+        if parts and ROW.match(units[i].text) and ROW.match(units[chosen[0]].text):
+            keys, ids = _row_keys(question, units[i].topic)
+            if value_matches(units[i].text, keys, ids) < value_matches(units[chosen[0]].text, keys, ids):
+                continue  # a further row must meet the question's conditions as the first does ("failed")
         text = trim_words(units[i].text, question, budget, units[i].topic, cells=True)
         adds = (unit_keys(text) | frozenset(identifiers(text))) - said
         if parts and not adds:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from typing import FrozenSet, List, Sequence
 
-from llama_index_ragonite.models.extractive.scoring import identifiers, language, unit_keys, word_keys
+from llama_index_ragonite.models.extractive.scoring import OPENERS, identifiers, language, unit_keys, word_keys
 from llama_index_ragonite.models.extractive.units import ROW, Unit
 from llama_index_ragonite.text import QUESTION_WORDS, stopwords
 
@@ -40,11 +40,6 @@ _MONTHS = frozenset(
     "jan feb mar apr jun jul aug sep sept oct nov dec januar februar märz mai juni juli oktober dezember "
     "version versions release releases build builds".split()
 )
-# Question openers: a completed follow-up ("… GPU passthrough What was …") has one inside it.
-_OPENERS = frozenset(
-    "what which who whom whose when where why how is are was were do does did can could should would will "
-    "was welche welcher welches wer wen wem wie wann wo warum gibt hat haben ist sind".split()
-)
 _CAPITALIZED = re.compile(r"(?<![.!?:]\s)(?<!^)\b([A-Z][a-z]{2,})\b")
 
 
@@ -53,7 +48,7 @@ def unsupported_terms(question: str, source_text: str) -> List[str]:
     text = source_text.lower()
     missing = [t for t in dict.fromkeys(identifiers(question)) if not _holds_identifier(t, text)]
     missing += [p for p in dict.fromkeys(_compound_names(question)) if not _holds_identifier(p.lower(), text)]
-    ignored = _MONTHS | _OPENERS | QUESTION_WORDS | stopwords("en") | stopwords("de")
+    ignored = _MONTHS | OPENERS | QUESTION_WORDS | stopwords("en") | stopwords("de")
     for name, number in _NAME_NUMBER.findall(question):
         if name.lower() in ignored:
             continue

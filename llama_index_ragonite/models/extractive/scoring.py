@@ -53,6 +53,24 @@ def identifiers(text: str) -> List[str]:
     return out
 
 
+# Words that open a question, English and German; capitalized inside a question, one starts the user's own
+# words after those the offline completer carried over ("… GPU passthrough What was the QEMU version …").
+OPENERS = frozenset(
+    "what which who whom whose when where why how is are was were do does did can could should would will "
+    "welche welcher welches welchen wer wen wem wie wann wo warum gibt hat haben ist sind".split()
+)
+_INNER_OPENER = re.compile(r"(?<=\s)(?:" + "|".join(sorted(w.capitalize() for w in OPENERS)) + r")\b")
+
+
+def asked_part(question: str) -> str:
+    """The user's own words of a question: after the last capitalized opener inside it, else all of it.
+
+    Why: a completed follow-up ("platform failed UEFI OTA upgrade Which firmware does it run?") asks
+    what its own words ask; the carried words only say which thing it is about."""
+    inner = list(_INNER_OPENER.finditer(question))
+    return question[inner[-1].start() :] if inner else question
+
+
 def language(text: str) -> str:
     """The language of ``text``: "en", "de" or "" (a tie: undecided), by the retriever's rule."""
     return detect_language(text, tie="")
