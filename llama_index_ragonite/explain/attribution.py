@@ -276,7 +276,7 @@ class CounterfactualAttributor(BaseAttributor):
         answer_vector = asyncio.ensure_future(
             self.embed_model.aget_text_embedding(self.answer_text(query, answer, self.prepend_question))
         )
-        answers = await regenerator.aanswer_many(query, without)
+        answers = await regenerator.aanswer_many(query, without, among=nodes)
         per_cluster = [answers[k * self.rounds : (k + 1) * self.rounds] for k in range(len(groups))]
 
         done = [a for alts in per_cluster if None not in alts for a in alts]

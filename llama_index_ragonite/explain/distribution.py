@@ -136,7 +136,7 @@ async def aevaluate(
     cache = {} if cache is None else cache
     todo = [p for p in perturbations if p.evidences not in cache]
     unique = list(dict.fromkeys(p.evidences for p in todo))
-    answers = await regenerator.aanswer_many(question, [[nodes[i] for i in order] for order in unique])
+    answers = await regenerator.aanswer_many(question, [[nodes[i] for i in order] for order in unique], among=nodes)
     cache.update({order: text for order, text in zip(unique, answers) if text is not None})
     failed = {order for order, text in zip(unique, answers) if text is None}
     for p in perturbations:

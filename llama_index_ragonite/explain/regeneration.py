@@ -27,8 +27,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
-from llama_index.core.schema import NodeWithScore
+from llama_index.core.schema import MetadataMode, NodeWithScore
 
+from llama_index_ragonite.parsing.contextualizer import NEIGHBOUR_LABELS
 from llama_index_ragonite.prompts import (
     ANSWER_PROMPT,
     OUT_OF_SCOPE,
@@ -56,6 +57,40 @@ def check_answer_prompt(prompt: BasePromptTemplate) -> None:
             "(ours, e.g. prompts.ANSWER_PROMPT) or {context_str} and {query_str} (LlamaIndex's QA templates). "
             "To explain a query engine's answers, wrap its synthesizer: AttributedSynthesizer(synthesizer)."
         )
+
+
+def withheld(kept: Sequence[NodeWithScore], left_out: Sequence[NodeWithScore]) -> List[NodeWithScore]:
+    """``kept``, with each Before/After context line that quotes a ``left_out`` evidence taken out (copies).
+
+    Why: a contextualized evidence carries its neighbours' nearest lines (``EvidenceContextualizer``).
+    Left out of a counterfactual prompt, an evidence would still be read through its neighbour's
+    context, and its removal would change nothing: "Bob owns the service" is the Architecture
+    passage and the After line of the passage above it. Only lines visible to the LLM are looked at.
+    """
+    texts = [" ".join(n.node.get_content(MetadataMode.NONE).split()) for n in left_out]
+    if not texts:
+        return list(kept)
+    out = []
+    for item in kept:
+        node, hidden = item.node, set(item.node.excluded_llm_metadata_keys)
+        changed = {}
+        for key, value in node.metadata.items():
+            if key not in hidden and isinstance(value, str):
+                lines = [line for line in value.split("\n") if not _quotes_any(line, texts)]
+                if len(lines) < value.count("\n") + 1:
+                    changed[key] = "\n".join(lines)
+        if changed:
+            item = NodeWithScore(
+                node=node.model_copy(update={"metadata": {**node.metadata, **changed}}), score=item.score
+            )
+        out.append(item)
+    return out
+
+
+def _quotes_any(line: str, texts: Sequence[str]) -> bool:
+    label, sep, snippet = line.partition(": ")
+    snippet = snippet.strip().removesuffix("…").strip()
+    return bool(sep and label in NEIGHBOUR_LABELS and snippet) and any(snippet in text for text in texts)
 
 
 def normalize_answer(answer: str) -> str:
@@ -155,12 +190,23 @@ class AnswerRegenerator:
         logger.warning("Counterfactual LLM call failed after %d attempts: %s", self.retries + 1, error)
         return None, error
 
-    async def aanswer_many(self, question: str, node_lists: Sequence[Sequence[NodeWithScore]]) -> List[Optional[str]]:
+    async def aanswer_many(
+        self,
+        question: str,
+        node_lists: Sequence[Sequence[NodeWithScore]],
+        among: Sequence[NodeWithScore] = (),
+    ) -> List[Optional[str]]:
         """One answer per list of evidences, at most ``max_concurrency`` calls at a time, in input order.
 
+        ``among``: the evidences the lists are chosen from; those a list leaves out are withheld
+        from its evidences' Before/After context too (``withheld``).
         ``failures`` then maps the positions of the lists whose call failed to the error.
         """
         bound = asyncio.Semaphore(self.max_concurrency)
+        if among:
+            node_lists = [
+                withheld(nodes, [n for n in among if id(n) not in {id(k) for k in nodes}]) for nodes in node_lists
+            ]
 
         async def one(nodes: Sequence[NodeWithScore]) -> Tuple[Optional[str], Optional[str]]:
             async with bound:

@@ -90,7 +90,7 @@ class SurrogateAttributor(BaseAttributor):
     ) -> Attribution:
         masks = sample_masks(len(nodes), self.n_masks, self.keep_probability, self.seed)
         kept = [[node for node, keep in zip(nodes, mask) if keep] for mask in masks]
-        answers = await regenerator.aanswer_many(query, kept)
+        answers = await regenerator.aanswer_many(query, kept, among=nodes)
         failures = dict(regenerator.failures)
         ok = [i for i, a in enumerate(answers) if a is not None]
         y = await self.answer_similarities(query, answer, [answers[i] for i in ok], self.prepend_question)

@@ -47,6 +47,9 @@ SETTINGS: Dict[str, Dict[str, bool]] = {
 }
 
 
+NEIGHBOUR_LABELS = ("Before", "After")  # the context lines that quote a neighbouring evidence
+
+
 def nearest_line(text: str, side: str, max_words: int) -> str:
     """The line of ``text`` nearest to a neighbour (``side`` = "first" or "last"), cut to ``max_words``."""
     lines = [line.strip() for line in text.split("\n") if line.strip()]
@@ -154,8 +157,8 @@ class EvidenceContextualizer(TransformComponent):
         if self.heading and meta.get("heading_path"):
             lines.append(f"Section: {meta['heading_path']}")
         for switch, rel, label, side in (
-            (self.before, NodeRelationship.PREVIOUS, "Before", "last"),
-            (self.after, NodeRelationship.NEXT, "After", "first"),
+            (self.before, NodeRelationship.PREVIOUS, NEIGHBOUR_LABELS[0], "last"),
+            (self.after, NodeRelationship.NEXT, NEIGHBOUR_LABELS[1], "first"),
         ):
             neighbour = self._context_neighbour(node, rel, by_id, memo) if switch and neighbours else None
             snippet = nearest_line(neighbour.get_content(), side, self.neighbour_words) if neighbour else ""

@@ -473,3 +473,49 @@ def test_by_default_a_tie_goes_to_the_higher_retrieval_score_and_is_reported():
     assert "Evidence 2, Evidence 3 are not told apart by retrieval score either (prompt order)" in again.to_text()
     single = attributor().attribute(QUESTION, evidences(OTHER, PORT, THIRD), f"{PORT} [Source 2]")  # no tie line
     assert single.tie_note() is None and "Tie" not in single.to_text()
+
+
+# -- contextualized evidences: a left-out evidence is not read through its neighbours' context ----------
+OTA_PAGE = """<html><body><h1>OTA server</h1>
+<h2>Delivery</h2><p>The OTA server delivers signed images to the devices in the field every day.</p>
+<h2>Ownership</h2><p>Bob owns the service and answers its pages during office hours.</p>
+<h2>Settings</h2><p>Settings are read from the file /etc/aurora/ota.toml at start-up.</p>
+</body></html>"""
+
+
+def ota_evidences() -> List[NodeWithScore]:
+    from fakes import parse
+
+    from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
+
+    nodes = list(EvidenceContextualizer()(parse(OTA_PAGE, doc_id="ota")))
+    return [NodeWithScore(node=n, score=1.0 / (i + 1)) for i, n in enumerate(nodes)]
+
+
+def test_a_left_out_evidence_is_withheld_from_its_neighbours_before_and_after_lines():
+    from llama_index.core.schema import MetadataMode
+
+    from llama_index_ragonite.explain.regeneration import withheld
+
+    first, owner, settings = ota_evidences()
+    assert "After: Bob owns the service" in first.node.get_content(MetadataMode.LLM)
+    assert "Before: Bob owns the service" in settings.node.get_content(MetadataMode.LLM)
+    kept = withheld([first, settings], [owner])
+    assert all("Bob" not in n.node.get_content(MetadataMode.LLM) for n in kept)
+    assert "Page: Test page" in kept[0].node.get_content(MetadataMode.LLM)  # the other context lines stay
+    assert "Section: OTA server > Settings" in kept[1].node.get_content(MetadataMode.LLM)
+    assert "After: Bob owns the service" in first.node.get_content(MetadataMode.LLM)  # copies: the originals keep it
+    assert withheld([first, settings], []) == [first, settings]
+
+
+def test_the_evidence_that_states_the_answer_gets_the_share_although_its_neighbours_quote_it():
+    from llama_index_ragonite.explain.regeneration import AnswerRegenerator
+    from llama_index_ragonite.models.extractive import ExtractiveAnswerer
+
+    nodes = ota_evidences()
+    question = "Who owns the OTA service?"
+    answer = ExtractiveAnswerer().complete(AnswerRegenerator(KeywordLLM()).prompt_for(question, nodes)).text
+    assert "Bob owns the service" in answer and "[Source 2]" in answer
+    result = CounterfactualAttributor(embed_model=HashingEmbedding(), cluster=False).attribute(question, nodes, answer)
+    assert result.top_evidence == 1 and result.evidence_shares[1] > 0.9  # without withholding: a three-way tie
+    assert "Bob" not in result.clusters[1].counterfactual_answers[0]
