@@ -48,7 +48,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
-from llama_index.core.schema import MetadataMode, NodeWithScore
+from llama_index.core.schema import MetadataMode, NodeRelationship, NodeWithScore
 
 from llama_index_ragonite.events import AttributionEndEvent, AttributionStartEvent
 from llama_index_ragonite.explain.base import BaseExplainer
@@ -248,6 +248,10 @@ class CounterfactualAttributor(BaseAttributor):
     eps: float = Field(default=0.005, ge=0, description="DBSCAN radius in cosine distance.")
     min_samples: int = Field(default=2, ge=1, description="DBSCAN core-point size (itself included).")
     cluster: bool = Field(default=True, description="False: every evidence is its own cluster.")
+    group_tables: bool = Field(
+        default=True,
+        description="With cluster: a table and its verbalized rows (they state the same facts) are one cluster.",
+    )
     rounds: int = Field(default=1, ge=1, description="Regenerations per cluster (Monte Carlo rounds m).")
     prepend_question: bool = Field(default=True, description="Embed question+answer (paper), not the answer alone.")
     mask_zero_contributions: bool = Field(
@@ -269,6 +273,7 @@ class CounterfactualAttributor(BaseAttributor):
         vectors = await self.evidence_embeddings(nodes) if nodes and (clustered or similar) else None
         if clustered:
             groups = dbscan_clusters(vectors, self.eps, self.min_samples)
+            groups = with_tables(groups, nodes) if self.group_tables else groups
         else:
             groups = [[i] for i in range(len(nodes))]
         without = [[n for i, n in enumerate(nodes) if i not in g] for g in groups for _ in range(self.rounds)]
@@ -340,6 +345,33 @@ class CounterfactualAttributor(BaseAttributor):
         held = sum(c.failed for c in clusters)
         for c, share in zip(live, held_softmax([c.contribution for c in live], held, self.temperature)):
             c.share = float(share)
+
+
+def with_tables(groups: List[List[int]], nodes: Sequence[NodeWithScore]) -> List[List[int]]:
+    """``groups`` with each table row's cluster merged into its table's (``PARENT``), when both were retrieved.
+
+    Why: a verbalized row restates a row of its table; with both in the prompt, leaving out either
+    changes nothing, and the answer's cause showed as a tie of all evidences."""
+    index = {n.node.node_id: i for i, n in enumerate(nodes)}
+    root = list(range(len(nodes)))
+
+    def find(i: int) -> int:
+        while root[i] != i:
+            i = root[i]
+        return i
+
+    for group in groups:
+        for i in group[1:]:
+            root[find(i)] = find(group[0])
+    for i, item in enumerate(nodes):
+        parent = item.node.relationships.get(NodeRelationship.PARENT)
+        j = index.get(getattr(parent, "node_id", None))
+        if item.node.metadata.get("evidence_type") == "table_row" and j is not None:
+            root[find(i)] = find(j)
+    merged: Dict[int, List[int]] = {}
+    for i in range(len(nodes)):
+        merged.setdefault(find(i), []).append(i)
+    return sorted(merged.values(), key=lambda c: c[0])
 
 
 class SimilarityAttributor(BaseAttributor):

@@ -519,3 +519,26 @@ def test_the_evidence_that_states_the_answer_gets_the_share_although_its_neighbo
     result = CounterfactualAttributor(embed_model=HashingEmbedding(), cluster=False).attribute(question, nodes, answer)
     assert result.top_evidence == 1 and result.evidence_shares[1] > 0.9  # without withholding: a three-way tie
     assert "Bob" not in result.clusters[1].counterfactual_answers[0]
+
+
+HARDWARE_PAGE = """<html><body><h1>Hardware</h1><p>Machines tested for the release.</p>
+<table><tr><th>Platform</th><th>TPM</th></tr>
+<tr><td>Dell OptiPlex 9010</td><td>1.2</td></tr><tr><td>Lenovo T14</td><td>2.0</td></tr></table>
+<p>Ask the lab for other machines.</p></body></html>"""
+
+
+def test_a_table_and_its_rows_are_one_cluster_when_retrieved_together():
+    from fakes import parse
+
+    from llama_index_ragonite.explain.attribution import with_tables
+
+    nodes = [NodeWithScore(node=n, score=1.0) for n in parse(HARDWARE_PAGE, doc_id="hw")]
+    kinds = [n.node.metadata["evidence_type"] for n in nodes]
+    assert kinds == ["passage", "table", "table_row", "table_row", "passage"]
+    assert with_tables([[0], [1], [2], [3], [4]], nodes) == [[0], [1, 2, 3], [4]]
+    assert with_tables([[0, 4], [1], [2], [3]], nodes) == [[0, 4], [1, 2, 3]]  # DBSCAN's clusters stay
+    assert with_tables([[0], [1], [2]], [nodes[0], nodes[2], nodes[4]]) == [[0], [1], [2]]  # no table: no merge
+    question = "Which TPM does the Lenovo T14 have?"
+    result = attributor().attribute(question, nodes, "Lenovo T14 has TPM 2.0 [Source 4]")
+    assert [c.members for c in result.clusters] == [[0], [1, 2, 3], [4]]
+    assert attributor(group_tables=False).attribute(question, nodes, "x").clusters[1].members == [1]
