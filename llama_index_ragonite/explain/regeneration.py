@@ -87,6 +87,11 @@ def withheld(kept: Sequence[NodeWithScore], left_out: Sequence[NodeWithScore]) -
     return out
 
 
+def _left_out(among: Sequence[NodeWithScore], kept: Sequence[NodeWithScore]) -> List[NodeWithScore]:
+    ids = {id(n) for n in kept}
+    return [n for n in among if id(n) not in ids]
+
+
 def _quotes_any(line: str, texts: Sequence[str]) -> bool:
     label, sep, snippet = line.partition(": ")
     snippet = snippet.strip().removesuffix("…").strip()
@@ -204,9 +209,7 @@ class AnswerRegenerator:
         """
         bound = asyncio.Semaphore(self.max_concurrency)
         if among:
-            node_lists = [
-                withheld(nodes, [n for n in among if id(n) not in {id(k) for k in nodes}]) for nodes in node_lists
-            ]
+            node_lists = [withheld(nodes, _left_out(among, nodes)) for nodes in node_lists]
 
         async def one(nodes: Sequence[NodeWithScore]) -> Tuple[Optional[str], Optional[str]]:
             async with bound:

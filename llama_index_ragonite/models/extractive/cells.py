@@ -73,11 +73,7 @@ def answer_cells(
     """The cells to quote for the question, in row order (``None``: quote the whole row).
 
     ``asked``: (keys, identifiers) of the user's own words (``scoring.asked_part``; default: all
-    the question's). Only they ask for a column or choose the key cell; words a completed follow-up
-    carried over ("platform failed UEFI OTA upgrade Which firmware …") found the row, and the
-    key cell says which row it is. A header that names only words of a cell whose value the
-    question states ("failed the UEFI OTA upgrade": ``UEFI boot / OTA upgrade is Fail``) is that
-    condition's sibling ("Legacy boot / OTA upgrade"), not an asked column.
+    the question's): only they ask for a column or choose the key cell (see the module's rules).
     """
     cells = row_cells(row)
     if len(cells) < 2:
