@@ -56,6 +56,7 @@ from llama_index_ragonite.explain.math import cosine_matrix, dbscan_clusters, he
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
 from llama_index_ragonite.explain.results import Attribution, ClusterAttribution
 from llama_index_ragonite.models.defaults import resolve_embed_model
+from llama_index_ragonite.parsing.contextualizer import is_table_row
 from llama_index_ragonite.prompts import ANSWER_PROMPT, strip_citations
 from llama_index_ragonite.retrieval.protocols import EmbedModelRetriever, StoredEmbeddingsRetriever
 
@@ -366,7 +367,7 @@ def with_tables(groups: List[List[int]], nodes: Sequence[NodeWithScore]) -> List
     for i, item in enumerate(nodes):
         parent = item.node.relationships.get(NodeRelationship.PARENT)
         j = index.get(getattr(parent, "node_id", None))
-        if item.node.metadata.get("evidence_type") == "table_row" and j is not None:
+        if is_table_row(item.node) and j is not None:
             root[find(i)] = find(j)
     merged: Dict[int, List[int]] = {}
     for i in range(len(nodes)):

@@ -172,7 +172,7 @@ class EvidenceContextualizer(TransformComponent):
         """The evidence that gives ``node`` its Before/After: its neighbour, or for a row in
         ``row_context="table"`` its table's neighbour (found past the table's rows when they have
         no parent node; ``memo`` keeps that walk linear per table)."""
-        if self.row_context != "table" or not _is_row(node):
+        if self.row_context != "table" or not is_table_row(node):
             return self._neighbour(node, rel, by_id)
         parent = self._neighbour(node, NodeRelationship.PARENT, by_id)
         if parent is not None:
@@ -225,12 +225,13 @@ class EvidenceContextualizer(TransformComponent):
         return nodes
 
 
-def _is_row(node: BaseNode) -> bool:
+def is_table_row(node: BaseNode) -> bool:
+    """A verbalized table row (``HTMLEvidenceParser`` links it to its table as ``PARENT``)."""
     return node.metadata.get("evidence_type") == "table_row"
 
 
 def _same_table(other: BaseNode, row: BaseNode) -> bool:
     """``other`` is a row of ``row``'s table (same page and table index)."""
-    if not _is_row(other) or other.metadata.get("table_index") != row.metadata.get("table_index"):
+    if not is_table_row(other) or other.metadata.get("table_index") != row.metadata.get("table_index"):
         return False
     return other.ref_doc_id == row.ref_doc_id

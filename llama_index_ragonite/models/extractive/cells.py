@@ -80,11 +80,12 @@ def answer_cells(
         return None
     asked_keys, asked_ids = (question_keys, question_ids) if asked is None else asked
     named_keys = asked_keys | asked_ids
+    headers = [_words(c.header) for c in cells]
     values = [_matches(c.value, question_keys, question_ids) for c in cells]
-    stated = [_words(c.header) if hit else frozenset() for c, (hit, _) in zip(cells, values)]
+    stated = [header if hit else frozenset() for header, (hit, _) in zip(headers, values)]
     chosen, conditions = [], []
     for i, cell in enumerate(cells):
-        named = _words(cell.header) & named_keys if cell.header else frozenset()
+        named = headers[i] & named_keys
         own = named.difference(*(w for j, w in enumerate(stated) if j != i))
         value_hit, value_new = values[i]
         own_value_hit = _matches(cell.value, asked_keys, asked_ids)[0]
@@ -96,7 +97,7 @@ def answer_cells(
     if not chosen:
         return None
     key = min(conditions)[1] if conditions else 0
-    strong = [i for i in chosen if _words(cells[i].header) & named_keys] or chosen
+    strong = [i for i in chosen if headers[i] & named_keys] or chosen
     return [cells[i] for i in sorted({key, *strong})]
 
 
