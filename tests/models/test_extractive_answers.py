@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from llama_index_ragonite import ExtractiveAnswerer
 from llama_index_ragonite.models.extractive.cells import answer_cells, row_cells
-from llama_index_ragonite.models.extractive.compose import row_answer
+from llama_index_ragonite.models.extractive.compose import drop_echo, row_answer
 from llama_index_ragonite.models.extractive.scope import unsupported_terms
-from llama_index_ragonite.models.extractive.scoring import asked_part
+from llama_index_ragonite.models.extractive.scoring import asked_part, is_yes_no
 from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, cited_sources
 
 ROW_T14 = (
@@ -131,3 +131,36 @@ def test_a_typing_slip_in_a_long_name_is_no_other_name_but_a_number_must_match()
     assert unsupported_terms("How are the SELunux modules divided?", text) == []
     assert unsupported_terms("How are the Kubernetes modules divided?", text) == ["Kubernetes"]
     assert "OpenXT 8.0" in unsupported_terms("Which OpenXT 8.0 Measurement test did it pass?", text)
+
+
+def test_a_clause_that_only_restates_the_question_is_left_out_of_the_quote():
+    sentence = "We use a 32-bit installation of Debian Squeeze, which is the recommended configuration for builds."
+    question = "What is the recommended configuration for builds?"
+    assert drop_echo(sentence, question) == "We use a 32-bit installation of Debian Squeeze."
+    answer = ExtractiveAnswerer().complete(prompt(question, source("Building", sentence))).text
+    assert answer.endswith("We use a 32-bit installation of Debian Squeeze [Source 1].")
+    # Label and value: the label the question names goes, the value stays.
+    assert drop_echo("Dial-in number: 857-216-2410", "What was the dial-in number?") == "857-216-2410"
+    # Nothing is cut from a clause that adds a word, or from a sentence that is all echo.
+    kept = "Guest hibernation is not supported, which can break Windows boots."
+    assert drop_echo(kept, "What breaks boots?") == kept
+    assert drop_echo("Boots break; boots break.", "What breaks boots?") == "Boots break; boots break."
+
+
+def test_a_yes_no_question_keeps_the_restating_clause_that_holds_its_polarity():
+    sentence = "Guest hibernation is not supported within OpenXT, which can make Windows fail to boot."
+    assert drop_echo(sentence, "Is guest hibernation supported within OpenXT?") == sentence
+    assert is_yes_no("Is guest hibernation supported?") and is_yes_no("Wurden alle vier Generationen getestet?")
+    assert not is_yes_no("Was war der Aktionspunkt für Rich?") and not is_yes_no("What was tested?")
+    # A negation the question lacks is new content even where every word is the question's.
+    assert drop_echo("Hibernation is not supported, which breaks boots.", "What breaks when hibernation is supported?")
+
+
+def test_the_key_cell_is_a_short_value_that_names_the_row_not_a_long_description():
+    row = (
+        "Row 1 in Table 1: Test Desc is UIVM: test all buttons for correct functionality that are displayed, "
+        "and Platform is Dell XE3, and Host Boot is UEFI"
+    )
+    question = "Which host boot was used when the UIVM buttons failed to shut down the guest?"
+    # The long description holds the question's words, but the platform names the row.
+    assert row_answer(row, question) == "Platform is Dell XE3, and Host Boot is UEFI"

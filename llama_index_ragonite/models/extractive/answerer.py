@@ -44,8 +44,9 @@ The algorithm, one module per step, with one small class around them:
    the best unit, plus further items of the same enumeration (rows of the same table) that
    score close (``max_units``, ``close_ratio``); below ``threshold``, or when the question
    names what no source holds (``scope.unsupported_terms``), the answer is out of scope.
-5. ``compose.compose_answer``: the chosen units (a row cut to its asked cells, ``cells.py``),
-   trimmed to ``max_words``, each cited; a unit that adds nothing new is left out.
+5. ``compose.compose_answer``: the chosen units (a row cut to its asked cells, ``cells.py``; a
+   sentence without the clauses that only restate the question, ``drop_echo``), trimmed to
+   ``max_words``, each cited; a unit that adds nothing new is left out.
 """
 
 from __future__ import annotations

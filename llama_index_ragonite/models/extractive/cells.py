@@ -11,7 +11,8 @@ A cell is ``header is value`` (``parsing.linearize``). Against the question's ma
   something the question does not say, or a value that partly matches the question and adds
   to it ("which Dell Latitude model" → ``Platform is Dell Latitude E7490``);
 * a *condition* cell has a value the question already holds ("for Dell Optiplex 7040"): the
-  one with the most matched words is the row's key cell, else the row's first cell;
+  one with the most matched words and a short value (``KEY_WORDS``) is the row's key cell, else
+  the row's first cell with a short value: a key names the row, a long description does not;
 * a header that names only words of a condition's header is that condition's sibling, not
   asked ("failed the UEFI OTA upgrade" asks for ``UEFI boot / OTA upgrade is Fail``, not for
   ``Legacy boot / OTA upgrade is Pass``);
@@ -31,6 +32,7 @@ from llama_index_ragonite.models.extractive.scoring import identifiers, unit_key
 from llama_index_ragonite.models.extractive.units import ROW
 
 CELL_SEPARATOR = ", and "
+KEY_WORDS = 6  # a key cell names its row ("Lenovo T14"); a longer value describes it
 IS = " is "
 
 
@@ -96,9 +98,11 @@ def answer_cells(
             conditions.append((-own_value_hit, i))
     if not chosen:
         return None
-    key = min(conditions)[1] if conditions else 0
     strong = [i for i in chosen if headers[i] & named_keys] or chosen
-    return [cells[i] for i in sorted({key, *strong})]
+    names = [(hit, i) for hit, i in conditions if len(cells[i].value.split()) <= KEY_WORDS]
+    short = (i for i, c in enumerate(cells) if len(c.value.split()) <= KEY_WORDS)
+    key = min(names)[1] if names else next(short, None)
+    return [cells[i] for i in sorted({key, *strong} - {None})]
 
 
 def value_matches(row: str, question_keys: FrozenSet[str], question_ids: FrozenSet[str]) -> int:

@@ -1,15 +1,25 @@
 """Composing the answer: the chosen units quoted in the source's words, trimmed, each cited.
 
-Quotes are never reworded: a long unit is only cut (marked "…"), a verbalized row loses its
-``Row i in Table j:`` position. Nothing is generated, so nothing is invented.
+Quotes are never reworded: a long unit is only cut (marked "…"), a sentence loses the leading or
+trailing clauses that restate the question, a verbalized row loses its ``Row i in Table j:``
+position. Nothing is generated, so nothing is invented.
 """
 
 from __future__ import annotations
 
+import re
 from typing import List, Sequence
 
 from llama_index_ragonite.models.extractive.cells import answer_cells, quote_cells, value_matches
-from llama_index_ragonite.models.extractive.scoring import answer_words, asked_part, identifiers, unit_keys, word_keys
+from llama_index_ragonite.models.extractive.scoring import (
+    answer_words,
+    asked_part,
+    identifiers,
+    is_yes_no,
+    negates,
+    unit_keys,
+    word_keys,
+)
 from llama_index_ragonite.models.extractive.units import ROW, Unit
 
 
@@ -74,6 +84,39 @@ def trim_words(text: str, question: str, max_words: int, topic: str = "", cells:
     return ("… " if best_start > 0 else "") + window + (" …" if best_start + max_words < len(words) else "")
 
 
+# Where a quoted sentence may be cut into clauses: ; : dashes, and a comma before a connective.
+_CLAUSE = re.compile(
+    r"\s*(?:;|:\s|\s[–—-]\s|,\s+(?=(?:which|who|where|when|while|and|but|so|because|as|since|such as|"
+    r"da|weil|wobei|die|der|das|und|aber)\b))\s*"
+)
+
+
+def drop_echo(text: str, question: str) -> str:
+    """``text`` without leading and trailing clauses that only restate ``question`` (every content
+    word and identifier of them is the question's): "32bits installation of Debian Squeeze, which is
+    the recommended configuration" answers "What is the recommended configuration?" with its first clause.
+
+    Why: the smallest quote that holds the answer; a clause the asker already said adds only length."""
+    if ROW.match(text) or is_yes_no(question):
+        return text  # a yes/no question's restating clause is its answer ("Guest hibernation is not supported")
+    said_keys, said_ids = unit_keys(question), frozenset(identifiers(question))
+    cuts = [0] + [x for m in _CLAUSE.finditer(text) for x in (m.start(), m.end())] + [len(text)]
+    spans = [(cuts[k], cuts[k + 1]) for k in range(0, len(cuts) - 1, 2) if text[cuts[k] : cuts[k + 1]].strip()]
+
+    def echo(a: int, b: int) -> bool:
+        clause = text[a:b]
+        new = [w for w in answer_words(clause) if not word_keys(w) & said_keys] or set(identifiers(clause)) - said_ids
+        return not new and not (negates(clause) and not negates(question))
+
+    keep = [not echo(a, b) for a, b in spans]
+    if len(spans) < 2 or not any(keep) or all(keep):
+        return text
+    first, last = keep.index(True), len(keep) - 1 - keep[::-1].index(True)
+    out = text[spans[first][0] : spans[last][1]].strip()
+    stop = "." if text.rstrip().endswith(".") and not out.endswith(".") else ""
+    return out[0].upper() + out[1:] + stop
+
+
 def cite(text: str, source: int) -> str:
     """``text [Source i]``, the citation placed before a final full stop."""
     text = text.strip()
@@ -102,7 +145,7 @@ def compose_answer(
             keys, ids = _row_keys(question, units[i].topic)
             if value_matches(units[i].text, keys, ids) < value_matches(units[chosen[0]].text, keys, ids):
                 continue  # a further row must meet the question's conditions as the first does ("failed")
-        text = trim_words(units[i].text, question, budget, units[i].topic, cells=True)
+        text = trim_words(drop_echo(units[i].text, question), question, budget, units[i].topic, cells=True)
         adds = (unit_keys(text) | frozenset(identifiers(text))) - said
         if parts and not adds:
             continue  # a further unit must add a different part of the answer, not repeat the first

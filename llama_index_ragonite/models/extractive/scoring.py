@@ -71,6 +71,25 @@ def asked_part(question: str) -> str:
     return question[inner[-1].start() :] if inner else question
 
 
+# Words that open a yes/no question ("Is guest hibernation supported …?", "Wurden alle … getestet?").
+_AUXILIARIES = frozenset(
+    "is are was were do does did can could should would will has have had "
+    "ist sind war waren wird werden wurde wurden hat haben hatte hatten gibt gab kann können konnte muss soll".split()
+)
+_NEGATION = re.compile(r"(?i)\b(?:not|no|never|none|nothing|without|cannot|nicht|kein\w*|nie|niemals|ohne)\b|n't\b")
+
+
+def is_yes_no(question: str) -> bool:
+    """A question the user's own words open with an auxiliary verb: answered by a polarity, not a thing."""
+    words = asked_part(question).split()
+    first = words[0].lower() if words else ""
+    return first in _AUXILIARIES and not (first == "was" and language(question) == "de")  # German "was": what
+
+
+def negates(text: str) -> bool:
+    return bool(_NEGATION.search(text))
+
+
 def language(text: str) -> str:
     """The language of ``text``: "en", "de" or "" (a tie: undecided), by the retriever's rule."""
     return detect_language(text, tie="")
