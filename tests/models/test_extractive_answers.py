@@ -7,7 +7,13 @@ from llama_index_ragonite import ExtractiveAnswerer
 from llama_index_ragonite.models.extractive.cells import answer_cells, row_cells
 from llama_index_ragonite.models.extractive.compose import drop_echo, row_answer
 from llama_index_ragonite.models.extractive.scope import unsupported_terms
-from llama_index_ragonite.models.extractive.scoring import asked_part, is_yes_no
+from llama_index_ragonite.models.extractive.scoring import (
+    asked_part,
+    is_yes_no,
+    quote_keys,
+    quote_word_keys,
+    word_keys,
+)
 from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, cited_sources
 
 ROW_T14 = (
@@ -77,7 +83,7 @@ def test_a_one_letter_value_of_an_asked_column_is_quoted():
 
 
 def test_a_row_without_an_asked_cell_stays_whole():
-    assert answer_cells(ROW_T14, frozenset({"lenovo", "t14"}), frozenset({"t14"})) is None
+    assert answer_cells(ROW_T14, quote_keys("Lenovo T14"), frozenset({"t14"})) is None
 
 
 def test_a_second_unit_is_another_row_of_the_same_table_never_another_version_of_the_page():
@@ -164,3 +170,17 @@ def test_the_key_cell_is_a_short_value_that_names_the_row_not_a_long_description
     question = "Which host boot was used when the UIVM buttons failed to shut down the guest?"
     # The long description holds the question's words, but the platform names the row.
     assert row_answer(row, question) == "Platform is Dell XE3, and Host Boot is UEFI"
+
+
+def test_a_german_question_names_an_english_header_by_its_cognate():
+    row = (
+        "Row 4 in Table 2: Vendor is Dell, and Model is Optiplex XE2, and CPU Arch. is Haswell, "
+        "and Processor(s) is Core i5-4570S, and Memory is 16G, and P/F is P"
+    )
+    assert quote_word_keys("Prozessor") & quote_word_keys("Processor") == {"~proces"}
+    assert quote_word_keys("Plattform") & quote_word_keys("Platform")
+    assert not quote_word_keys("Speicher") & quote_word_keys("Memory")  # a translation, not a cognate
+    question = "Welcher Prozessor wurde für den Optiplex XE2 verwendet?"
+    assert row_answer(row, question) == "Model is Optiplex XE2, and Processor(s) is Core i5-4570S"
+    # The cognate keys choose what to quote, not whether to answer: scoring's keys stay as they were.
+    assert not word_keys("Prozessor") & word_keys("Processor")

@@ -5,7 +5,8 @@ Quoting the whole row ("Build is 1607, and Platform is Dell Optiplex 7050, and B
 and TPM is 2.0, …") buries the answer; "Platform is Dell Optiplex 7050, and TPM is 2.0" is the
 answer with what it is about.
 
-A cell is ``header is value`` (``parsing.linearize``). Against the question's match keys:
+A cell is ``header is value`` (``parsing.linearize``). Against the question's match keys
+(``scoring.quote_keys``: stems and cognates, so "Welcher Prozessor" names ``Processor(s)``):
 
 * an *asked* cell has a header the question names ("TPM", "firmware") and a value that adds
   something the question does not say, or a value that partly matches the question and adds
@@ -28,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import FrozenSet, List, Optional, Sequence, Tuple
 
-from llama_index_ragonite.models.extractive.scoring import identifiers, unit_keys
+from llama_index_ragonite.models.extractive.scoring import identifiers, quote_keys
 from llama_index_ragonite.models.extractive.units import ROW
 
 CELL_SEPARATOR = ", and "
@@ -55,7 +56,7 @@ def row_cells(row: str) -> List[Cell]:
 
 def _matches(text: str, keys: FrozenSet[str], ids: FrozenSet[str]) -> Tuple[int, int]:
     """(question words or identifiers ``text`` holds, words and identifiers it adds)."""
-    own = unit_keys(text)
+    own = quote_keys(text)
     own_ids = set(identifiers(text))
     hit = len(own & keys) + len(own_ids & ids)
     new = len([w for w in own if w not in keys]) + len(own_ids - ids)
@@ -63,7 +64,7 @@ def _matches(text: str, keys: FrozenSet[str], ids: FrozenSet[str]) -> Tuple[int,
 
 
 def _words(text: str) -> FrozenSet[str]:
-    return unit_keys(text) | frozenset(identifiers(text))
+    return quote_keys(text) | frozenset(identifiers(text))
 
 
 def answer_cells(

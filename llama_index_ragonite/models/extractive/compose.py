@@ -17,8 +17,8 @@ from llama_index_ragonite.models.extractive.scoring import (
     identifiers,
     is_yes_no,
     negates,
-    unit_keys,
-    word_keys,
+    quote_keys,
+    quote_word_keys,
 )
 from llama_index_ragonite.models.extractive.units import ROW, Unit
 
@@ -29,7 +29,7 @@ def _trim_row(text: str, wanted: frozenset, max_words: int) -> str:
     pairs = text.split(", and ")
     if len(text.split()) <= max_words:
         return text
-    hit = [bool(wanted & unit_keys(p)) for p in pairs]
+    hit = [bool(wanted & quote_keys(p)) for p in pairs]
     keep, used = set(), 0
     for i in sorted(range(len(pairs)), key=lambda i: (not hit[i], i)):
         n = len(pairs[i].split()) + 1
@@ -48,8 +48,10 @@ def _trim_row(text: str, wanted: frozenset, max_words: int) -> str:
 def _row_keys(question: str, topic: str) -> tuple:
     """(the question's match keys, its identifiers), less the words of the page ``topic``
     ("OpenXT 9.0 Measurement Test"): they say which table, not which column or row."""
-    topic_keys, topic_ids = unit_keys(topic), frozenset(identifiers(topic))
-    keys = frozenset(k for w in answer_words(question) for k in word_keys(w) if not word_keys(w) & topic_keys)
+    topic_keys, topic_ids = quote_keys(topic), frozenset(identifiers(topic))
+    keys = frozenset(
+        k for w in answer_words(question) for k in quote_word_keys(w) if not quote_word_keys(w) & topic_keys
+    )
     return keys, frozenset(identifiers(question)) - topic_ids
 
 
@@ -68,13 +70,13 @@ def trim_words(text: str, question: str, max_words: int, topic: str = "", cells:
     keeps whole ``header is value`` pairs: the pairs that hold question words, then the
     others in order. Other text keeps the window that holds most question words.
     """
-    wanted = frozenset(k for w in answer_words(question) for k in word_keys(w))
+    wanted = quote_keys(question)
     if ROW.match(text):
         return _trim_row(row_answer(text, question, topic) if cells else text, wanted, max_words)
     words = text.split()
     if len(words) <= max_words:
         return text
-    hits = [1 if wanted & unit_keys(w) else 0 for w in words]
+    hits = [1 if wanted & quote_keys(w) else 0 for w in words]
     best, best_start = -1, 0
     for start in range(0, len(words) - max_words + 1):
         h = sum(hits[start : start + max_words])
@@ -99,13 +101,14 @@ def drop_echo(text: str, question: str) -> str:
     Why: the smallest quote that holds the answer; a clause the asker already said adds only length."""
     if ROW.match(text) or is_yes_no(question):
         return text  # a yes/no question's restating clause is its answer ("Guest hibernation is not supported")
-    said_keys, said_ids = unit_keys(question), frozenset(identifiers(question))
+    said_keys, said_ids = quote_keys(question), frozenset(identifiers(question))
     cuts = [0] + [x for m in _CLAUSE.finditer(text) for x in (m.start(), m.end())] + [len(text)]
     spans = [(cuts[k], cuts[k + 1]) for k in range(0, len(cuts) - 1, 2) if text[cuts[k] : cuts[k + 1]].strip()]
 
     def echo(a: int, b: int) -> bool:
         clause = text[a:b]
-        new = [w for w in answer_words(clause) if not word_keys(w) & said_keys] or set(identifiers(clause)) - said_ids
+        new_words = [w for w in answer_words(clause) if not quote_word_keys(w) & said_keys]
+        new = new_words or set(identifiers(clause)) - said_ids
         return not new and not (negates(clause) and not negates(question))
 
     keep = [not echo(a, b) for a, b in spans]
@@ -137,7 +140,7 @@ def compose_answer(
     """``label`` + the chosen units, each cited (``numbered``: the prompt numbers its sources), within ``max_words``."""
     parts: List[str] = []
     budget = max_words
-    said = unit_keys(question) | frozenset(identifiers(question))
+    said = quote_keys(question) | frozenset(identifiers(question))
     for i in chosen:
         if budget < 5:
             break
@@ -146,7 +149,7 @@ def compose_answer(
             if value_matches(units[i].text, keys, ids) < value_matches(units[chosen[0]].text, keys, ids):
                 continue  # a further row must meet the question's conditions as the first does ("failed")
         text = trim_words(drop_echo(units[i].text, question), question, budget, units[i].topic, cells=True)
-        adds = (unit_keys(text) | frozenset(identifiers(text))) - said
+        adds = (quote_keys(text) | frozenset(identifiers(text))) - said
         if parts and not adds:
             continue  # a further unit must add a different part of the answer, not repeat the first
         said |= adds

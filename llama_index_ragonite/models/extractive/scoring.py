@@ -31,6 +31,29 @@ def word_keys(word: str) -> FrozenSet[str]:
     return frozenset({word, *(s.stemWord(word) for s in _STEMMERS)})
 
 
+_COGNATE_SPELLING = (("ph", "f"), ("k", "c"), ("z", "c"), ("ä", "a"), ("ö", "o"), ("ü", "u"), ("ß", "ss"))
+COGNATE_PREFIX = 6
+
+
+@lru_cache(maxsize=65536)
+def quote_word_keys(word: str) -> FrozenSet[str]:
+    """``word_keys`` plus a cognate key: the first ``COGNATE_PREFIX`` letters of the word spelled
+    alike across German and English ("Plattform"/"Platform", "Prozessoren"/"Processors(s)").
+
+    Why: a German question names English table headers in German; these keys choose which cells
+    and clauses to quote, never whether to answer (scoring and the scope check do not use them)."""
+    spelled = word.lower()
+    for a, b in _COGNATE_SPELLING:
+        spelled = spelled.replace(a, b)
+    spelled = re.sub(r"(.)\1+", r"\1", spelled)
+    keys = word_keys(word)
+    return keys | {"~" + spelled[:COGNATE_PREFIX]} if len(spelled) >= COGNATE_PREFIX and spelled.isalpha() else keys
+
+
+def quote_keys(text: str) -> FrozenSet[str]:
+    return frozenset(k for w in answer_words(text) for k in quote_word_keys(w))
+
+
 def answer_words(text: str) -> List[str]:
     """The content words the answerer matches: text.py's rule, question words dropped too."""
     return content_words(text, QUESTION_WORDS)
