@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import FrozenSet, List, Optional, Sequence, Tuple
 
-from llama_index_ragonite.models.extractive.scoring import identifiers, quote_keys
+from llama_index_ragonite.models.extractive.scoring import identifiers, quote_keys, quote_terms
 from llama_index_ragonite.models.extractive.units import ROW
 
 CELL_SEPARATOR = ", and "
@@ -63,10 +63,6 @@ def _matches(text: str, keys: FrozenSet[str], ids: FrozenSet[str]) -> Tuple[int,
     return hit, new
 
 
-def _words(text: str) -> FrozenSet[str]:
-    return quote_keys(text) | frozenset(identifiers(text))
-
-
 def answer_cells(
     row: str,
     question_keys: FrozenSet[str],
@@ -83,15 +79,16 @@ def answer_cells(
         return None
     asked_keys, asked_ids = (question_keys, question_ids) if asked is None else asked
     named_keys = asked_keys | asked_ids
-    headers = [_words(c.header) for c in cells]
+    headers = [quote_terms(c.header) for c in cells]
     values = [_matches(c.value, question_keys, question_ids) for c in cells]
+    asked_values = values if asked is None else [_matches(c.value, asked_keys, asked_ids) for c in cells]
     stated = [header if hit else frozenset() for header, (hit, _) in zip(headers, values)]
     chosen, conditions = [], []
-    for i, cell in enumerate(cells):
+    for i in range(len(cells)):
         named = headers[i] & named_keys
         own = named.difference(*(w for j, w in enumerate(stated) if j != i))
         value_hit, value_new = values[i]
-        own_value_hit = _matches(cell.value, asked_keys, asked_ids)[0]
+        own_value_hit = asked_values[i][0]
         adds = value_new or (own and not value_hit)  # "Decision is D": too short a value for a match key
         if adds and (own or own_value_hit):
             chosen.append(i)
@@ -108,7 +105,7 @@ def answer_cells(
 
 def value_matches(row: str, question_keys: FrozenSet[str], question_ids: FrozenSet[str]) -> int:
     """How many of the question's words and identifiers the row's cell values hold: the conditions it meets."""
-    return len(frozenset().union(*(_words(c.value) for c in row_cells(row))) & (question_keys | question_ids))
+    return len(frozenset().union(*(quote_terms(c.value) for c in row_cells(row))) & (question_keys | question_ids))
 
 
 def quote_cells(cells: Sequence[Cell]) -> str:

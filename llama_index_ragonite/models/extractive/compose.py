@@ -18,6 +18,7 @@ from llama_index_ragonite.models.extractive.scoring import (
     is_yes_no,
     negates,
     quote_keys,
+    quote_terms,
     quote_word_keys,
 )
 from llama_index_ragonite.models.extractive.units import ROW, Unit
@@ -140,7 +141,7 @@ def compose_answer(
     """``label`` + the chosen units, each cited (``numbered``: the prompt numbers its sources), within ``max_words``."""
     parts: List[str] = []
     budget = max_words
-    said = quote_keys(question) | frozenset(identifiers(question))
+    said = quote_terms(question)
     for i in chosen:
         if budget < 5:
             break
@@ -149,7 +150,7 @@ def compose_answer(
             if value_matches(units[i].text, keys, ids) < value_matches(units[chosen[0]].text, keys, ids):
                 continue  # a further row must meet the question's conditions as the first does ("failed")
         text = trim_words(drop_echo(units[i].text, question), question, budget, units[i].topic, cells=True)
-        adds = (quote_keys(text) | frozenset(identifiers(text))) - said
+        adds = quote_terms(text) - said
         if parts and not adds:
             continue  # a further unit must add a different part of the answer, not repeat the first
         said |= adds

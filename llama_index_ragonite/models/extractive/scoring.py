@@ -54,6 +54,11 @@ def quote_keys(text: str) -> FrozenSet[str]:
     return frozenset(k for w in answer_words(text) for k in quote_word_keys(w))
 
 
+def quote_terms(text: str) -> FrozenSet[str]:
+    """What ``text`` says, for composing: its ``quote_keys`` and its identifiers."""
+    return quote_keys(text) | frozenset(identifiers(text))
+
+
 def answer_words(text: str) -> List[str]:
     """The content words the answerer matches: text.py's rule, question words dropped too."""
     return content_words(text, QUESTION_WORDS)
