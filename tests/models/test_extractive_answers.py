@@ -4,6 +4,7 @@ text for what a row lacks, out of scope when the question names what no source h
 from __future__ import annotations
 
 from llama_index_ragonite import ExtractiveAnswerer
+from llama_index_ragonite.models.extractive.answer_types import asked_type, holds_type
 from llama_index_ragonite.models.extractive.cells import answer_cells, row_cells
 from llama_index_ragonite.models.extractive.compose import drop_echo, row_answer
 from llama_index_ragonite.models.extractive.scope import unsupported_terms
@@ -184,3 +185,45 @@ def test_a_german_question_names_an_english_header_by_its_cognate():
     assert row_answer(row, question) == "Model is Optiplex XE2, and Processor(s) is Core i5-4570S"
     # The cognate keys choose what to quote, not whether to answer: scoring's keys stay as they were.
     assert not word_keys("Prozessor") & word_keys("Processor")
+
+
+LEAD_IN = (
+    "The feature adds a power management table to the guest. "
+    "The table surfaces a number of new devices related to power management including:"
+)
+DEVICE_LIST = "- Two battery devices for two battery slots.\n- An AC adapter device.\n- A lid device."
+
+
+def test_a_lead_in_that_ends_its_evidence_is_quoted_with_the_list_it_announces():
+    question = "Which new power management devices does the table surface?"
+    after = "After: - Two battery devices for two battery slots."
+    lead = f"Page: Guest power management\n{after}\n\n{LEAD_IN}"
+    listed = source("Guest power management", DEVICE_LIST, before=LEAD_IN)
+    answer = ExtractiveAnswerer().complete(prompt(question, lead, listed)).text
+    assert "An AC adapter device" in answer and "A lid device" in answer, answer
+    assert cited_sources(answer, 2) == [2]  # the list holds the answer
+    # the list was not retrieved: the lead-in goes on with its own After text
+    alone = ExtractiveAnswerer().complete(prompt(question, lead)).text
+    assert alone.rstrip(".").endswith("including: Two battery devices for two battery slots [Source 1]"), alone
+
+
+def test_a_when_question_is_answered_by_the_unit_that_holds_a_date():
+    question = "When was the VirtIO planning meeting held?"
+    notes = (
+        "The VirtIO planning meeting was held to plan the VirtIO work and was held with the VirtIO team. "
+        "The meeting took place on Friday 17th July, 2020."
+    )
+    answer = ExtractiveAnswerer().complete(prompt(question, source("VirtIO planning", notes))).text
+    assert "17th July, 2020" in answer, answer
+    assert asked_type(question) == "date" and asked_type("Wann fand das Treffen statt?") == "date"
+    assert asked_type("Wie lange dauert die Schulung?") == "duration" and asked_type("How many boards?") == "count"
+    assert asked_type("Which firmware does it run?") == ""
+    assert holds_type("a notice between one week and one day prior to the call", "date")
+    assert holds_type("Devices poll every six hours.", "duration") and not holds_type("one or more domains", "count")
+
+
+def test_the_asked_type_ranks_units_but_never_decides_out_of_scope():
+    answerer = ExtractiveAnswerer()
+    unrelated = source("Build machines", "The build machine needs 100GB of disk space since 2019.")
+    for question in ("When was the office canteen renovated?", "Wann wurde die Kantine renoviert?"):
+        assert answerer.complete(prompt(question, unrelated)).text == OUT_OF_SCOPE

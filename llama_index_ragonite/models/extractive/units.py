@@ -7,7 +7,7 @@ read on its own. Rows stay whole (a row is one fact), passages are cut at senten
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, List, Sequence
 
 ROW = re.compile(r"^Row \d+ in Table \d+:")  # a verbalized table row's position prefix
@@ -29,6 +29,11 @@ class Unit:
     earlier_answer: bool = (
         False  # an answer of the answerer fed back (refine, tree_summarize): already cut to the point
     )
+    follow: str = ""  # what a lead-in announces ("including:" → the list), quoted with it, not scored
+
+    @property
+    def quote(self) -> str:
+        return f"{self.text} {self.follow}" if self.follow else self.text
 
 
 def _split_sentences(line: str) -> List[str]:
@@ -78,4 +83,38 @@ def context_units(sources: Sequence[Any], units: Sequence[Unit]) -> List[Unit]:
             if text not in seen:
                 seen.add(text)
                 out.append(Unit(source=source.number, rank=rank, text=text, topic=source.topic, from_context=True))
+    return out
+
+
+def _opening(text: str) -> str:
+    return " ".join(_BULLET.sub("", text.strip()).rstrip("…").split()).lower()
+
+
+def _continues(after: str, evidence: str) -> bool:
+    """Whether ``evidence`` starts as ``after`` (a source's After text, maybe cut short with "…") does."""
+    a, b = _opening(after), _opening(evidence)
+    n = min(len(a), len(b), 60)
+    return n >= 12 and a[:n] == b[:n]
+
+
+def continued_lead_ins(sources: Sequence[Any], units: Sequence[Unit]) -> List[Unit]:
+    """``units`` with each lead-in that ends its evidence ("… devices related to power management
+    including:") joined to what follows it on the page: the retrieved source whose evidence its
+    After text starts (cited instead: it holds the answer), else that After text.
+
+    Why: a lead-in alone answers nothing; the list it announces, often a separate evidence, does."""
+    last = {u.source: i for i, u in enumerate(units) if not (u.from_context or u.earlier_answer)}
+    out = list(units)
+    for source in sources:
+        i = last.get(source.number)
+        after = getattr(source, "after", "")
+        if i is None or not after or not units[i].text.endswith(":") or ROW.match(units[i].text):
+            continue
+        nxt = next((s for s in sources if s.number != source.number and _continues(after, s.evidence)), None)
+        items = split_units(nxt.evidence if nxt else after)
+        if not items:
+            continue
+        follow = " ".join(t if t.endswith((".", "!", "?", ";", "…")) else t + ";" for t in items)
+        follow = follow[:-1] + "." if follow.endswith(";") else follow
+        out[i] = replace(units[i], source=nxt.number if nxt else source.number, follow=follow)
     return out
