@@ -70,8 +70,8 @@ def by_asked_type(question: str, texts: Sequence[str], scores: Sequence[float], 
     some text holds it; rescaled to the same best score, so the type ranks units but whether the
     question is in scope stays with the words."""
     kind = asked_type(question)
-    holds = [holds_type(t, kind) for t in texts]
-    if not (kind and any(holds)):
+    holds = [holds_type(t, kind) for t in texts] if kind else []
+    if not any(holds):
         return list(scores)
     typed = [s * (1.0 if h else weight) for s, h in zip(scores, holds)]
     scale = max(scores) / max(max(typed), 1e-9)

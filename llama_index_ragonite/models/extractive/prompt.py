@@ -17,14 +17,16 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Tuple
 
+from llama_index_ragonite.parsing.contextualizer import NEIGHBOUR_LABELS
 from llama_index_ragonite.prompts import unquote_evidence
 
 _HEADER_LINE = re.compile(r"^###\s*Source\s+(\d+)\s*###\s*$")
 _SEPARATOR = re.compile(r"^-{3,}\s*$")
 _TURN = re.compile(r"^(User|Assistant):[ \t]?(.*)$", re.IGNORECASE)
-_CONTEXT_LABELS = ("Page:", "Section:", "Before:", "After:")
 _TOPIC_LABELS = ("Page:", "Section:")
-_NEIGHBOUR_LABELS = ("Before:", "After:")
+_NEIGHBOUR_LABELS = tuple(f"{label}:" for label in NEIGHBOUR_LABELS)  # as the contextualizer writes them
+_AFTER_LABEL = _NEIGHBOUR_LABELS[1:]
+_CONTEXT_LABELS = _TOPIC_LABELS + _NEIGHBOUR_LABELS
 
 
 @dataclass(frozen=True)
@@ -60,34 +62,36 @@ def split_source(text: str) -> Tuple[str, str]:
     answer nothing here. Without such a header the whole text is evidence. Escaped imitations
     of the prompt's structure read back as the page wrote them (citations stay escaped).
     """
-    lines = unquote_evidence(text, citations=False).strip("\n").split("\n")
-    i = 0
-    while i < len(lines) and lines[i].startswith(_CONTEXT_LABELS):
-        i += 1
-    if i == 0 or (i < len(lines) and lines[i].strip()):
-        return "", "\n".join(lines).strip()
-    topic = " ".join(line.split(":", 1)[1].strip() for line in lines[:i] if line.startswith(_TOPIC_LABELS))
-    return topic, "\n".join(lines[i:]).strip()
+    lines, end = _read_header(text)
+    return _labelled(lines[:end], _TOPIC_LABELS, " "), "\n".join(lines[end:]).strip()
 
 
-def source_context(text: str, labels: Tuple[str, ...] = _NEIGHBOUR_LABELS) -> str:
-    """The ``Before:``/``After:`` lines (``labels``) of a source's contextualizer header (the text
-    around a table, for a row: "tests performed on OpenXT with QEMU 1.4"), "" without a header."""
+def _read_header(text: str) -> Tuple[List[str], int]:
+    """The source's lines, unquoted, and how many of them are its contextualizer header (0: none)."""
     lines = unquote_evidence(text, citations=False).strip("\n").split("\n")
-    head = []
-    for line in lines:
-        if not line.startswith(_CONTEXT_LABELS):
-            break
-        head.append(line)
-    if len(head) == len(lines) or lines[len(head)].strip():
-        return ""
-    return "\n".join(line.split(":", 1)[1].strip() for line in head if line.startswith(labels))
+    end = 0
+    while end < len(lines) and lines[end].startswith(_CONTEXT_LABELS):
+        end += 1
+    return lines, 0 if end < len(lines) and lines[end].strip() else end
+
+
+def _labelled(head: List[str], labels: Tuple[str, ...], joiner: str) -> str:
+    return joiner.join(line.split(":", 1)[1].strip() for line in head if line.startswith(labels))
 
 
 def _source(number: int, text: str) -> PromptSource:
-    topic, evidence = split_source(text)
-    context, after = source_context(text), source_context(text, ("After:",))
-    return PromptSource(number=number, topic=topic, evidence=evidence, context=context, after=after)
+    """One source block, its header read once: topic, evidence, the Before/After text around it
+    (which may state what the evidence lacks: "tests performed on OpenXT with QEMU 1.4" above a
+    table's rows) and the After text alone (how the page goes on past the evidence)."""
+    lines, end = _read_header(text)
+    head = lines[:end] if end < len(lines) else []  # a header with no evidence below it is no context
+    return PromptSource(
+        number=number,
+        topic=_labelled(lines[:end], _TOPIC_LABELS, " "),
+        evidence="\n".join(lines[end:]).strip(),
+        context=_labelled(head, _NEIGHBOUR_LABELS, "\n"),
+        after=_labelled(head, _AFTER_LABEL, "\n"),
+    )
 
 
 def _header_lines(lines: List[str]) -> List[int]:
