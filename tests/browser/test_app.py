@@ -271,6 +271,24 @@ def test_a_german_turn_switches_the_ui_to_german_and_back(app):
     expect(page.get_by_test_id("send-button")).to_have_text("Send")
 
 
+def test_a_question_sent_before_the_domains_load_uses_the_default_domain(app):
+    page = app.page
+    release = []
+
+    def slow_domains(route):
+        release.append(route)  # answered only after the question is on its way
+
+    page.route("**/api/domains", slow_domains)
+    page.reload(wait_until="load")
+    expect(page.get_by_test_id("domain-select").locator("option")).to_have_count(0)
+    turn = ask(app, "Who owns the OTA server?")  # fails on an error ("Unknown domain ''")
+    expect(turn.get_by_test_id("answer")).to_contain_text("Bob")
+    for route in release:
+        route.continue_()
+    page.unroute("**/api/domains")
+    assert current_conversation(app)["settings"]["domain"] == "wiki"
+
+
 def test_an_out_of_scope_question_says_so(app):
     turn = ask(app, OUT_OF_SCOPE)
     expect(turn.get_by_test_id("out-of-scope")).to_be_visible()

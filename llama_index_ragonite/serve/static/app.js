@@ -248,10 +248,11 @@ async function send(text) {
 function readSettingsForm() {
   const topK = Number.parseInt($("setting-topk").value, 10);
   const settings = {
-    domain: $("domain-select").value,
     fusion: $("setting-fusion").value,
     complete_questions: $("setting-completion").checked,
   };
+  // empty until /api/domains answers: a question sent before then keeps the server's default domain
+  if ($("domain-select").value) settings.domain = $("domain-select").value;
   if (Number.isFinite(topK)) settings.top_k = Math.min(20, Math.max(1, topK));
   if ($("setting-llm").value) settings.llm = $("setting-llm").value;
   return settings;
