@@ -83,6 +83,17 @@ def test_a_one_letter_value_of_an_asked_column_is_quoted():
     )
 
 
+def test_of_columns_told_apart_by_an_identifier_only_the_named_one_is_asked():
+    row = (
+        "Row 4 in Table 2: Machine is HP 8300, and Card is AMD Firepro W600, and AUR-101 Repro is Yes, "
+        "and AUR-102 Repro is No, and AUR-103 Repro is Yes"
+    )
+    question = "Did the HP 8300 with the AMD Firepro W600 pass the AUR-102 Repro test?"
+    assert row_answer(row, question) == "Card is AMD Firepro W600, and AUR-102 Repro is No"
+    # no column named by its identifier: every Repro column is asked
+    assert row_answer(row, "Which Repro tests did the HP 8300 pass?").count("Repro is") == 3
+
+
 def test_a_row_without_an_asked_cell_stays_whole():
     assert answer_cells(ROW_T14, quote_keys("Lenovo T14"), frozenset({"t14"})) is None
 

@@ -17,6 +17,8 @@ A cell is ``header is value`` (``parsing.linearize``). Against the question's ma
 * a header that names only words of a condition's header is that condition's sibling, not
   asked ("failed the UEFI OTA upgrade" asks for ``UEFI boot / OTA upgrade is Fail``, not for
   ``Legacy boot / OTA upgrade is Pass``);
+* of columns told apart by an identifier, the question asks for those it names ("the OXT-243
+  Repro test" asks for ``OXT-243 Repro is Yes``, not ``OXT-239 Repro`` and ``OXT-241 Repro``);
 * in a completed follow-up only the user's own words ask and choose the key cell; the words
   carried over from earlier turns found the row, the key cell names it.
 
@@ -97,10 +99,19 @@ def answer_cells(
     if not chosen:
         return None
     strong = [i for i in chosen if headers[i] & named_keys] or chosen
+    strong = _named_column(strong, cells, asked_ids)
     names = [(hit, i) for hit, i in conditions if len(cells[i].value.split()) <= KEY_WORDS]
     short = (i for i, c in enumerate(cells) if len(c.value.split()) <= KEY_WORDS)
     key = min(names)[1] if names else next(short, None)
     return [cells[i] for i in sorted({key, *strong} - {None})]
+
+
+def _named_column(chosen: List[int], cells: Sequence[Cell], asked_ids: FrozenSet[str]) -> List[int]:
+    """Of columns told apart by an identifier ("OXT-239 Repro", "OXT-243 Repro"), the one the question names."""
+    ids = {i: set(identifiers(cells[i].header)) for i in chosen}
+    if not any(ids[i] & asked_ids for i in chosen):
+        return chosen
+    return [i for i in chosen if not ids[i] or ids[i] & asked_ids]
 
 
 def value_matches(row: str, question_keys: FrozenSet[str], question_ids: FrozenSet[str]) -> int:
