@@ -100,14 +100,14 @@ def main() -> int:
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker:  # runs the baseline's package too: import nothing from this tree's helpers
+        worker(args.data, args.store, args.result)
+        return 0
     from llama_index_ragonite.bench.scripts import default_data, package_at
     from llama_index_ragonite.bench.store import ALL_STORE
 
     args.data = args.data or default_data(ROOT)
     args.store = (args.store or ROOT / "benchmarks" / ".cache" / ALL_STORE).resolve()
-    if args.worker:
-        worker(args.data, args.store, args.result)
-        return 0
     from completion_report import report
 
     start, load = time.perf_counter(), os.getloadavg()[0]
