@@ -62,8 +62,8 @@ def split_source(text: str) -> Tuple[str, str]:
     answer nothing here. Without such a header the whole text is evidence. Escaped imitations
     of the prompt's structure read back as the page wrote them (citations stay escaped).
     """
-    lines, end = _read_header(text)
-    return _labelled(lines[:end], _TOPIC_LABELS, " "), "\n".join(lines[end:]).strip()
+    source = _source(0, text)
+    return source.topic, source.evidence
 
 
 def _read_header(text: str) -> Tuple[List[str], int]:
