@@ -99,11 +99,12 @@ class LatentTermIndex:
         node_ids, matrix = self._csr()
         dense_query = self._query_vector(query)
         rows = self._candidates(dense_query, max(self.candidates, k))
-        if rows is not None:  # an id not held lands on a neighbour's row: one more row scored, no harm
+        if rows is None:
+            scores, names = self._term_scores(dense_query, np.flatnonzero(dense_query)), node_ids
+        else:  # an id not held lands on a neighbour's row: one more row scored, no harm
             extra = [row for row in map(partial(bisect_left, node_ids), also) if row < len(node_ids)]
             rows = np.union1d(rows, np.asarray(extra, np.int64))
-        scores = (matrix if rows is None else matrix[rows]) @ dense_query
-        names = node_ids if rows is None else [node_ids[row] for row in rows.tolist()]
+            scores, names = matrix[rows] @ dense_query, [node_ids[row] for row in rows.tolist()]
         hits = np.flatnonzero(scores > 0)
         if len(hits) > k:  # only the k best are sorted (in Python): keep every hit tied with the k-th best
             kth_best = np.partition(scores[hits], len(hits) - k)[len(hits) - k]
@@ -114,8 +115,9 @@ class LatentTermIndex:
     def _candidates(self, dense_query: np.ndarray, count: int) -> Optional[np.ndarray]:
         """The rows worth scoring exactly, or None for all of them (the exact search).
 
-        Why: the exact product reads all 256 terms of every evidence, linear in the store (240 ms
-        per query at 1M evidences). The commonest latent ids occur in nearly every evidence, but
+        Why: the exact search reads all the postings of the query's terms, linear in the store (about 31
+        per evidence on ConfQuestions; the row-major product took 240 ms per query at 1M evidences).
+        The commonest latent ids occur in nearly every evidence, but
         the rare ones point to evidences that can rank high: the query's rarest terms' postings are
         read, up to ``postings_budget`` entries, and the ``count`` best rows by that partial score are
         scored exactly. When all the query's postings fit the budget (a real store up to about 30k
@@ -127,13 +129,9 @@ class LatentTermIndex:
         counts = self._postings(build=False)[0][terms]
         if not self._over_budget(counts):
             return None
-        postings = self._postings()[1]
         order = np.argsort(counts, kind="stable")
         read = terms[order[: max(1, int(np.searchsorted(np.cumsum(counts[order]), self.postings_budget, "right")))]]
-        bounds = postings.indptr
-        rows = np.concatenate([postings.indices[bounds[t] : bounds[t + 1]] for t in read.tolist()])
-        weights = np.concatenate([postings.data[bounds[t] : bounds[t + 1]] * dense_query[t] for t in read.tolist()])
-        scores = np.bincount(rows, weights=weights, minlength=postings.shape[0])  # partial: the terms read
+        scores = self._term_scores(dense_query, read)  # partial: the terms read
         found = np.flatnonzero(scores)
         if len(found) > count:
             found = np.sort(found[np.argpartition(-scores[found], count - 1)[:count]])
@@ -148,6 +146,14 @@ class LatentTermIndex:
     def _over_budget(self, counts: np.ndarray) -> bool:
         return int(counts.sum()) > self.postings_budget
 
+    def _term_scores(self, dense_query: np.ndarray, terms: np.ndarray) -> np.ndarray:
+        """Every row's dot product with the query over ``terms`` only, read term-major.
+
+        Why: the work is those terms' postings, not every evidence's 256 terms (ConfQuestions: a query's
+        terms hold 12% of the entries; 0.16 ms against 0.64 ms for the row-major product).
+        """
+        return self._postings()[1][:, terms] @ dense_query[terms]
+
     def _query_vector(self, query: SparseVector) -> np.ndarray:
         dense_query = np.zeros(self.dim, np.float32)
         dense_query[np.asarray(query[0], np.int64)] = query[1]
@@ -156,8 +162,8 @@ class LatentTermIndex:
     def _postings(self, build: bool = True):
         """(how many evidences hold each latent id, the term-major copy of the matrix or None).
 
-        Built once per change; the term-major copy only when a search needs it (``build``), so a
-        small store never holds it.
+        Built once per change, the term-major copy at the first search (``build``): it doubles the
+        index's memory (7 MB on ConfQuestions' 3,361 evidences) and makes each search read only its terms.
         """
         if self._by_term is None:
             self._by_term = (np.bincount(self._csr()[1].indices, minlength=self.dim), None)
