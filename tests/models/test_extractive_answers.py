@@ -238,3 +238,29 @@ def test_the_asked_type_ranks_units_but_never_decides_out_of_scope():
     unrelated = source("Build machines", "The build machine needs 100GB of disk space since 2019.")
     for question in ("When was the office canteen renovated?", "Wann wurde die Kantine renoviert?"):
         assert answerer.complete(prompt(question, unrelated)).text == OUT_OF_SCOPE
+
+
+def test_in_a_german_question_a_capitalized_word_that_is_no_german_word_is_a_name_the_sources_must_hold():
+    text = "Page: Build machine\nThe build machine runs Debian with OpenXT 9.0; TPM firmware from Infineon."
+    assert unsupported_terms("Welche Pakete aus Debian Bookworm braucht die OpenXT-Build-Maschine?", text) == [
+        "Bookworm"
+    ]
+    assert unsupported_terms("Welche Nuvoton-TPM-Firmware nutzt die Build-Maschine?", text) == ["Nuvoton"]
+    # German nouns, compounds, derivations and a typed letter too many are words, not names
+    for question in (
+        "Welche Seriennummer hat die Build-Maschine?",
+        "Welche Energieverwaltungsgeräte nutzt die Build-Maschine?",
+        "Wie steht es um die Verifizierbarkeit der Build-Maschine?",
+        "Wer hat Schreibberechtigunngen für die Build-Maschine?",
+        "Welche Umschalttasten hat die Build-Maschine?",
+    ):
+        assert unsupported_terms(question, text) == [], question
+
+
+def test_spelling_that_differs_from_the_sources_is_no_missing_name():
+    text = "Page: OpenXT 9.0.2 Measurement Tests\nDell Latitude 7470 ran the 32-bit guest (repro of the bug); memory protection."
+    assert unsupported_terms("Which machines were tested for Open XT 9.0.2 Measurement Tests?", text) == []
+    assert unsupported_terms("Betrifft der Repro Bug 32-bit Gäste?", text) == []  # a measure, no model "Bug 32"
+    assert unsupported_terms("Was sagt OpenXT 9.0.2 zum SPeicherschutz?", text) == []  # a slipped capital
+    assert unsupported_terms("Teilt OpenXT die NUTZBARE Größe mit?", text) == []  # capitals for emphasis
+    assert unsupported_terms("Which machines were tested for Open ZT 9.0.2?", text) != []

@@ -15,9 +15,15 @@ included) when
   the whole compound looks like a plain word, but such a part is a product name;
 * a name followed by a number ("OpenXT 12", "Windows 11", "Pi 4", "Optiplex 3080") occurs in none
   of them as that pair, although the name alone may ("OpenXT 9.0" holds no "OpenXT 12");
-* (English questions) a capitalized word inside the question, a proper name ("Kubernetes",
-  "Infineon", "Scarthgap"), matches no word of them; German capitalizes every noun, so there
-  this cue is left out.
+* a capitalized word inside the question, a proper name ("Kubernetes", "Infineon", "Scarthgap"),
+  matches no word of them. German capitalizes every noun, so in a German question only the
+  capitalized words that are no German words (``german_words.is_german_word``) count as names
+  ("Bookworm", "Nuvoton"; not "Seriennummer").
+
+Spelling that differs from the sources' is not a missing name: words the sources write joined
+("Open XT" for "OpenXT"), a number joined to a unit ("32-bit" is no model "Bug 32"), a second
+capital typed by a slip ("SPeicherschutz") and German words in capitals for emphasis ("die NUTZBARE
+Größe").
 
 A name of letters only (no digit) that differs from a word of the sources by a typing slip
 ("Measuremnt", "SELunux", "Architecure": at most one edit in a long word) counts as found:
@@ -30,23 +36,34 @@ from __future__ import annotations
 import re
 from typing import FrozenSet, List, Sequence
 
+from llama_index_ragonite.models.extractive.german_words import is_german_word
 from llama_index_ragonite.models.extractive.scoring import OPENERS, identifiers, language, unit_keys, word_keys
 from llama_index_ragonite.models.extractive.units import ROW, Unit
 from llama_index_ragonite.text import QUESTION_WORDS, stopwords
 
-_NAME_NUMBER = re.compile(r"(?<![.!?:]\s)(?<!^)\b([A-Z][A-Za-z]{1,}|[A-Z]{2,})[\s\-_]+v?(\d+(?:\.\d+)*)(?![\w.]*\d)")
+# a name, then its number; not a number joined to a unit ("32-bit", "4-core")
+_NAME_NUMBER = re.compile(
+    r"(?<![.!?:]\s)(?<!^)\b([A-Z][A-Za-z]{1,}|[A-Z]{2,})[\s\-_]+v?(\d+(?:\.\d+)*)(?![\w.]*\d)(?!-[a-z])"
+)
 _MONTHS = frozenset(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec januar februar märz mai juni juli oktober dezember "
     "version versions release releases build builds".split()
 )
-_CAPITALIZED = re.compile(r"(?<![.!?:]\s)(?<!^)\b([A-Z][a-z]{2,})\b")
+_CAPITALIZED = re.compile(r"(?<![.!?:]\s)(?<!^)\b([A-ZÄÖÜ][a-zäöüß]{2,})\b")
+_SHIFT_SLIP = re.compile(r"\b([A-ZÄÖÜ])([A-ZÄÖÜ])([a-zäöüß]{5,})\b")  # "SPeicherschutz"
+_SHOUTED = re.compile(r"[A-ZÄÖÜ]{5,}")
+_WORD_PAIR = re.compile(r"\b(?=([A-Za-z]+)\s+([A-Za-z]+)\b)")
 
 
 def unsupported_terms(question: str, source_text: str) -> List[str]:
     """The question's names, identifiers and name-number pairs that ``source_text`` never holds."""
     text = source_text.lower()
-    missing = [t for t in dict.fromkeys(identifiers(question)) if not _holds_identifier(t, text)]
+    question = _as_the_sources_write(question, text)
+    lang = language(question)
+    german = lang == "de"
+    shouted = {w.lower() for w in _SHOUTED.findall(question) if german and is_german_word(w)}
+    missing = [t for t in dict.fromkeys(identifiers(question)) if t not in shouted and not _holds_identifier(t, text)]
     missing += [p for p in dict.fromkeys(_compound_names(question)) if not _holds_identifier(p.lower(), text)]
     ignored = _MONTHS | OPENERS | QUESTION_WORDS | stopwords("en") | stopwords("de")
     for name, number in _NAME_NUMBER.findall(question):
@@ -56,11 +73,20 @@ def unsupported_terms(question: str, source_text: str) -> List[str]:
         pair = re.compile(rf"\b{re.escape(name.lower())}\W+(?:[\w.]+\W+){{0,2}}?v?{re.escape(number)}(?!\d)")
         if name.lower() in text and not pair.search(text):
             missing.append(f"{name} {number}")
-    if language(question) == "en":
+    if lang in ("en", "de"):
         keys = _text_keys(text)
         names = [w for w in dict.fromkeys(_CAPITALIZED.findall(question)) if w.lower() not in ignored]
-        missing += [w for w in names if not word_keys(w.lower()) & keys]
+        missing += [w for w in names if not word_keys(w.lower()) & keys and not (german and is_german_word(w))]
     return [m for m in missing if not _typing_slip(m, text)]
+
+
+def _as_the_sources_write(question: str, text: str) -> str:
+    """``question`` with two words joined where the sources write them as one ("Open XT" → "OpenXT")
+    and a slipped second capital lowered ("SPeicherschutz" → "Speicherschutz")."""
+    for first, second in _WORD_PAIR.findall(question):
+        if re.search(rf"\b{re.escape((first + second).lower())}\b", text):
+            question = re.sub(rf"\b{re.escape(first)}\s+{re.escape(second)}\b", first + second, question)
+    return _SHIFT_SLIP.sub(lambda m: m.group(1) + m.group(2).lower() + m.group(3), question)
 
 
 def _typing_slip(term: str, text: str) -> bool:
