@@ -264,3 +264,10 @@ def test_spelling_that_differs_from_the_sources_is_no_missing_name():
     assert unsupported_terms("Was sagt OpenXT 9.0.2 zum SPeicherschutz?", text) == []  # a slipped capital
     assert unsupported_terms("Teilt OpenXT die NUTZBARE Größe mit?", text) == []  # capitals for emphasis
     assert unsupported_terms("Which machines were tested for Open ZT 9.0.2?", text) != []
+
+
+def test_a_name_found_only_inside_a_link_is_not_held_by_the_sources():
+    text = "Page: Office\n2. Copy this link: https://maps.example.com/maps?q=Atlassian,+Sydney,+Australia&hl=en"
+    assert unsupported_terms("What is the capital of Australia?", text) == ["Australia"]
+    assert unsupported_terms("Where is the Atlassian office?", text) == ["Atlassian"]
+    assert unsupported_terms("Which link shows the office?", text) == []

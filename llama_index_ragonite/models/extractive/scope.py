@@ -18,7 +18,8 @@ included) when
 * a capitalized word inside the question, a proper name ("Kubernetes", "Infineon", "Scarthgap"),
   matches no word of them. German capitalizes every noun, so in a German question only the
   capitalized words that are no German words (``german_words.is_german_word``) count as names
-  ("Bookworm", "Nuvoton"; not "Seriennummer").
+  ("Bookworm", "Nuvoton"; not "Seriennummer"). A name inside a link's URL
+  ("maps?q=…+Australia") is not one the sources state.
 
 Spelling that differs from the sources' is not a missing name: words the sources write joined
 ("Open XT" for "OpenXT"), a number joined to a unit ("32-bit" is no model "Bug 32"), a second
@@ -34,7 +35,7 @@ exactly ("OpenXT 12" is no slip of "OpenXT 9.0").
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, List, Sequence
+from typing import List, Sequence
 
 from llama_index_ragonite.models.extractive.german_words import is_german_word
 from llama_index_ragonite.models.extractive.scoring import OPENERS, identifiers, language, unit_keys, word_keys
@@ -53,6 +54,7 @@ _MONTHS = frozenset(
 _CAPITALIZED = re.compile(r"(?<![.!?:]\s)(?<!^)\b([A-ZÄÖÜ][a-zäöüß]{2,})\b")
 _SHIFT_SLIP = re.compile(r"\b([A-ZÄÖÜ])([A-ZÄÖÜ])([a-zäöüß]{5,})\b")  # "SPeicherschutz"
 _SHOUTED = re.compile(r"[A-ZÄÖÜ]{5,}")
+_URL = re.compile(r"\b(?:https?://|www\.)\S+")
 _WORD_PAIR = re.compile(r"\b(?=([A-Za-z]+)\s+([A-Za-z]+)\b)")
 
 
@@ -73,11 +75,12 @@ def unsupported_terms(question: str, source_text: str) -> List[str]:
         pair = re.compile(rf"\b{re.escape(name.lower())}\W+(?:[\w.]+\W+){{0,2}}?v?{re.escape(number)}(?!\d)")
         if name.lower() in text and not pair.search(text):
             missing.append(f"{name} {number}")
+    prose = _URL.sub(" ", text)  # a name inside a link ("maps?q=…+Australia") is not what a page states
     if lang in ("en", "de"):
-        keys = _text_keys(text)
+        keys = unit_keys(prose)
         names = [w for w in dict.fromkeys(_CAPITALIZED.findall(question)) if w.lower() not in ignored]
         missing += [w for w in names if not word_keys(w.lower()) & keys and not (german and is_german_word(w))]
-    return [m for m in missing if not _typing_slip(m, text)]
+    return [m for m in missing if not _typing_slip(m, prose)]
 
 
 def _as_the_sources_write(question: str, text: str) -> str:
@@ -126,10 +129,6 @@ def _compound_names(question: str) -> List[str]:
         for part in compound.split("-")
         if len(part) > 2 and part.isalpha() and not part.isupper() and part[1:] != part[1:].lower()
     ]
-
-
-def _text_keys(text: str) -> FrozenSet[str]:
-    return unit_keys(text)
 
 
 def context_instead(question: str, units: Sequence[Unit], chosen: List[int], scores: Sequence[float]) -> List[int]:
