@@ -19,9 +19,7 @@ from functools import lru_cache
 from typing import Collection
 
 # Endings that only German word formation produces; a long word with one is German however rare.
-_DERIVATIONS = (
-    *("ität", "itäten", "keit", "keiten", "heit", "heiten", "ung", "ungen", "schaft", "ismus", "ionen", "oren"),
-)
+_DERIVATIONS = tuple("ität itäten keit keiten heit heiten ung ungen schaft ismus ionen oren".split())
 _PREFIXES = frozenset(
     "ab an auf aus be bei ein ent er ge miss mit nach um un ur ver vor weg zer zu über unter wieder".split()
 )
