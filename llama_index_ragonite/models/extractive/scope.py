@@ -40,7 +40,7 @@ from typing import List, Sequence
 from llama_index_ragonite.models.extractive.german_words import is_german_word
 from llama_index_ragonite.models.extractive.scoring import OPENERS, identifiers, language, unit_keys, word_keys
 from llama_index_ragonite.models.extractive.units import ROW, Unit
-from llama_index_ragonite.text import QUESTION_WORDS, stopwords
+from llama_index_ragonite.text import QUESTION_WORDS, stopwords, words
 
 # a name, then its number; not a number joined to a unit ("32-bit", "4-core")
 _NAME_NUMBER = re.compile(
@@ -64,7 +64,7 @@ def unsupported_terms(question: str, source_text: str) -> List[str]:
     question = _as_the_sources_write(question, text)
     lang = language(question)
     german = lang == "de"
-    shouted = {w.lower() for w in _SHOUTED.findall(question) if german and is_german_word(w)}
+    shouted = {w.lower() for w in _SHOUTED.findall(question) if is_german_word(w)} if german else set()
     missing = [t for t in dict.fromkeys(identifiers(question)) if t not in shouted and not _holds_identifier(t, text)]
     missing += [p for p in dict.fromkeys(_compound_names(question)) if not _holds_identifier(p.lower(), text)]
     ignored = _MONTHS | OPENERS | QUESTION_WORDS | stopwords("en") | stopwords("de")
@@ -86,8 +86,9 @@ def unsupported_terms(question: str, source_text: str) -> List[str]:
 def _as_the_sources_write(question: str, text: str) -> str:
     """``question`` with two words joined where the sources write them as one ("Open XT" → "OpenXT")
     and a slipped second capital lowered ("SPeicherschutz" → "Speicherschutz")."""
+    text_words = set(words(text))
     for first, second in _WORD_PAIR.findall(question):
-        if re.search(rf"\b{re.escape((first + second).lower())}\b", text):
+        if (first + second).lower() in text_words:
             question = re.sub(rf"\b{re.escape(first)}\s+{re.escape(second)}\b", first + second, question)
     return _SHIFT_SLIP.sub(lambda m: m.group(1) + m.group(2).lower() + m.group(3), question)
 
