@@ -342,7 +342,9 @@ def test_custom_prompt_without_separator():
     prompt = "Sources:\n### Source 1 ###\nThe venue is in Berlin.\n\n### Source 2 ###\nThe budget is 5000 EUR.\nUser: How much is the budget?\nAssistant:"
     parsed = parse_prompt(prompt)
     assert [s.evidence for s in parsed.sources] == ["The venue is in Berlin.", "The budget is 5000 EUR."]
-    assert body(ExtractiveAnswerer().complete(prompt).text) == "The budget is 5000 EUR [Source 2]."
+    assert (
+        body(ExtractiveAnswerer().complete(prompt).text) == "5000 EUR [Source 2]."
+    )  # the subject restates the question
 
 
 def test_identifiers_and_language():

@@ -94,6 +94,14 @@ def test_of_columns_told_apart_by_an_identifier_only_the_named_one_is_asked():
     assert row_answer(row, "Which Repro tests did the HP 8300 pass?").count("Repro is") == 3
 
 
+def test_the_most_specific_header_the_question_names_is_asked_not_one_named_by_fewer_of_its_words():
+    row = "Row 2 in Table 1: Platform is Dell Latitude 7490, and Host Boot is UEFI, and OS Boot is Legacy"
+    assert row_answer(row, "Which host boot did the Dell Latitude 7490 use?") == (
+        "Platform is Dell Latitude 7490, and Host Boot is UEFI"
+    )
+    assert row_answer(row, "Which boot modes did the Dell Latitude 7490 use?").count("Boot is") == 2
+
+
 def test_a_row_without_an_asked_cell_stays_whole():
     assert answer_cells(ROW_T14, quote_keys("Lenovo T14"), frozenset({"t14"})) is None
 
@@ -109,6 +117,7 @@ def test_a_second_unit_is_another_row_of_the_same_table_never_another_version_of
     ]
     both = ExtractiveAnswerer().complete(prompt("Which AMD card was checked with the HP 8300?", *rows)).text
     assert "7750" in both and "W600" in both and cited_sources(both, 2) == [1, 2]
+    assert both.count("Machine is HP 8300") == 1  # the shared condition is stated once, by the first row
     versions = [source("Release testing: Aurora 2.0", ROW_7070), source("Release testing: Aurora 1.9", ROW_7070_OLD)]
     one = ExtractiveAnswerer().complete(
         prompt("Which firmware does the Dell OptiPlex 7070 have in Aurora 2.0?", *versions)
@@ -132,6 +141,13 @@ def test_questions_naming_what_no_source_holds_are_out_of_scope():
         prompt("Which firmware does the Lenovo X1 Carbon run?", source("Release testing: Aurora 2.0", ROW_T14))
     )
     assert answer.text == OUT_OF_SCOPE
+
+
+def test_the_wiki_platform_a_question_names_for_where_a_page_lives_is_no_missing_name():
+    text = "Page: Forward Seal Test Procedures\nOwned by Daniel Smith Last updated: Jun 27, 2017"
+    assert unsupported_terms("Who owns the Confluence page on Forward Seal Test Procedures?", text) == []
+    assert unsupported_terms("Which JIRA issue key does the Forward Seal Test name?", text) == []
+    assert unsupported_terms("Who owns the Kubernetes page on Forward Seal Test Procedures?", text) == ["Kubernetes"]
 
 
 def test_a_product_name_inside_a_german_compound_or_a_short_name_with_a_number_must_be_in_the_sources():
@@ -163,6 +179,25 @@ def test_a_clause_that_only_restates_the_question_is_left_out_of_the_quote():
     kept = "Guest hibernation is not supported, which can break Windows boots."
     assert drop_echo(kept, "What breaks boots?") == kept
     assert drop_echo("Boots break; boots break.", "What breaks boots?") == "Boots break; boots break."
+
+
+def test_a_subject_that_restates_the_question_is_left_out_before_a_noun_phrase_but_not_before_a_verb():
+    assert drop_echo(
+        "The main build script in the repo is do_build.sh.", "What is the main build script in the repo?"
+    ) == ("do_build.sh.")
+    assert drop_echo("The default is to use the COM1 port.", "What is the default port?").startswith("The default is")
+    located = "The SELinux rules are located in the selinux-policy repository."
+    assert drop_echo(located, "Where are the SELinux rules located?") == located
+    assert drop_echo("Once a ticket is open, its status is Open.", "What is a ticket's status?").startswith("Once")
+    assert drop_echo("The board is not elected.", "Is the board elected?") == "The board is not elected."
+
+
+def test_a_near_copy_of_the_first_unit_from_another_source_is_left_out():
+    first = "The website resides in a GitHub repository and is changed under the source code process."
+    copy = "The website resides in a GitHub repository and is changed under the source code process described."
+    question = "How is the website changed or contributed to?"  # "or": a comparison may quote two pages
+    answer = ExtractiveAnswerer().complete(prompt(question, source("Website", first), source("Website (copy)", copy)))
+    assert cited_sources(answer.text, 2) == [1]
 
 
 def test_a_yes_no_question_keeps_the_restating_clause_that_holds_its_polarity():

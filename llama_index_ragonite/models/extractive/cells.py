@@ -99,11 +99,17 @@ def answer_cells(
     if not chosen:
         return None
     strong = [i for i in chosen if headers[i] & named_keys] or chosen
-    strong = _named_column(strong, cells, asked_ids)
+    strong = _named_column(_most_specific(strong, [h & named_keys for h in headers]), cells, asked_ids)
     names = [(hit, i) for hit, i in conditions if len(cells[i].value.split()) <= KEY_WORDS]
     short = (i for i, c in enumerate(cells) if len(c.value.split()) <= KEY_WORDS)
     key = min(names)[1] if names else next(short, None)
     return [cells[i] for i in sorted({key, *strong} - {None})]
+
+
+def _most_specific(chosen: List[int], named: Sequence[FrozenSet[str]]) -> List[int]:
+    """Of headers the question names, those not named by a subset of another's words: "host boots" asks
+    for ``Host Boot``, not ``OS Boot`` too; "UEFI OTA upgrade" for ``UEFI / OTA upgrade``, not ``Legacy / OTA upgrade``."""
+    return [i for i in chosen if not any(named[i] < named[j] for j in chosen)]
 
 
 def _named_column(chosen: List[int], cells: Sequence[Cell], asked_ids: FrozenSet[str]) -> List[int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import List, Sequence
 
-from llama_index_ragonite.models.extractive.cells import answer_cells, quote_cells, value_matches
+from llama_index_ragonite.models.extractive.cells import CELL_SEPARATOR, answer_cells, quote_cells, value_matches
 from llama_index_ragonite.models.extractive.scoring import (
     answer_words,
     asked_part,
@@ -87,6 +87,9 @@ def trim_words(text: str, question: str, max_words: int, topic: str = "", cells:
     return ("… " if best_start > 0 else "") + window + (" …" if best_start + max_words < len(words) else "")
 
 
+NEW_SHARE = 0.25  # a further unit must add this share of new words: not a near-copy of the first (a page and its copy)
+
+
 # Where a quoted sentence may be cut into clauses: ; : dashes, and a comma before a connective.
 _CLAUSE = re.compile(
     r"\s*(?:;|:\s|\s[–—-]\s|,\s+(?=(?:which|who|where|when|while|and|but|so|because|as|since|such as|"
@@ -113,12 +116,33 @@ def drop_echo(text: str, question: str) -> str:
         return not new and not (negates(clause) and not negates(question))
 
     keep = [not echo(a, b) for a, b in spans]
-    if len(spans) < 2 or not any(keep) or all(keep):
-        return text
-    first, last = keep.index(True), len(keep) - 1 - keep[::-1].index(True)
-    out = text[spans[first][0] : spans[last][1]].strip()
-    stop = "." if text.rstrip().endswith(".") and not out.endswith(".") else ""
-    return out[0].upper() + out[1:] + stop
+    if len(spans) >= 2 and any(keep) and not all(keep):
+        first, last = keep.index(True), len(keep) - 1 - keep[::-1].index(True)
+        out = text[spans[first][0] : spans[last][1]].strip()
+        stop = "." if text.rstrip().endswith(".") and not out.endswith(".") else ""
+        text = _capitalized(out) + stop
+    subject = _COPULA.match(text)
+    if subject and echo(0, subject.end(1)) and answer_words(text[subject.end() :]):
+        return _capitalized(text[subject.end() :])  # "The main build script is do_build.sh" → "do_build.sh"
+    return text
+
+
+# A sentence's subject and its copula ("The main build script in the OpenXT repo is …"), at most eight words,
+# before a noun phrase: not a verb form ("is located in", "was utilized as", "is being logged", "is to be made")
+# or an adverb, whose sentence reads wrong without its subject; nor a subordinate clause's ("Once a ticket is").
+_COPULA = re.compile(
+    r"^(?!(?:once|if|when|whenever|while|because|since|as|after|before|where|although|though|unless|until)\b)"
+    r"((?:\S+\s+){0,7}?\S+)\s+(?:is|are|was|were)\s+"
+    r"(?!(?:not|never|to|being|been|also|still|only|now|currently|always|usually|often|very|so|too|then|there)\b)"
+    r"(?!\w+(?:ed|ing|en|wn)\b|(?:found|made|held|kept|left|set|put|run|built|done|sent|meant)\b)",
+    re.IGNORECASE,
+)
+
+
+def _capitalized(text: str) -> str:
+    """``text`` with a capital first letter, unless it opens with a name written in lower case ("do_build.sh")."""
+    first = text.split(maxsplit=1)[0] if text.split() else ""
+    return text if not first.isalpha() else text[0].upper() + text[1:]
 
 
 def cite(text: str, source: int) -> str:
@@ -135,6 +159,15 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?", "…")) else text + "."
 
 
+def _new_cells(text: str, quoted: set) -> str:
+    """A further row without the cells an earlier row of the answer quoted already ("Machine is HP 8300"
+    twice): the first row states the shared condition once. ``quoted`` gains this row's cells."""
+    cells = text.split(CELL_SEPARATOR)
+    new = [c for c in cells if c.strip() not in quoted] or cells
+    quoted.update(c.strip() for c in cells)
+    return CELL_SEPARATOR.join(new)
+
+
 def compose_answer(
     units: Sequence[Unit], chosen: Sequence[int], question: str, label: str, max_words: int, numbered: bool = True
 ) -> str:
@@ -142,6 +175,7 @@ def compose_answer(
     parts: List[str] = []
     budget = max_words
     said = quote_terms(question)
+    quoted_cells: set = set()
     for i in chosen:
         if budget < 5:
             break
@@ -150,8 +184,10 @@ def compose_answer(
             if value_matches(units[i].text, keys, ids) < value_matches(units[chosen[0]].text, keys, ids):
                 continue  # a further row must meet the question's conditions as the first does ("failed")
         text = trim_words(drop_echo(units[i].quote, question), question, budget, units[i].topic, cells=True)
+        if ROW.match(units[i].text):
+            text = _new_cells(text, quoted_cells)
         adds = quote_terms(text) - said
-        if parts and not adds:
+        if parts and (not adds or not ROW.match(units[i].text) and len(adds) < NEW_SHARE * len(quote_terms(text))):
             continue  # a further unit must add a different part of the answer, not repeat the first
         said |= adds
         budget -= len(text.split())

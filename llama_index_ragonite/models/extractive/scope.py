@@ -54,6 +54,9 @@ _MONTHS = frozenset(
 _CAPITALIZED = re.compile(r"(?<![.!?:]\s)(?<!^)\b([A-ZÄÖÜ][a-zäöüß]{2,})\b")
 _SHIFT_SLIP = re.compile(r"\b([A-ZÄÖÜ])([A-ZÄÖÜ])([a-zäöüß]{5,})\b")  # "SPeicherschutz"
 _SHOUTED = re.compile(r"[A-ZÄÖÜ]{5,}")
+# The wiki's own platform: a question names it for where a page lives ("the Confluence page on …",
+# "the JIRA issue key"), and pages rarely name it; it tells nothing about what the sources hold.
+_PLATFORM = frozenset({"confluence", "jira", "wiki"})
 _URL = re.compile(r"\b(?:https?://|www\.)\S+")
 _WORD_PAIR = re.compile(r"\b(?=([A-Za-z]+)\s+([A-Za-z]+)\b)")
 
@@ -80,7 +83,7 @@ def unsupported_terms(question: str, source_text: str) -> List[str]:
         keys = unit_keys(prose)
         names = [w for w in dict.fromkeys(_CAPITALIZED.findall(question)) if w.lower() not in ignored]
         missing += [w for w in names if not word_keys(w.lower()) & keys and not (german and is_german_word(w))]
-    return [m for m in missing if not _typing_slip(m, prose)]
+    return [m for m in missing if m.lower() not in _PLATFORM and not _typing_slip(m, prose)]
 
 
 def _as_the_sources_write(question: str, text: str) -> str:
