@@ -150,6 +150,13 @@ def test_the_wiki_platform_a_question_names_for_where_a_page_lives_is_no_missing
     assert unsupported_terms("Who owns the Kubernetes page on Forward Seal Test Procedures?", text) == ["Kubernetes"]
 
 
+def test_a_unit_of_measure_the_sources_never_write_leaves_no_figure_in_it():
+    text = "Page: Argo\nArgo moves data between VMs at up to 10 Gbps; the user can tune it."
+    assert unsupported_terms("Welchen Durchsatz in Gbit/s erreicht Argo?", text) == []  # written "Gbps"
+    assert unsupported_terms("Which throughput in MB/s does Argo reach?", text) == ["mb/s"]
+    assert unsupported_terms("What can he/she tune in Argo?", text) == []  # plain words, no unit
+
+
 def test_a_product_name_inside_a_german_compound_or_a_short_name_with_a_number_must_be_in_the_sources():
     text = "Page: Build setup\nOpenXT 9.0 images install from the ISO; VMs run on Xen 4.12 (Raspberry pipes)."
     assert unsupported_terms("Welche OpenStack-Version unterstützt OpenXT?", text) == ["OpenStack"]
