@@ -118,8 +118,8 @@ def _holds_identifier(token: str, text: str) -> bool:
     if token in text or (token.endswith("s") and token[:-1] in text):
         return True
     rate = _RATE.fullmatch(token)
-    if rate:  # a unit of measure ("gbit/s", "mb/s"): held as written, as "gbps" or "gbit per s"; else no figure in it
-        return bool(re.search(rf"\b{re.escape(rate[1])}\s*(?:/|p|per)\s*{rate[2]}\b", text))
+    if rate:  # a unit of measure ("gbit/s", "mb/s"): held as written, "gb/s" or "gbps"; else no figure in it
+        return bool(re.search(rf"\b{re.escape(rate[1][:2])}\w*\s*(?:/|p|per)\s*{rate[2]}\b", text))
     parts = re.split(r"[-/]", token)
     return len(parts) > 1 and all(p in text for p in parts if identifiers(p) and not p.isalpha())
 
