@@ -142,3 +142,32 @@ def test_off_topic_question_after_a_conversation_is_answered_out_of_scope(wiki):
     for message in ("What is the capital of France?", "Was ist die Hauptstadt von Frankreich?"):
         response = chat.chat(message)
         assert response.completed_question == message and response.response == OUT_OF_SCOPE
+
+
+class TextPagesRetriever(PagesRetriever):
+    """PagesRetriever whose nodes hold their page's text, for the answerer to read."""
+
+    def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        ranked = super()._retrieve(query_bundle)
+        for n in ranked:
+            n.node.set_content(TEXTS[n.node.ref_doc_id])
+        return ranked
+
+
+TEXTS = {
+    "ota upgrades": "Bob owns the OTA server. Devices poll the OTA server every six hours for upgrades.",
+    "virtio": "The VirtIO Argo meeting notes list the owners of each action.",
+}
+
+
+def test_a_new_request_that_names_nothing_is_completed_but_answered_out_of_scope():
+    def after_ota(message: str):
+        chat = RagoniteChatEngine.from_defaults(TextPagesRetriever(TEXTS), follow_ups=0)
+        chat.chat("Who owns the OTA server?")
+        return chat.chat(message)
+
+    cake = after_ota("How do I bake a chocolate cake?")
+    assert cake.completed_question != "How do I bake a chocolate cake?"  # names nothing: carries the topic
+    assert cake.response == OUT_OF_SCOPE  # but no source holds what its own words ask
+    poll = after_ota("How often do devices poll it?")
+    assert poll.completed_question != "How often do devices poll it?" and "six hours" in poll.response

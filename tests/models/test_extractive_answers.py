@@ -150,6 +150,23 @@ def test_the_wiki_platform_a_question_names_for_where_a_page_lives_is_no_missing
     assert unsupported_terms("Who owns the Kubernetes page on Forward Seal Test Procedures?", text) == ["Kubernetes"]
 
 
+def test_a_question_too_short_to_tell_its_language_still_has_its_names_checked():
+    text = "Page: SELinux\nIf you wrote a new program, you will need an SELinux module for it."
+    assert unsupported_terms("Who wrote Hamlet?", text) == ["Hamlet"]
+    assert unsupported_terms("Wer schrieb die Regeln?", text) == []  # German words: nouns, no names
+
+
+def test_a_completed_follow_up_whose_own_words_no_source_holds_is_out_of_scope():
+    text = "Page: Forward Seal Test Procedures\nPreconditions: OpenXT Stable-6 configured for Measured Launch."
+    carried = "preconditions Forward Seal Test Procedures "
+    assert unsupported_terms(carried + "How do I bake a chocolate cake?", text) == ["How do I bake a chocolate cake?"]
+    assert unsupported_terms(carried + "How is it configured?", text) == []
+    assert unsupported_terms("How do I bake a chocolate cake?", text) == []  # not completed: the score decides
+    rows = source("Forward Seal Test Procedures", "Preconditions: OpenXT Stable-6 configured for Measured Launch.")
+    answer = ExtractiveAnswerer().complete(prompt(carried + "How do I bake a chocolate cake?", rows))
+    assert answer.text == OUT_OF_SCOPE
+
+
 def test_a_unit_of_measure_the_sources_never_write_leaves_no_figure_in_it():
     text = "Page: Argo\nArgo moves data between VMs at up to 10 Gbps; the user can tune it."
     assert unsupported_terms("Welchen Durchsatz in Gbit/s erreicht Argo?", text) == []  # written "Gbps"

@@ -109,20 +109,19 @@ def drop_echo(text: str, question: str) -> str:
     cuts = [0] + [x for m in _CLAUSE.finditer(text) for x in (m.start(), m.end())] + [len(text)]
     spans = [(cuts[k], cuts[k + 1]) for k in range(0, len(cuts) - 1, 2) if text[cuts[k] : cuts[k + 1]].strip()]
 
-    def echo(a: int, b: int) -> bool:
-        clause = text[a:b]
+    def echo(clause: str) -> bool:
         new_words = [w for w in answer_words(clause) if not quote_word_keys(w) & said_keys]
         new = new_words or set(identifiers(clause)) - said_ids
         return not new and not (negates(clause) and not negates(question))
 
-    keep = [not echo(a, b) for a, b in spans]
+    keep = [not echo(text[a:b]) for a, b in spans]
     if len(spans) >= 2 and any(keep) and not all(keep):
         first, last = keep.index(True), len(keep) - 1 - keep[::-1].index(True)
         out = text[spans[first][0] : spans[last][1]].strip()
         stop = "." if text.rstrip().endswith(".") and not out.endswith(".") else ""
         text = _capitalized(out) + stop
     subject = _COPULA.match(text)
-    if subject and echo(0, subject.end(1)) and answer_words(text[subject.end() :]):
+    if subject and echo(subject[1]) and answer_words(text[subject.end() :]):
         return _capitalized(text[subject.end() :])  # "The main build script is do_build.sh" → "do_build.sh"
     return text
 
@@ -134,7 +133,8 @@ _COPULA = re.compile(
     r"^(?!(?:once|if|when|whenever|while|because|since|as|after|before|where|although|though|unless|until)\b)"
     r"((?:\S+\s+){0,7}?\S+)\s+(?:is|are|was|were)\s+"
     r"(?!(?:not|never|to|being|been|also|still|only|now|currently|always|usually|often|very|so|too|then|there)\b)"
-    r"(?!\w+(?:ed|ing|en|wn)\b|(?:found|made|held|kept|left|set|put|run|built|done|sent|meant)\b)",
+    r"(?!\w+(?:ed|ing|en|wn)\b|(?:found|made|held|kept|left|set|put|run|built|done|sent|meant|read|paid|said|told|sold|"
+    r"bought|brought|thought|taught|caught|cut|let|shut|lost|won|led|met|got)\b)",
     re.IGNORECASE,
 )
 
@@ -184,10 +184,11 @@ def compose_answer(
             if value_matches(units[i].text, keys, ids) < value_matches(units[chosen[0]].text, keys, ids):
                 continue  # a further row must meet the question's conditions as the first does ("failed")
         text = trim_words(drop_echo(units[i].quote, question), question, budget, units[i].topic, cells=True)
-        if ROW.match(units[i].text):
+        row = bool(ROW.match(units[i].text))
+        if row:
             text = _new_cells(text, quoted_cells)
         adds = quote_terms(text) - said
-        if parts and (not adds or not ROW.match(units[i].text) and len(adds) < NEW_SHARE * len(quote_terms(text))):
+        if parts and (not adds or not row and len(adds) < NEW_SHARE * len(quote_terms(text))):
             continue  # a further unit must add a different part of the answer, not repeat the first
         said |= adds
         budget -= len(text.split())

@@ -35,10 +35,18 @@ exactly ("OpenXT 12" is no slip of "OpenXT 9.0").
 from __future__ import annotations
 
 import re
-from typing import List, Sequence
+from typing import FrozenSet, List, Sequence
 
 from llama_index_ragonite.models.extractive.german_words import is_german_word
-from llama_index_ragonite.models.extractive.scoring import OPENERS, identifiers, language, unit_keys, word_keys
+from llama_index_ragonite.models.extractive.scoring import (
+    OPENERS,
+    answer_words,
+    asked_part,
+    identifiers,
+    language,
+    unit_keys,
+    word_keys,
+)
 from llama_index_ragonite.models.extractive.units import ROW, Unit
 from llama_index_ragonite.text import QUESTION_WORDS, stopwords, words
 
@@ -57,6 +65,7 @@ _SHOUTED = re.compile(r"[A-ZÄÖÜ]{5,}")
 # The wiki's own platform: a question names it for where a page lives ("the Confluence page on …",
 # "the JIRA issue key"), and pages rarely name it; it tells nothing about what the sources hold.
 _PLATFORM = frozenset({"confluence", "jira", "wiki"})
+_LANGUAGE_SAMPLE = 4000  # characters of the sources that tell their language
 _URL = re.compile(r"\b(?:https?://|www\.)\S+")
 _WORD_PAIR = re.compile(r"\b(?=([A-Za-z]+)\s+([A-Za-z]+)\b)")
 
@@ -65,7 +74,7 @@ def unsupported_terms(question: str, source_text: str) -> List[str]:
     """The question's names, identifiers and name-number pairs that ``source_text`` never holds."""
     text = source_text.lower()
     question = _as_the_sources_write(question, text)
-    lang = language(question)
+    lang = language(question) or _by_word_list(question)
     german = lang == "de"
     shouted = {w.lower() for w in _SHOUTED.findall(question) if is_german_word(w)} if german else set()
     missing = [t for t in dict.fromkeys(identifiers(question)) if t not in shouted and not _holds_identifier(t, text)]
@@ -79,11 +88,31 @@ def unsupported_terms(question: str, source_text: str) -> List[str]:
         if name.lower() in text and not pair.search(text):
             missing.append(f"{name} {number}")
     prose = _URL.sub(" ", text)  # a name inside a link ("maps?q=…+Australia") is not what a page states
-    if lang in ("en", "de"):
-        keys = unit_keys(prose)
-        names = [w for w in dict.fromkeys(_CAPITALIZED.findall(question)) if w.lower() not in ignored]
-        missing += [w for w in names if not word_keys(w.lower()) & keys and not (german and is_german_word(w))]
+    keys = unit_keys(prose)
+    names = [w for w in dict.fromkeys(_CAPITALIZED.findall(question)) if w.lower() not in ignored]
+    missing += [w for w in names if not word_keys(w.lower()) & keys and not (german and is_german_word(w))]
+    missing += _unsupported_request(question, keys, lang, prose)
     return [m for m in missing if m.lower() not in _PLATFORM and not _typing_slip(m, prose)]
+
+
+def _by_word_list(question: str) -> str:
+    """The language of a question too short for ``language`` ("Who wrote Hamlet?"): German when most of
+    its lower-case words are German words."""
+    lower = [w for w in re.findall(r"\b[a-zäöüß]+\b", question)]
+    return "de" if lower and 2 * sum(map(is_german_word, lower)) > len(lower) else "en"
+
+
+def _unsupported_request(question: str, keys: FrozenSet[str], lang: str, prose: str) -> List[str]:
+    """The user's own words of a completed follow-up when no source holds any of them (``[]`` otherwise).
+
+    Why: the words carried from earlier turns find the conversation's page whatever is asked, so a new
+    request that names nothing ("How do I bake a chocolate cake?") arrives completed and scores as if
+    on topic. Only where question and sources share a language: a translation shares no words."""
+    asked = asked_part(question)
+    if asked == question or not lang or language(asked) != lang or language(prose[:_LANGUAGE_SAMPLE]) != lang:
+        return []
+    own = answer_words(asked)
+    return [asked] if own and not any(word_keys(w) & keys for w in own) else []
 
 
 def _as_the_sources_write(question: str, text: str) -> str:
