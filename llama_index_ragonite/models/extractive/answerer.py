@@ -179,7 +179,7 @@ class ExtractiveAnswerer(CustomLLM):
     )
     check_names: bool = Field(
         default=True,
-        description="Out of scope when the question names an identifier, model number or (English) proper name "
+        description="Out of scope when the question names an identifier, model number or proper name "
         "that no source holds (scope.py).",
     )
     label: str = Field(default=DEFAULT_LABEL, description="Prefix that marks answers as extractive.")
