@@ -8,7 +8,7 @@ position. Nothing is generated, so nothing is invented.
 from __future__ import annotations
 
 import re
-from typing import List, Sequence
+from typing import List, Sequence, Set
 
 from llama_index_ragonite.models.extractive.cells import CELL_SEPARATOR, answer_cells, quote_cells, value_matches
 from llama_index_ragonite.models.extractive.scoring import (
@@ -27,7 +27,7 @@ from llama_index_ragonite.models.extractive.units import ROW, Unit
 def _trim_row(text: str, wanted: frozenset, max_words: int) -> str:
     """A row's ``header is value`` pairs within ``max_words``: those holding question words first."""
     text = text.split(":", 1)[1].strip() if ROW.match(text) else text
-    pairs = text.split(", and ")
+    pairs = text.split(CELL_SEPARATOR)
     if len(text.split()) <= max_words:
         return text
     hit = [bool(wanted & quote_keys(p)) for p in pairs]
@@ -141,8 +141,8 @@ _COPULA = re.compile(
 
 def _capitalized(text: str) -> str:
     """``text`` with a capital first letter, unless it opens with a name written in lower case ("do_build.sh")."""
-    first = text.split(maxsplit=1)[0] if text.split() else ""
-    return text if not first.isalpha() else text[0].upper() + text[1:]
+    first = text.split(maxsplit=1)
+    return text[0].upper() + text[1:] if first and first[0].isalpha() else text
 
 
 def cite(text: str, source: int) -> str:
@@ -159,7 +159,7 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?", "…")) else text + "."
 
 
-def _new_cells(text: str, quoted: set) -> str:
+def _new_cells(text: str, quoted: Set[str]) -> str:
     """A further row without the cells an earlier row of the answer quoted already ("Machine is HP 8300"
     twice): the first row states the shared condition once. ``quoted`` gains this row's cells."""
     cells = text.split(CELL_SEPARATOR)
@@ -175,7 +175,7 @@ def compose_answer(
     parts: List[str] = []
     budget = max_words
     said = quote_terms(question)
-    quoted_cells: set = set()
+    quoted_cells: Set[str] = set()
     for i in chosen:
         if budget < 5:
             break

@@ -67,6 +67,7 @@ _SHOUTED = re.compile(r"[A-ZÄÖÜ]{5,}")
 _PLATFORM = frozenset({"confluence", "jira", "wiki"})
 _LANGUAGE_SAMPLE = 4000  # characters of the sources that tell their language
 _URL = re.compile(r"\b(?:https?://|www\.)\S+")
+_RATE = re.compile(r"([a-zäöü]{2,})/([a-z])")  # a unit of measure: "gbit/s", "mb/s"
 _WORD_PAIR = re.compile(r"\b(?=([A-Za-z]+)\s+([A-Za-z]+)\b)")
 
 
@@ -98,7 +99,7 @@ def unsupported_terms(question: str, source_text: str) -> List[str]:
 def _by_word_list(question: str) -> str:
     """The language of a question too short for ``language`` ("Who wrote Hamlet?"): German when most of
     its lower-case words are German words."""
-    lower = [w for w in re.findall(r"\b[a-zäöüß]+\b", question)]
+    lower = re.findall(r"\b[a-zäöüß]+\b", question)
     return "de" if lower and 2 * sum(map(is_german_word, lower)) > len(lower) else "en"
 
 
@@ -153,7 +154,6 @@ def _holds_identifier(token: str, text: str) -> bool:
     return len(parts) > 1 and all(p in text for p in parts if identifiers(p) and not p.isalpha())
 
 
-_RATE = re.compile(r"([a-zäöü]{2,})/([a-z])")
 _COMPOUND = re.compile(r"\b\w+(?:-\w+)+\b")
 
 
