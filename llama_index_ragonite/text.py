@@ -203,6 +203,10 @@ _QUESTION_START = frozenset(
     erkläre erklär beschreibe gib bitte""".split()
 )
 _GERMAN_PREPOSITIONS = frozenset("von vom für mit bei aus nach über unter gegen ohne durch zwischen".split())
+# A question may open with a preposition before its question word: "Auf was …?", "In which year …?".
+_LEADING_PREPOSITIONS = _GERMAN_PREPOSITIONS | frozenset(
+    "auf an in seit bis zu ab on in at for from to by with about of since until".split()
+)
 _QUOTED = re.compile(r"""['"„“‘]([^'"„“”‘’]{2,})['"“”’]""")
 _SENTENCE_START = re.compile(r"(?:^|[.?!:;,]\s+)\W*(\w+)")
 
@@ -272,4 +276,6 @@ def salient_terms(text: str, extra: Iterable[str] = ()) -> List[str]:
 def is_fragment(text: str) -> bool:
     """A short turn that is no question of its own: "TPM?", "Version 9.0.2 then?", "Nur die Firmware."."""
     tokens = words(text)
+    if len(tokens) > 1 and tokens[0] in _LEADING_PREPOSITIONS:
+        tokens = tokens[1:]
     return bool(tokens) and tokens[0] not in _QUESTION_START and len(content_terms(text)) <= 3

@@ -3,10 +3,16 @@ scripts under ``benchmarks/`` share: one folder per contextualization (and embed
 
 Why shared: embedding the 215 pages takes minutes on a CPU, so the completion and attribution
 scripts reuse the store the retrieval script built (``retrieval-ALL``) instead of their own.
+
+Every script settles the store before it reads it (``settle_vectors``): the whole HNSW graph on
+disk, so the processes a benchmark compares (HEAD and this tree) search one and the same graph.
 """
 
 from __future__ import annotations
 
+import os
+import pickle
+import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, Optional, Tuple
@@ -14,7 +20,7 @@ from typing import Dict, Optional, Tuple
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from llama_index_ragonite.bench.confquestions import load_corpus
-from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.index.store import CHROMA_DIR, EvidenceStore
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 
 ALL_STORE = "retrieval-ALL"  # the embedded default's store with ALL context
@@ -38,6 +44,7 @@ def build_store(
         contextualizer=EvidenceContextualizer.from_setting(setting),
     )
     report = store.ingest(load_corpus(data), remove_missing=True, show_progress=True)
+    settle_vectors(store.path)
     return store, report.seconds if report.nodes_written else {}
 
 
@@ -45,8 +52,48 @@ def open_all_store(folder: Path, data: Path) -> EvidenceStore:
     """The ALL-contextualized store at ``folder``, opened as is; built first when ``folder``
     is a missing ``retrieval-ALL`` (never re-ingested when it exists)."""
     if folder.is_dir():
+        print(settle_vectors(folder), file=sys.stderr)
         return EvidenceStore(folder, contextualizer=EvidenceContextualizer.from_setting("ALL"))
     if folder.name != ALL_STORE:
         raise SystemExit(f"{folder} does not exist; only a folder named {ALL_STORE} is built automatically")
     print(f"building {folder} (parse, contextualize, embed 215 pages)", file=sys.stderr)
     return build_store(data, folder.parent, "ALL")[0]
+
+
+def settle_vectors(folder: Path) -> str:
+    """Write the store's whole HNSW graph to disk; returns how much of it is there, for the report.
+
+    Why: embedded Chroma saves the graph only every ``sync_threshold`` (1000) records, and a process
+    that opens the store inserts the rest from its log in parallel, in an order of its own
+    (docs/deployment.md): two processes then rank a few questions differently, and a benchmark
+    comparing HEAD with this tree measures that noise too. A process that has not loaded the
+    collection yet takes a lowered threshold when it loads it, and saves the graph then, so the
+    work runs in a fresh child process (this one may hold the collection already).
+    """
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]), *sys.path]))
+    code = "import sys; from llama_index_ragonite.bench.store import _settle; print(_settle(sys.argv[1]))"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(folder / CHROMA_DIR)], env=env, capture_output=True, text=True
+    )
+    if done.returncode:
+        raise RuntimeError(f"{folder}: settling the HNSW graph failed: {done.stderr.strip()[-2000:]}")
+    return done.stdout.strip()
+
+
+def _settle(chroma_folder: str) -> str:
+    """In a process that has not opened the collection: load it with ``sync_threshold`` 1, which saves
+    the graph with every record replayed, then put the stored threshold back."""
+    import chromadb
+
+    client = chromadb.PersistentClient(path=chroma_folder)
+    (collection,) = client.list_collections()
+    threshold = collection.configuration["hnsw"]["sync_threshold"]
+    collection.modify(configuration={"hnsw": {"sync_threshold": 1}})
+    collection = client.get_collection(collection.name)
+    count = collection.count()
+    if count:
+        collection.query(query_embeddings=collection.get(limit=1, include=["embeddings"])["embeddings"], n_results=1)
+    collection.modify(configuration={"hnsw": {"sync_threshold": threshold}})
+    saved = [pickle.loads(p.read_bytes()) for p in Path(chroma_folder).glob("*/index_metadata.pickle")]
+    on_disk = sum(len(ids.get("id_to_label", ())) for ids in saved)
+    return f"HNSW graph on disk: {on_disk} of {count} vectors"
