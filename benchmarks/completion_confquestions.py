@@ -14,9 +14,10 @@ the engine reports (``response.completed_question``) and the pages of its source
 MRR@10 are the page of the first source in the answer prompt. "Self-contained" turns are those
 whose gold completion equals the raw question; the engine must report them unchanged. After each
 conversation, a self-contained off-topic question ("What is the capital of France?" …) must be
-answered out of scope. ``benchmarks/completion_conversations.json`` (24 conversations written
-for issue 16 over pages no ConfQuestions question asks about) is played the same way. For
-reference, the raw and the gold-completed questions are retrieved alone (the retriever, no engine).
+answered out of scope, and so must a held-out one (``HELD_OUT_OFF_TOPIC``), asked by a second
+engine seeded with the conversation's history. ``benchmarks/completion_conversations.json`` (24
+conversations written for issue 16 over pages no ConfQuestions question asks about) is played the
+same way. For reference, the raw and the gold-completed questions are retrieved alone (the retriever, no engine).
 """
 
 from __future__ import annotations
@@ -38,6 +39,24 @@ OFF_TOPIC = {
     "en": ["What is the capital of France?", "Who wrote Hamlet?", "How do I bake a chocolate cake?"],
     "de": ["Was ist die Hauptstadt von Frankreich?", "Wer schrieb Hamlet?", "Wie backe ich einen Schokoladenkuchen?"],
 }
+# Written after the rules above were chosen, to check them on other requests that name nothing of the wiki;
+# each is asked after the conversation too, by a second engine seeded with the conversation's history.
+HELD_OUT_OFF_TOPIC = {
+    "en": [
+        "How do I cook spaghetti properly?", "Which house plants need little light?",
+        "What will the weather be like this weekend?", "What is a good recipe for apple strudel?",
+        "How long should an egg boil?", "Which dog breed suits a small apartment?",
+        "How do I learn to play the guitar quickly?", "What helps against a headache?",
+        "How many calories does a banana have?", "When do cherry trees bloom?",
+    ],
+    "de": [
+        "Wie koche ich Spaghetti richtig?", "Welche Zimmerpflanzen brauchen wenig Licht?",
+        "Wie wird das Wetter am Wochenende?", "Was ist ein gutes Rezept für Apfelstrudel?",
+        "Wie lange muss ein Ei kochen?", "Welche Hunderasse passt zu einer kleinen Wohnung?",
+        "Wie lerne ich am schnellsten Gitarre spielen?", "Was hilft gegen Kopfschmerzen?",
+        "Wie viele Kalorien hat eine Banane?", "Wann blühen Kirschbäume?",
+    ],
+}  # fmt: skip
 
 
 def worker(data: Path, store_dir: Path, out: Path) -> None:
@@ -55,7 +74,7 @@ def worker(data: Path, store_dir: Path, out: Path) -> None:
         conversations.setdefault((q.conv_id, q.lang), []).append(i)
     own = json.loads(OWN.read_text(encoding="utf-8"))["conversations"]
     turns: List[dict] = [{} for _ in questions]
-    result = {"turns": turns, "off_topic": [], "own": [], "package": None}
+    result = {"turns": turns, "off_topic": [], "held_out_off_topic": [], "own": [], "package": None}
     start = time.perf_counter()
 
     def play(engine, message):
@@ -66,13 +85,18 @@ def worker(data: Path, store_dir: Path, out: Path) -> None:
             title=r.source_nodes[0].node.metadata.get("title") if r.source_nodes else None,
             out_of_scope=OUT_OF_SCOPE.rstrip(".") in r.response,
             choice=(r.metadata.get("retrieval") or {}).get("choice", ""),
+            answer=r.response[:300],
         )
 
     for n, ((_, lang), indices) in enumerate(conversations.items()):
         engine = RagoniteChatEngine.from_defaults(retriever, follow_ups=0)
         for i in indices:
             turns[i] = play(engine, questions[i].question)
+        history = list(engine.chat_history)
         result["off_topic"].append(play(engine, OFF_TOPIC[lang][n % len(OFF_TOPIC[lang])]))
+        side = RagoniteChatEngine.from_defaults(retriever, chat_history=history, follow_ups=0)
+        question = HELD_OUT_OFF_TOPIC[lang][n % len(HELD_OUT_OFF_TOPIC[lang])]
+        result["held_out_off_topic"].append(dict(play(side, question), question=question))
     for conversation in own:
         engine = RagoniteChatEngine.from_defaults(retriever, follow_ups=0)
         result["own"].append([play(engine, turn["q"]) for turn in conversation["turns"]])

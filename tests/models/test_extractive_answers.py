@@ -7,7 +7,7 @@ from llama_index_ragonite import ExtractiveAnswerer
 from llama_index_ragonite.models.extractive.answer_types import asked_type, holds_type
 from llama_index_ragonite.models.extractive.cells import answer_cells, row_cells
 from llama_index_ragonite.models.extractive.compose import drop_echo, row_answer
-from llama_index_ragonite.models.extractive.scope import unsupported_terms
+from llama_index_ragonite.models.extractive.scope import unrelated_request, unsupported_terms
 from llama_index_ragonite.models.extractive.scoring import (
     asked_part,
     is_yes_no,
@@ -165,6 +165,34 @@ def test_a_completed_follow_up_whose_own_words_no_source_holds_is_out_of_scope()
     rows = source("Forward Seal Test Procedures", "Preconditions: OpenXT Stable-6 configured for Measured Launch.")
     answer = ExtractiveAnswerer().complete(prompt(carried + "How do I bake a chocolate cake?", rows))
     assert answer.text == OUT_OF_SCOPE
+
+
+def test_a_completed_german_follow_up_whose_own_words_are_unlike_the_best_evidence_is_out_of_scope():
+    ota = source("OTA Upgrades", "Bob owns the OTA server. Devices poll the OTA server every six hours for upgrades.")
+    carried = "OTA-Server zuständig "  # what the completer carries after "Wer ist für den OTA-Server zuständig?"
+    answerer = ExtractiveAnswerer()  # a German question over English pages: the embedded multilingual model
+    assert answerer.complete(prompt(carried + "Wie backe ich einen Schokoladenkuchen?", ota)).text == OUT_OF_SCOPE
+    for own_words in ("Wie oft suchen Geräte nach Upgrades?", "Wie oft prüfen die Geräte auf Aktualisierungen?"):
+        assert "six hours" in answerer.complete(prompt(carried + own_words, ota)).text
+    assert "six hours" in answerer.complete(prompt(carried + "Wie oft fragen die Geräte ihn ab?", ota)).text
+    unchecked = ExtractiveAnswerer(check_names=False)  # the rule, not the score, refuses the cake
+    assert unchecked.complete(prompt(carried + "Wie backe ich einen Schokoladenkuchen?", ota)).text != OUT_OF_SCOPE
+
+
+def test_only_a_completed_cross_lingual_turn_of_its_own_words_is_compared_with_the_evidence():
+    english = "Devices poll the OTA server every six hours for upgrades, and Bob owns the server."
+
+    def unlike(asked: str) -> float:  # a similarity that finds nothing alike
+        return 0.0
+
+    assert unrelated_request("OTA-Server zuständig Wie backe ich einen Schokoladenkuchen?", english, unlike, 0.75)
+    assert not unrelated_request("Wie backe ich einen Schokoladenkuchen?", english, unlike, 0.75)  # not completed
+    assert not unrelated_request("OTA-Server zuständig Wie oft fragen die Geräte ihn ab?", english, unlike, 0.75)
+    assert not unrelated_request("OTA-Server zuständig Von wem?", english, unlike, 0.75)  # a fragment
+    assert not unrelated_request("owns OTA server How do I bake a chocolate cake?", english, unlike, 0.75)  # words
+    assert not unrelated_request(
+        "OTA-Server zuständig Wie backe ich einen Schokoladenkuchen?", english, lambda asked: 0.9, 0.75
+    )
 
 
 def test_a_unit_of_measure_the_sources_never_write_leaves_no_figure_in_it():

@@ -81,7 +81,7 @@ from llama_index.core.prompts import BasePromptTemplate
 from llama_index_ragonite.models.extractive.answer_types import by_asked_type
 from llama_index_ragonite.models.extractive.compose import compose_answer
 from llama_index_ragonite.models.extractive.prompt import PromptSource, parse_prompt
-from llama_index_ragonite.models.extractive.scope import context_instead, unsupported_terms
+from llama_index_ragonite.models.extractive.scope import context_instead, unrelated_request, unsupported_terms
 from llama_index_ragonite.models.extractive.scoring import (
     cosine,
     language,
@@ -277,9 +277,13 @@ class ExtractiveAnswerer(CustomLLM):
         if not chosen:
             logger.debug("best unit score %.3f below threshold %.3f", max(scores), self.threshold)
         elif self.check_names:
-            missing = unsupported_terms(question, "\n".join(f"{s.topic}\n{s.context}\n{s.evidence}" for s in sources))
+            prose = "\n".join(f"{s.topic}\n{s.context}\n{s.evidence}" for s in sources)
+            missing = unsupported_terms(question, prose)
             if missing:
                 logger.debug("the sources never name %s: out of scope", missing)
+                return units, []
+            if model is not None and self._unrelated(question, prose, units[chosen[0]], model):
+                logger.debug("the turn's own words are unlike the best evidence: out of scope")
                 return units, []
         return units, context_instead(question, units, chosen, scores)
 
@@ -335,8 +339,6 @@ class ExtractiveAnswerer(CustomLLM):
 
         With the cross-lingual default only the ``embed_candidates`` best units by lexical score and
         retrieval rank are embedded (the others keep their lexical share): a few embeddings per turn."""
-        if self._cache_owner is not model:
-            self._cache, self._cache_owner = OrderedDict(), model
         if model is self._cross_model and len(units) > self.embed_candidates:
             n = max(u.rank for u in units) + 1
             order = sorted(range(len(units)), key=lambda i: -(scores[i] + rank_bonus(units[i].rank, n, 0.3)))
@@ -348,18 +350,32 @@ class ExtractiveAnswerer(CustomLLM):
             by_index = dict(zip(sorted(keep), mixed))
             return [by_index.get(i, (1 - w) * s) for i, s in enumerate(scores)]
         query = model.get_query_embedding(question)
+        w = self.embed_weight
+        vectors = self._vectors(units, model)
+        return [(1 - w) * s + w * similarity(cosine(query, v), self.embed_floor) for s, v in zip(scores, vectors)]
+
+    def _unrelated(self, question: str, prose: str, unit: Unit, model: BaseEmbedding) -> bool:
+        """``scope.unrelated_request`` with this answerer's embeddings (the turn's own words, ``unit``)."""
+
+        def likeness(asked: str) -> float:
+            return cosine(model.get_query_embedding(asked), self._vectors([unit], model)[0])
+
+        return unrelated_request(question, prose, likeness, self.embed_floor)
+
+    def _vectors(self, units: Sequence[Unit], model: BaseEmbedding) -> List[List[float]]:
+        """Each unit's embedding (with its topic), from the cache or embedded now, in one batch."""
+        if self._cache_owner is not model:
+            self._cache, self._cache_owner = OrderedDict(), model
         texts = [f"{u.topic}: {u.text}" if u.topic else u.text for u in units]
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
         for text, vector in zip(missing, model.get_text_embedding_batch(missing) if missing else []):
             self._cache[text] = vector
+        vectors = [self._cache[t] for t in texts]
         for text in texts:
             self._cache.move_to_end(text)
         while len(self._cache) > _EMBED_CACHE_SIZE:
             self._cache.popitem(last=False)
-        w = self.embed_weight
-        return [
-            (1 - w) * s + w * similarity(cosine(query, self._cache[t]), self.embed_floor) for s, t in zip(scores, texts)
-        ]
+        return vectors
 
     # -- predict/stream/chat: keep the call's template variables for the completion it makes ------
     def predict(self, prompt: BasePromptTemplate, **prompt_args: Any) -> str:

@@ -35,7 +35,7 @@ exactly ("OpenXT 12" is no slip of "OpenXT 9.0").
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, List, Sequence
+from typing import Callable, FrozenSet, List, Sequence
 
 from llama_index_ragonite.models.extractive.german_words import is_german_word
 from llama_index_ragonite.models.extractive.scoring import (
@@ -48,7 +48,7 @@ from llama_index_ragonite.models.extractive.scoring import (
     word_keys,
 )
 from llama_index_ragonite.models.extractive.units import ROW, Unit
-from llama_index_ragonite.text import QUESTION_WORDS, stopwords, words
+from llama_index_ragonite.text import QUESTION_WORDS, content_terms, is_fragment, refers_back, stopwords, words
 
 # a name, then its number; not a number joined to a unit ("32-bit", "4-core")
 _NAME_NUMBER = re.compile(
@@ -114,6 +114,21 @@ def _unsupported_request(question: str, keys: FrozenSet[str], lang: str, prose: 
         return []
     own = answer_words(asked)
     return [asked] if own and not any(word_keys(w) & keys for w in own) else []
+
+
+def unrelated_request(question: str, source_text: str, similarity: Callable[[str], float], floor: float) -> bool:
+    """A completed follow-up in another language than the sources whose own words bear no similarity
+    to the chosen evidence: ``similarity(asked part)`` (a cross-lingual embedding cosine) at or below ``floor``.
+
+    Why: ``_unsupported_request`` compares words, so it needs one language; "Wie backe ich einen
+    Schokoladenkuchen?" shares no word with English pages, and neither do the answerable German
+    follow-ups. A turn that points back ("Was wird aufgrund dieser Tatsache empfohlen?") or is a
+    fragment is left alone: its own words say little of what it asks."""
+    asked = asked_part(question)
+    if asked == question or refers_back(asked) or is_fragment(asked) or not content_terms(asked):
+        return False
+    lang = language(asked) or _by_word_list(asked)
+    return lang != language(source_text[:_LANGUAGE_SAMPLE]) and similarity(asked) <= floor
 
 
 def _as_the_sources_write(question: str, text: str) -> str:
