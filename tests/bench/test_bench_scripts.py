@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import pickle
 import urllib.request
 
-from fakes import CountingEmbedding
+from fakes import CountingEmbedding, HashingEmbedding, wiki_documents
 
 from llama_index_ragonite.bench.confquestions import Question
 from llama_index_ragonite.bench.embed_cache import CachedEmbedding
 from llama_index_ragonite.bench.llm_server import LocalLLMServer
 from llama_index_ragonite.bench.scripts import default_data, finish_report, shown
 from llama_index_ragonite.bench.slices import question_slices
-from llama_index_ragonite.bench.store import ALL_STORE, store_folder
+from llama_index_ragonite.bench.store import ALL_STORE, settle_vectors, store_folder
+from llama_index_ragonite.index.store import EvidenceStore
 
 
 def _question(**changes) -> Question:
@@ -78,3 +80,21 @@ def test_local_llm_server_answers_chat_completions():
     finally:
         server.stop()
     assert payload["choices"][0]["message"] == {"role": "assistant", "content": "echo hi"}
+
+
+def test_settle_vectors_writes_the_whole_hnsw_graph_to_disk_and_keeps_the_sync_threshold(tmp_path):
+    import chromadb
+
+    store = EvidenceStore(tmp_path / "store", embed_model=HashingEmbedding())
+    store.ingest(wiki_documents())
+    count = len(store)
+    before = store._open_vector_store().client.configuration["hnsw"]["sync_threshold"]
+
+    def on_disk() -> int:  # Chroma's own id map of the saved graph (none before the first save)
+        return sum(len(pickle.loads(p.read_bytes())["id_to_label"]) for p in tmp_path.glob("store/chroma/*/*.pickle"))
+
+    assert 0 < count < 1000 and on_disk() == 0  # fewer records than sync_threshold: none saved by Chroma itself
+    assert settle_vectors(tmp_path / "store") == f"HNSW graph on disk: {count} of {count} vectors"
+    assert on_disk() == count
+    reopened = chromadb.PersistentClient(path=str(tmp_path / "store" / "chroma")).list_collections()[0]
+    assert reopened.configuration["hnsw"]["sync_threshold"] == before  # lowered for the save only
