@@ -70,7 +70,8 @@ def settle_vectors(folder: Path) -> str:
     collection yet takes a lowered threshold when it loads it, and saves the graph then, so the
     work runs in a fresh child process (this one may hold the collection already).
     """
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]), *sys.path]))
+    here = str(Path(__file__).resolve().parents[2])  # this package, also when run from a checkout
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
     code = "import sys; from llama_index_ragonite.bench.store import _settle; print(_settle(sys.argv[1]))"
     done = subprocess.run(
         [sys.executable, "-c", code, str(folder / CHROMA_DIR)], env=env, capture_output=True, text=True

@@ -127,6 +127,14 @@ def test_self_contained_turn_is_left_unchanged():
     assert capped == "term0 term1 term2 term3 term4 Where is it?"
 
 
+def test_a_question_that_opens_with_a_preposition_before_its_question_word_is_no_fragment():
+    history = [user("Which organisation holds the copyright of the SELinux Installer page?")]
+    for message in ("Auf was basiert die SELinux-Policy-Sprache?", "On which language is SELinux-Policy based?"):
+        assert strict().complete(history, message) == message  # names its subject: asked as is
+    for fragment in ("For TPM?", "Von SELinux-Policy?"):  # a preposition and a name: still a fragment
+        assert strict().complete(history, fragment) != fragment
+
+
 def test_off_topic_question_after_an_ota_conversation_is_unchanged():
     ota = [
         user("Who owns the OTA server?"),
