@@ -67,8 +67,8 @@ def answered_off_topic(run: dict) -> List[str]:
         return ["None: every off-topic question was answered out of scope."]
     lines = ["| completed question | answer |", "|---|---|"]
     for o in rows:
-        answer = " ".join(o.get("answer", "").split())[:160].replace("|", "\\|")
-        lines.append(f"| {o['completed'][-120:].replace('|', '/')} | {answer} |")
+        completed, answer = (" ".join(text.split()).replace("|", "\\|") for text in (o["completed"], o["answer"]))
+        lines.append(f"| {completed[-120:]} | {answer[:160]} |")
     return lines
 
 

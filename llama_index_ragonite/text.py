@@ -205,7 +205,7 @@ _QUESTION_START = frozenset(
 _GERMAN_PREPOSITIONS = frozenset("von vom für mit bei aus nach über unter gegen ohne durch zwischen".split())
 # A question may open with a preposition before its question word: "Auf was …?", "In which year …?".
 _LEADING_PREPOSITIONS = _GERMAN_PREPOSITIONS | frozenset(
-    "auf an in seit bis zu ab on in at for from to by with about of since until".split()
+    "auf an in seit bis zu ab on at for from to by with about of since until".split()
 )
 _QUOTED = re.compile(r"""['"„“‘]([^'"„“”‘’]{2,})['"“”’]""")
 _SENTENCE_START = re.compile(r"(?:^|[.?!:;,]\s+)\W*(\w+)")
