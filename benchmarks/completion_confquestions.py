@@ -57,6 +57,34 @@ HELD_OUT_OFF_TOPIC = {
         "Wie viele Kalorien hat eine Banane?", "Wann blühen Kirschbäume?",
     ],
 }  # fmt: skip
+# Written on 2026-11-24 before the word-rarity scope rule (docs/models.md) was chosen, which was chosen
+# on the lists above: the check of that rule on requests it was not tuned on.
+FRESH_OFF_TOPIC = {
+    "en": [
+        "How do I get red wine out of a carpet?", "What time does the sun set in winter?",
+        "Which vegetables grow well on a balcony?", "How often should I water a cactus?",
+        "What is the best way to fold a shirt?", "How far is the moon from the earth?",
+        "Who invented the telephone?", "How do I tie a tie?",
+        "What should I pack for a beach holiday?", "Why is the sky blue?",
+        "How do I change a flat bicycle tyre?", "Which wine goes well with fish?",
+        "How many hours of sleep does an adult need?", "What can I do against a cold?",
+        "How do I remove rust from a knife?", "When is the best season to plant tulips?",
+        "How do I keep my cat off the table?", "What is a healthy breakfast?",
+        "How can I stop snoring?", "How hot should the oven be for pizza?",
+    ],
+    "de": [
+        "Wie bekomme ich Rotwein aus dem Teppich?", "Wann geht im Winter die Sonne unter?",
+        "Welches Gemüse wächst gut auf dem Balkon?", "Wie oft muss man einen Kaktus gießen?",
+        "Wie faltet man ein Hemd am besten?", "Wie weit ist der Mond von der Erde entfernt?",
+        "Wer hat das Telefon erfunden?", "Wie binde ich eine Krawatte?",
+        "Was sollte ich für einen Strandurlaub einpacken?", "Warum ist der Himmel blau?",
+        "Wie flicke ich einen platten Fahrradreifen?", "Welcher Wein passt zu Fisch?",
+        "Wie viele Stunden Schlaf braucht ein Erwachsener?", "Was hilft gegen eine Erkältung?",
+        "Wie entferne ich Rost von einem Messer?", "Wann pflanzt man am besten Tulpen?",
+        "Wie halte ich meine Katze vom Tisch fern?", "Was ist ein gesundes Frühstück?",
+        "Was hilft gegen Schnarchen?", "Wie heiß muss der Ofen für Pizza sein?",
+    ],
+}  # fmt: skip
 
 
 def worker(data: Path, store_dir: Path, out: Path) -> None:
@@ -74,7 +102,7 @@ def worker(data: Path, store_dir: Path, out: Path) -> None:
         conversations.setdefault((q.conv_id, q.lang), []).append(i)
     own = json.loads(OWN.read_text(encoding="utf-8"))["conversations"]
     turns: List[dict] = [{} for _ in questions]
-    result = {"turns": turns, "off_topic": [], "held_out_off_topic": [], "own": [], "package": None}
+    result = {"turns": turns, "off_topic": [], "held_out_off_topic": [], "fresh_off_topic": [], "own": [], "package": None}
     start = time.perf_counter()
 
     def play(engine, message):
@@ -97,6 +125,9 @@ def worker(data: Path, store_dir: Path, out: Path) -> None:
         side = RagoniteChatEngine.from_defaults(retriever, chat_history=history, follow_ups=0)
         question = HELD_OUT_OFF_TOPIC[lang][n % len(HELD_OUT_OFF_TOPIC[lang])]
         result["held_out_off_topic"].append(dict(play(side, question), question=question))
+        fresh = RagoniteChatEngine.from_defaults(retriever, chat_history=history, follow_ups=0)
+        question = FRESH_OFF_TOPIC[lang][n % len(FRESH_OFF_TOPIC[lang])]
+        result["fresh_off_topic"].append(dict(play(fresh, question), question=question))
     for conversation in own:
         engine = RagoniteChatEngine.from_defaults(retriever, follow_ups=0)
         result["own"].append([play(engine, turn["q"]) for turn in conversation["turns"]])
