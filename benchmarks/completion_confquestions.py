@@ -14,10 +14,10 @@ the engine reports (``response.completed_question``) and the pages of its source
 MRR@10 are the page of the first source in the answer prompt. "Self-contained" turns are those
 whose gold completion equals the raw question; the engine must report them unchanged. After each
 conversation, a self-contained off-topic question ("What is the capital of France?" …) must be
-answered out of scope, and so must a held-out one (``HELD_OUT_OFF_TOPIC``), asked by a second
-engine seeded with the conversation's history. ``benchmarks/completion_conversations.json`` (24
-conversations written for issue 16 over pages no ConfQuestions question asks about) is played the
-same way. For reference, the raw and the gold-completed questions are retrieved alone (the retriever, no engine).
+answered out of scope, and so must a held-out one (``HELD_OUT_OFF_TOPIC``) and a fresh one
+(``FRESH_OFF_TOPIC``), each asked by another engine seeded with the conversation's history.
+``benchmarks/completion_conversations.json`` (24 conversations written for issue 16 over pages no
+ConfQuestions question asks about) is played the same way. For reference, the raw and the gold-completed questions are retrieved alone (the retriever, no engine).
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ HELD_OUT_OFF_TOPIC = {
         "Wie viele Kalorien hat eine Banane?", "Wann blühen Kirschbäume?",
     ],
 }  # fmt: skip
-# Written on 2026-11-24 before the word-rarity scope rule (docs/models.md) was chosen, which was chosen
-# on the lists above: the check of that rule on requests it was not tuned on.
+# Written on 2026-11-24, before the words that name no topic (filler, the measure of "how long") were left out
+# of the scope rule's own words (scope._unsupported_request) on the misses of the lists above: its check.
 FRESH_OFF_TOPIC = {
     "en": [
         "How do I get red wine out of a carpet?", "What time does the sun set in winter?",
@@ -102,7 +102,7 @@ def worker(data: Path, store_dir: Path, out: Path) -> None:
         conversations.setdefault((q.conv_id, q.lang), []).append(i)
     own = json.loads(OWN.read_text(encoding="utf-8"))["conversations"]
     turns: List[dict] = [{} for _ in questions]
-    result = {"turns": turns, "off_topic": [], "held_out_off_topic": [], "fresh_off_topic": [], "own": [], "package": None}
+    result = dict(turns=turns, off_topic=[], held_out_off_topic=[], fresh_off_topic=[], own=[], package=None)
     start = time.perf_counter()
 
     def play(engine, message):

@@ -61,8 +61,9 @@ def own_table(runs) -> List[str]:
 
 
 def answered_off_topic(run: dict) -> List[str]:
-    """The off-topic questions (both lists) that were answered, with the completed question and the answer."""
-    rows = [o for o in run["off_topic"] + run.get("held_out_off_topic", []) if not o["out_of_scope"]]
+    """The off-topic questions (all lists) that were answered, with the completed question and the answer."""
+    asked = run["off_topic"] + run.get("held_out_off_topic", []) + run.get("fresh_off_topic", [])
+    rows = [o for o in asked if not o["out_of_scope"]]
     if not rows:
         return ["None: every off-topic question was answered out of scope."]
     lines = ["| completed question | answer |", "|---|---|"]
@@ -109,8 +110,8 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
     summary = [
         "| engine | P@1 all | EN | DE | EN - DE | self-contained unchanged (of 45) | ... follow-ups (of 21) "
         "| follow-ups completed (of 500) | off-topic question out of scope (of 100) | ... held-out (of 100) "
-        "| wall time |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| ... fresh (of 100) | wall time |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, run in runs.items():
         values = p1[names[name]]
@@ -118,12 +119,13 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
         kept = [sum(texts[i] == questions[i].question for i in group) for group in (contained, later)]
         done = sum(t != q.question for t, q in zip(texts, questions) if q.turn > 1)
         oos = sum(o["out_of_scope"] for o in run["off_topic"])
-        held = run.get("held_out_off_topic", [])
+        held, fresh = run.get("held_out_off_topic", []), run.get("fresh_off_topic", [])
         summary.append(
             f"| {name} | {mean(values):.3f} | {lang(values, 'en'):.3f} | {lang(values, 'de'):.3f} "
             f"| {lang(values, 'en') - lang(values, 'de'):+.3f} | {kept[0]} ({kept[0] / len(contained):.1%}) "
             f"| {kept[1]} ({kept[1] / len(later):.1%}) | {done} | {oos}/{len(run['off_topic'])} "
-            f"| {sum(o['out_of_scope'] for o in held)}/{len(held)} | {run['wall_s']:.0f} s |"
+            f"| {sum(o['out_of_scope'] for o in held)}/{len(held)} | {sum(o['out_of_scope'] for o in fresh)}/{len(fresh)} "
+            f"| {run['wall_s']:.0f} s |"
         )
     new_run = runs["this tree"]
     choices = Counter(t["choice"] or "no history (turn 1)" for t in new_run["turns"])
@@ -152,7 +154,9 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
         "",
         "A second off-topic question per conversation comes from a held-out list written after the rules were"
         " chosen (`HELD_OUT_OFF_TOPIC`: ten per language, none naming anything; spaghetti, house plants, the"
-        " weather…), asked by a second engine seeded with the conversation's history.",
+        " weather…), asked by a second engine seeded with the conversation's history. The filler and \"how"
+        ' long" words of the scope rule were chosen on its misses, so it is a tuning set now; a third list'
+        " (`FRESH_OFF_TOPIC`: twenty per language, written before that choice) is the check, asked the same way.",
         "",
         "Targets (issue 16): P@1 >= 0.85, German within 0.04 of English, >= 98% of self-contained turns unchanged,"
         " off-topic questions out of scope.",

@@ -167,6 +167,22 @@ def test_a_completed_follow_up_whose_own_words_no_source_holds_is_out_of_scope()
     assert answer.text == OUT_OF_SCOPE
 
 
+def test_filler_and_the_measure_of_a_how_question_are_not_a_request_s_own_words():
+    text = (
+        "Page: Build Server\nA full build takes a long time, like four hours; it runs how often the queue allows. "
+        "The build server rebuilds every image nightly and keeps logs for 30 days."
+    )
+    carried = "build server logs "
+    for request in ("What will the weather be like this weekend?", "How long should an egg boil?"):
+        assert unsupported_terms(carried + request, text) == [request]  # "like", "long": held, but no topic
+    assert unsupported_terms(carried + "How do I cook spaghetti properly?", text) == [
+        "How do I cook spaghetti properly?"  # too short for the detector: judged English by the word list
+    ]
+    for answerable in ("How long does a full build take?", "How often are the images rebuilt?", "What is it like?"):
+        assert unsupported_terms(carried + answerable, text) == []  # held words, or none of its own
+    assert unsupported_terms(carried + "Wie lange dauert ein Build?", text) == []  # German: not this rule's language
+
+
 def test_a_completed_german_follow_up_whose_own_words_are_unlike_the_best_evidence_is_out_of_scope():
     ota = source("OTA Upgrades", "Bob owns the OTA server. Devices poll the OTA server every six hours for upgrades.")
     carried = "OTA-Server zuständig "  # what the completer carries after "Wer ist für den OTA-Server zuständig?"

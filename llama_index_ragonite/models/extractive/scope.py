@@ -48,7 +48,15 @@ from llama_index_ragonite.models.extractive.scoring import (
     word_keys,
 )
 from llama_index_ragonite.models.extractive.units import ROW, Unit
-from llama_index_ragonite.text import QUESTION_WORDS, content_terms, is_fragment, refers_back, stopwords, words
+from llama_index_ragonite.text import (
+    CONVERSATION_WORDS,
+    QUESTION_WORDS,
+    content_terms,
+    is_fragment,
+    refers_back,
+    stopwords,
+    words,
+)
 
 # a name, then its number; not a number joined to a unit ("32-bit", "4-core")
 _NAME_NUMBER = re.compile(
@@ -69,6 +77,10 @@ _LANGUAGE_SAMPLE = 4000  # characters of the sources that tell their language
 _URL = re.compile(r"\b(?:https?://|www\.)\S+")
 _RATE = re.compile(r"([a-zäöü]{2,})/([a-z])")  # a unit of measure: "gbit/s", "mb/s"
 _WORD_PAIR = re.compile(r"\b(?=([A-Za-z]+)\s+([A-Za-z]+)\b)")
+# the measure a "how …" question asks for: part of the question, not its topic
+_MEASURE = re.compile(
+    r"(?i)\b(?:how|wie)\s+(long|often|far|old|big|large|high|much|many|fast|soon|lange|oft|weit|alt|groß|hoch|viele?|schnell|bald)\b"
+)
 
 
 def unsupported_terms(question: str, source_text: str) -> List[str]:
@@ -108,11 +120,19 @@ def _unsupported_request(question: str, keys: FrozenSet[str], lang: str, prose: 
 
     Why: the words carried from earlier turns find the conversation's page whatever is asked, so a new
     request that names nothing ("How do I bake a chocolate cake?") arrives completed and scores as if
-    on topic. Only where question and sources share a language: a translation shares no words."""
+    on topic. Only where question and sources share a language: a translation shares no words.
+
+    Words that name no topic do not count as the request's own: conversational filler ("What will the
+    weather be like …?") and the measure of a "how long / how often / wie lange" question ("How long
+    should an egg boil?"), which pages share with any request. A short request whose language the
+    detector leaves open is judged by the word list ("How do I cook spaghetti properly?")."""
     asked = asked_part(question)
-    if asked == question or not lang or language(asked) != lang or language(prose[:_LANGUAGE_SAMPLE]) != lang:
+    if asked == question or not lang or language(prose[:_LANGUAGE_SAMPLE]) != lang:
         return []
-    own = answer_words(asked)
+    if (language(asked) or _by_word_list(asked)) != lang:
+        return []
+    measure = {m.lower() for m in _MEASURE.findall(asked)}
+    own = [w for w in answer_words(asked) if w not in CONVERSATION_WORDS and w not in measure]
     return [asked] if own and not any(word_keys(w) & keys for w in own) else []
 
 
