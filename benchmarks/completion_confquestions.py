@@ -85,6 +85,33 @@ FRESH_OFF_TOPIC = {
         "Was hilft gegen Schnarchen?", "Wie heiß muss der Ofen für Pizza sein?",
     ],
 }  # fmt: skip
+# Written on 2026-11-24 after FRESH_OFF_TOPIC's misses were read, before any rule was chosen on them.
+UNSEEN_OFF_TOPIC = {
+    "en": [
+        "How do I remove a coffee stain from a white blouse?", "What is the fastest way to fall asleep?",
+        "Which fruits are in season in autumn?", "How do I train for my first marathon?",
+        "What should I name my new puppy?", "How can I make my bread rise better?",
+        "Why do leaves change colour in autumn?", "How do I start a vegetable garden?",
+        "What is a good gift for my grandmother?", "How many eggs go into a pancake batter?",
+        "How do I list my old furniture for sale?", "Which shoes are best for hiking?",
+        "How often should I wash my hair?", "What temperature is ideal for a bedroom at night?",
+        "How do I run faster over short distances?", "Why does my phone battery drain so quickly?",
+        "How do I get rid of ants in the kitchen?", "What goes well with grilled salmon?",
+        "How long can cooked rice stay in the fridge?", "Which board games are fun for four players?",
+    ],
+    "de": [
+        "Wie entferne ich einen Kaffeefleck von einer weißen Bluse?", "Wie schlafe ich am schnellsten ein?",
+        "Welche Früchte haben im Herbst Saison?", "Wie trainiere ich für meinen ersten Marathon?",
+        "Wie soll ich meinen neuen Welpen nennen?", "Wie geht mein Brot besser auf?",
+        "Warum verfärben sich die Blätter im Herbst?", "Wie lege ich einen Gemüsegarten an?",
+        "Was ist ein gutes Geschenk für meine Großmutter?", "Wie viele Eier kommen in einen Pfannkuchenteig?",
+        "Wie verkaufe ich meine alten Möbel?", "Welche Schuhe eignen sich am besten zum Wandern?",
+        "Wie oft sollte ich meine Haare waschen?", "Welche Temperatur ist nachts ideal für ein Schlafzimmer?",
+        "Wie laufe ich auf kurzen Strecken schneller?", "Warum ist der Akku meines Handys so schnell leer?",
+        "Wie werde ich Ameisen in der Küche los?", "Was passt gut zu gegrilltem Lachs?",
+        "Wie lange hält gekochter Reis im Kühlschrank?", "Welche Brettspiele machen zu viert Spaß?",
+    ],
+}  # fmt: skip
 
 
 def worker(data: Path, store_dir: Path, out: Path) -> None:
