@@ -15,7 +15,8 @@ MRR@10 are the page of the first source in the answer prompt. "Self-contained" t
 whose gold completion equals the raw question; the engine must report them unchanged. After each
 conversation, a self-contained off-topic question ("What is the capital of France?" …) must be
 answered out of scope, and so must a held-out one (``HELD_OUT_OFF_TOPIC``) and a fresh one
-(``FRESH_OFF_TOPIC``), each asked by another engine seeded with the conversation's history.
+(``FRESH_OFF_TOPIC``) and an unseen one (``UNSEEN_OFF_TOPIC``), each asked by another engine
+seeded with the conversation's history.
 ``benchmarks/completion_conversations.json`` (24 conversations written for issue 16 over pages no
 ConfQuestions question asks about) is played the same way. For reference, the raw and the gold-completed questions are retrieved alone (the retriever, no engine).
 """
@@ -85,7 +86,7 @@ FRESH_OFF_TOPIC = {
         "Was hilft gegen Schnarchen?", "Wie heiß muss der Ofen für Pizza sein?",
     ],
 }  # fmt: skip
-# Written on 2026-11-24 after FRESH_OFF_TOPIC's misses were read, before any rule was chosen on them.
+# Written on 2026-11-24 after FRESH_OFF_TOPIC's misses were read; no rule was chosen on either list.
 UNSEEN_OFF_TOPIC = {
     "en": [
         "How do I remove a coffee stain from a white blouse?", "What is the fastest way to fall asleep?",
@@ -129,7 +130,9 @@ def worker(data: Path, store_dir: Path, out: Path) -> None:
         conversations.setdefault((q.conv_id, q.lang), []).append(i)
     own = json.loads(OWN.read_text(encoding="utf-8"))["conversations"]
     turns: List[dict] = [{} for _ in questions]
-    result = dict(turns=turns, off_topic=[], held_out_off_topic=[], fresh_off_topic=[], own=[], package=None)
+    result = dict(
+        turns=turns, off_topic=[], held_out_off_topic=[], fresh_off_topic=[], unseen_off_topic=[], own=[], package=None
+    )
     start = time.perf_counter()
 
     def play(engine, message):
@@ -149,12 +152,14 @@ def worker(data: Path, store_dir: Path, out: Path) -> None:
             turns[i] = play(engine, questions[i].question)
         history = list(engine.chat_history)
         result["off_topic"].append(play(engine, OFF_TOPIC[lang][n % len(OFF_TOPIC[lang])]))
-        side = RagoniteChatEngine.from_defaults(retriever, chat_history=history, follow_ups=0)
-        question = HELD_OUT_OFF_TOPIC[lang][n % len(HELD_OUT_OFF_TOPIC[lang])]
-        result["held_out_off_topic"].append(dict(play(side, question), question=question))
-        fresh = RagoniteChatEngine.from_defaults(retriever, chat_history=history, follow_ups=0)
-        question = FRESH_OFF_TOPIC[lang][n % len(FRESH_OFF_TOPIC[lang])]
-        result["fresh_off_topic"].append(dict(play(fresh, question), question=question))
+        for key, later in (
+            ("held_out_off_topic", HELD_OUT_OFF_TOPIC),
+            ("fresh_off_topic", FRESH_OFF_TOPIC),
+            ("unseen_off_topic", UNSEEN_OFF_TOPIC),
+        ):  # each after the same conversation, by its own engine
+            side = RagoniteChatEngine.from_defaults(retriever, chat_history=history, follow_ups=0)
+            question = later[lang][n % len(later[lang])]
+            result[key].append(dict(play(side, question), question=question))
     for conversation in own:
         engine = RagoniteChatEngine.from_defaults(retriever, follow_ups=0)
         result["own"].append([play(engine, turn["q"]) for turn in conversation["turns"]])

@@ -60,9 +60,12 @@ def own_table(runs) -> List[str]:
     return lines
 
 
+LATER_LISTS = ("held_out_off_topic", "fresh_off_topic", "unseen_off_topic")  # asked after the conversation
+
+
 def answered_off_topic(run: dict) -> List[str]:
     """The off-topic questions (all lists) that were answered, with the completed question and the answer."""
-    asked = run["off_topic"] + run.get("held_out_off_topic", []) + run.get("fresh_off_topic", [])
+    asked = run["off_topic"] + [o for key in LATER_LISTS for o in run.get(key, [])]
     rows = [o for o in asked if not o["out_of_scope"]]
     if not rows:
         return ["None: every off-topic question was answered out of scope."]
@@ -110,8 +113,8 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
     summary = [
         "| engine | P@1 all | EN | DE | EN - DE | self-contained unchanged (of 45) | ... follow-ups (of 21) "
         "| follow-ups completed (of 500) | off-topic question out of scope (of 100) | ... held-out (of 100) "
-        "| ... fresh (of 100) | wall time |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| ... fresh (of 100) | ... unseen (of 100) | wall time |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, run in runs.items():
         values = p1[names[name]]
@@ -119,13 +122,14 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
         kept = [sum(texts[i] == questions[i].question for i in group) for group in (contained, later)]
         done = sum(t != q.question for t, q in zip(texts, questions) if q.turn > 1)
         oos = sum(o["out_of_scope"] for o in run["off_topic"])
-        held, fresh = run.get("held_out_off_topic", []), run.get("fresh_off_topic", [])
+        later_lists = "".join(
+            f"| {sum(o['out_of_scope'] for o in run.get(key, []))}/{len(run.get(key, []))} " for key in LATER_LISTS
+        )
         summary.append(
             f"| {name} | {mean(values):.3f} | {lang(values, 'en'):.3f} | {lang(values, 'de'):.3f} "
             f"| {lang(values, 'en') - lang(values, 'de'):+.3f} | {kept[0]} ({kept[0] / len(contained):.1%}) "
             f"| {kept[1]} ({kept[1] / len(later):.1%}) | {done} | {oos}/{len(run['off_topic'])} "
-            f"| {sum(o['out_of_scope'] for o in held)}/{len(held)} | {sum(o['out_of_scope'] for o in fresh)}/{len(fresh)} "
-            f"| {run['wall_s']:.0f} s |"
+            f"{later_lists}| {run['wall_s']:.0f} s |"
         )
     new_run = runs["this tree"]
     choices = Counter(t["choice"] or "no history (turn 1)" for t in new_run["turns"])
@@ -155,8 +159,10 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
         "A second off-topic question per conversation comes from a held-out list written after the rules were"
         " chosen (`HELD_OUT_OFF_TOPIC`: ten per language, none naming anything; spaghetti, house plants, the"
         " weather…), asked by a second engine seeded with the conversation's history. The filler and \"how"
-        ' long" words of the scope rule were chosen on its misses, so it is a tuning set now; a third list'
-        " (`FRESH_OFF_TOPIC`: twenty per language, written before that choice) is the check, asked the same way.",
+        ' long" words of the scope rule were chosen on its misses, so it is a tuning set now. Two more lists,'
+        " twenty per language each, are the check, each asked the same way: `FRESH_OFF_TOPIC`, written before"
+        " that choice, and `UNSEEN_OFF_TOPIC`, written after the fresh list's misses were read; no rule was"
+        " chosen on either.",
         "",
         "Targets (issue 16): P@1 >= 0.85, German within 0.04 of English, >= 98% of self-contained turns unchanged,"
         " off-topic questions out of scope.",

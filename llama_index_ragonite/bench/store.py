@@ -24,6 +24,7 @@ from llama_index_ragonite.index.store import CHROMA_DIR, EvidenceStore
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 
 ALL_STORE = "retrieval-ALL"  # the embedded default's store with ALL context
+_BATCH = 500  # records per Chroma add when a collection is built again
 
 
 def store_folder(cache: Path, setting: str, label: str = "") -> Path:
@@ -98,3 +99,30 @@ def _settle(chroma_folder: str) -> str:
     saved = [pickle.loads(p.read_bytes()) for p in Path(chroma_folder).glob("*/index_metadata.pickle")]
     on_disk = sum(len(ids.get("id_to_label", ())) for ids in saved)
     return f"HNSW graph on disk: {on_disk} of {count} vectors"
+
+
+def rebuilt_copy(folder: Path, copy: Path) -> str:
+    """A copy of the store at ``copy`` whose Chroma collection is built again from the same records.
+
+    Why: Chroma's HNSW graph differs from build to build (even with one insertion thread), so a
+    result measured on one store's graph may move when a user builds the store again; the copy
+    measures by how much without embedding the pages again. Returns ``settle_vectors``' line."""
+    import shutil
+
+    import chromadb
+
+    shutil.copytree(folder, copy, ignore=shutil.ignore_patterns(CHROMA_DIR))
+    (source,) = chromadb.PersistentClient(path=str(folder / CHROMA_DIR)).list_collections()
+    records = source.get(include=["embeddings", "metadatas", "documents"])
+    target = chromadb.PersistentClient(path=str(copy / CHROMA_DIR)).create_collection(
+        source.name, metadata=source.metadata
+    )
+    for start in range(0, len(records["ids"]), _BATCH):
+        part = slice(start, start + _BATCH)
+        target.add(
+            ids=records["ids"][part],
+            embeddings=records["embeddings"][part],
+            metadatas=records["metadatas"][part],
+            documents=records["documents"][part],
+        )
+    return settle_vectors(copy)

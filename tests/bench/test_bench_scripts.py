@@ -6,6 +6,7 @@ import json
 import pickle
 import urllib.request
 
+import numpy as np
 from fakes import CountingEmbedding, HashingEmbedding, wiki_documents
 
 from llama_index_ragonite.bench.confquestions import Question
@@ -13,8 +14,9 @@ from llama_index_ragonite.bench.embed_cache import CachedEmbedding
 from llama_index_ragonite.bench.llm_server import LocalLLMServer
 from llama_index_ragonite.bench.scripts import default_data, finish_report, shown
 from llama_index_ragonite.bench.slices import question_slices
-from llama_index_ragonite.bench.store import ALL_STORE, settle_vectors, store_folder
+from llama_index_ragonite.bench.store import ALL_STORE, rebuilt_copy, settle_vectors, store_folder
 from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
 
 def _question(**changes) -> Question:
@@ -98,3 +100,30 @@ def test_settle_vectors_writes_the_whole_hnsw_graph_to_disk_and_keeps_the_sync_t
     assert on_disk() == count
     reopened = chromadb.PersistentClient(path=str(tmp_path / "store" / "chroma")).list_collections()[0]
     assert reopened.configuration["hnsw"]["sync_threshold"] == before  # lowered for the save only
+
+
+def test_rebuilt_copy_holds_the_same_records_in_a_graph_of_its_own(tmp_path):
+    import chromadb
+
+    store = EvidenceStore(tmp_path / "store", embed_model=HashingEmbedding())
+    store.ingest(wiki_documents())
+    line = rebuilt_copy(tmp_path / "store", tmp_path / "copy")
+    assert line == f"HNSW graph on disk: {len(store)} of {len(store)} vectors"
+
+    def records(folder: str) -> tuple:
+        (collection,) = chromadb.PersistentClient(path=str(tmp_path / folder / "chroma")).list_collections()
+        got = collection.get(include=["embeddings", "metadatas", "documents"])
+        order = sorted(range(len(got["ids"])), key=got["ids"].__getitem__)
+        rows = [(got["ids"][i], got["metadatas"][i], got["documents"][i]) for i in order]
+        return rows, np.array([got["embeddings"][i] for i in order])
+
+    (rows, vectors), (copied_rows, copied_vectors) = records("store"), records("copy")
+    assert rows == copied_rows and len(rows) == len(store)
+    assert np.allclose(vectors, copied_vectors, atol=1e-6)  # cosine space: Chroma normalizes them again
+    copy = EvidenceStore(tmp_path / "copy", embed_model=HashingEmbedding())
+
+    def ranked(evidence: EvidenceStore) -> list:
+        hits = HybridRetriever.from_store(evidence, top_n=3).retrieve("Who ranks evidences?")
+        return [hit.node.node_id for hit in hits]
+
+    assert ranked(copy) == ranked(store) and ranked(store)  # a few records: the graph finds them all
