@@ -18,7 +18,8 @@ answered out of scope, and so must a held-out one (``HELD_OUT_OFF_TOPIC``) and a
 (``FRESH_OFF_TOPIC``) and an unseen one (``UNSEEN_OFF_TOPIC``), each asked by another engine
 seeded with the conversation's history.
 ``benchmarks/completion_conversations.json`` (24 conversations written for issue 16 over pages no
-ConfQuestions question asks about) is played the same way. For reference, the raw and the gold-completed questions are retrieved alone (the retriever, no engine).
+ConfQuestions question asks about) is played the same way. For reference, the raw and the
+gold-completed questions are retrieved alone (the retriever, no engine).
 """
 
 from __future__ import annotations

@@ -112,9 +112,10 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
 
     summary = [
         "| engine | P@1 all | EN | DE | EN - DE | self-contained unchanged (of 45) | ... follow-ups (of 21) "
-        "| follow-ups completed (of 500) | off-topic question out of scope (of 100) | ... held-out (of 100) "
-        "| ... fresh (of 100) | ... unseen (of 100) | wall time |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| follow-ups completed (of 500) | answerable turns answered out of scope (of 600) "
+        "| off-topic question out of scope (of 100) | ... held-out (of 100) | ... fresh (of 100) | ... unseen (of 100) "
+        "| wall time |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, run in runs.items():
         values = p1[names[name]]
@@ -128,7 +129,8 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
         summary.append(
             f"| {name} | {mean(values):.3f} | {lang(values, 'en'):.3f} | {lang(values, 'de'):.3f} "
             f"| {lang(values, 'en') - lang(values, 'de'):+.3f} | {kept[0]} ({kept[0] / len(contained):.1%}) "
-            f"| {kept[1]} ({kept[1] / len(later):.1%}) | {done} | {oos}/{len(run['off_topic'])} "
+            f"| {kept[1]} ({kept[1] / len(later):.1%}) | {done} | {sum(t['out_of_scope'] for t in run['turns'])} "
+            f"| {oos}/{len(run['off_topic'])} "
             f"{later_lists}| {run['wall_s']:.0f} s |"
         )
     new_run = runs["this tree"]

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import tempfile
 import time
 from pathlib import Path
-from statistics import mean
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +34,8 @@ def main() -> int:
     from completion_report import LATER_LISTS
 
     from llama_index_ragonite.bench.confquestions import load_questions
-    from llama_index_ragonite.bench.metrics import gold_keys, precision_at_1
+    from llama_index_ragonite.bench.metrics import gold_keys, mean, precision_at_1
+    from llama_index_ragonite.bench.provenance import machine
     from llama_index_ragonite.bench.scripts import default_data, finish_report, shown
     from llama_index_ragonite.bench.store import ALL_STORE, rebuilt_copy
 
@@ -51,15 +50,12 @@ def main() -> int:
     totals = []
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.graphs + 1):
-            name = "benchmark store" if k == 0 else f"built again ({k})"
+            name, store = ("benchmark store", args.store) if k == 0 else (f"built again ({k})", Path(tmp) / f"graph{k}")
             if k:
-                copy = Path(tmp) / f"graph{k}" / ALL_STORE
-                print(rebuilt_copy(args.store, copy), file=sys.stderr)
-            run = run_worker(
-                ROOT, argparse.Namespace(data=args.data, store=copy if k else args.store), Path(tmp) / f"{k}.json"
-            )
+                print(rebuilt_copy(args.store, store), file=sys.stderr)
+            run = run_worker(ROOT, argparse.Namespace(data=args.data, store=store), Path(tmp) / f"{k}.json")
             p1 = [precision_at_1(t["urls"], gold_keys(q.gold_urls)) for q, t in zip(questions, run["turns"])]
-            en, de = (mean(v for v, q in zip(p1, questions) if q.lang == lang) for lang in ("en", "de"))
+            en, de = (mean([v for v, q in zip(p1, questions) if q.lang == lang]) for lang in ("en", "de"))
             totals.append(sum(p1))
             counts = " | ".join(
                 f"{sum(o['out_of_scope'] for o in run[key])}/{len(run[key])}" for key in ("off_topic", *LATER_LISTS)
@@ -70,8 +66,8 @@ def main() -> int:
         "",
         "Command: `python benchmarks/graph_spread_confquestions.py"
         + (f" --graphs {args.graphs}" if args.graphs != 3 else "")
-        + " --out benchmarks/results/graph_spread_confquestions.md`",
-        f"Machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}.",
+        + f" --out {shown(args.out, ROOT) if args.out else 'FILE.md'}`",
+        f"Machine: {machine()}.",
         f"Wall time {time.perf_counter() - start:.0f} s; load average {load:.1f} at start.",
         f"Store: `{shown(args.store, ROOT)}`; each copy holds the same records in a collection built again"
         " (`bench.store.rebuilt_copy`), its whole graph on disk. Each row is one run of"
@@ -80,7 +76,7 @@ def main() -> int:
         "",
         *rows,
         "",
-        f"P@1 turns: {min(totals):.0f} to {max(totals):.0f} of 600 over {len(totals)} graphs.",
+        f"P@1 turns: {min(totals):.0f} to {max(totals):.0f} of {len(questions)} over {len(totals)} graphs.",
     ]
     return finish_report(lines, args.out)
 

@@ -20,6 +20,7 @@ from typing import Dict, Optional, Tuple
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from llama_index_ragonite.bench.confquestions import load_corpus
+from llama_index_ragonite.index.chroma_access import open_collection
 from llama_index_ragonite.index.store import CHROMA_DIR, EvidenceStore
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 
@@ -114,9 +115,7 @@ def rebuilt_copy(folder: Path, copy: Path) -> str:
     shutil.copytree(folder, copy, ignore=shutil.ignore_patterns(CHROMA_DIR))
     (source,) = chromadb.PersistentClient(path=str(folder / CHROMA_DIR)).list_collections()
     records = source.get(include=["embeddings", "metadatas", "documents"])
-    target = chromadb.PersistentClient(path=str(copy / CHROMA_DIR)).create_collection(
-        source.name, metadata=source.metadata
-    )
+    target = open_collection(copy / CHROMA_DIR, None, source.name, writable=True)
     for start in range(0, len(records["ids"]), _BATCH):
         part = slice(start, start + _BATCH)
         target.add(

@@ -180,6 +180,9 @@ def test_filler_and_the_measure_of_a_how_question_are_not_a_request_s_own_words(
     ]
     for answerable in ("How long does a full build take?", "How often are the images rebuilt?", "What is it like?"):
         assert unsupported_terms(carried + answerable, text) == []  # held words, or none of its own
+    kept = "Page: Build Server\nJobs keep their logs for a long retention period."
+    assert unsupported_terms(carried + "How long are they retained?", kept) == []  # points back: the measure counts
+    assert unsupported_terms(carried + "How long do the cats wait?", kept) == ["How long do the cats wait?"]
     assert unsupported_terms(carried + "Wie lange dauert ein Build?", text) == []  # German: not this rule's language
 
 

@@ -77,9 +77,11 @@ _LANGUAGE_SAMPLE = 4000  # characters of the sources that tell their language
 _URL = re.compile(r"\b(?:https?://|www\.)\S+")
 _RATE = re.compile(r"([a-zäöü]{2,})/([a-z])")  # a unit of measure: "gbit/s", "mb/s"
 _WORD_PAIR = re.compile(r"\b(?=([A-Za-z]+)\s+([A-Za-z]+)\b)")
-# the measure a "how …" question asks for: part of the question, not its topic
+# The measure a how-question asks for ("how long", "wie oft"): part of its question words, not its topic.
+# "many", "much" and "viele" are question words already (text.QUESTION_WORDS).
 _MEASURE = re.compile(
-    r"(?i)\b(?:how|wie)\s+(long|often|far|old|big|large|high|much|many|fast|soon|lange|oft|weit|alt|groß|hoch|viele?|schnell|bald)\b"
+    r"(?i)\b(?:how|wie)\s+(?:long|often|far|old|big|large|high|fast|soon|late|hot|cold|heavy|deep|wide|tall"
+    r"|lange|oft|weit|alt|groß|hoch|schnell|bald|spät|heiß|kalt|schwer|tief|breit|teuer)\b"
 )
 
 
@@ -123,16 +125,18 @@ def _unsupported_request(question: str, keys: FrozenSet[str], lang: str, prose: 
     on topic. Only where question and sources share a language: a translation shares no words.
 
     Words that name no topic do not count as the request's own: conversational filler ("What will the
-    weather be like …?") and the measure of a "how long / how often / wie lange" question ("How long
-    should an egg boil?"), which pages share with any request. A short request whose language the
-    detector leaves open is judged by the word list ("How do I cook spaghetti properly?")."""
+    weather be like …?") and the measure of a how-question from a fixed list ("How long should an egg
+    boil?"), which pages share with any request. A short request whose language the detector leaves
+    open is judged by the word list ("How do I cook spaghetti properly?"). A turn that points back
+    keeps its measure ("How long are they kept?"): it is about the carried topic, and its other words
+    may be just a verb the page inflects otherwise ("retention")."""
     asked = asked_part(question)
     if asked == question or not lang or language(prose[:_LANGUAGE_SAMPLE]) != lang:
         return []
     if (language(asked) or _by_word_list(asked)) != lang:
         return []
-    measure = {m.lower() for m in _MEASURE.findall(asked)}
-    own = [w for w in answer_words(asked) if w not in CONVERSATION_WORDS and w not in measure]
+    words_of = asked if refers_back(asked) else _MEASURE.sub(" ", asked)
+    own = [w for w in answer_words(words_of) if w not in CONVERSATION_WORDS]
     return [asked] if own and not any(word_keys(w) & keys for w in own) else []
 
 
