@@ -77,11 +77,6 @@ _LANGUAGE_SAMPLE = 4000  # characters of the sources that tell their language
 _URL = re.compile(r"\b(?:https?://|www\.)\S+")
 _RATE = re.compile(r"([a-zäöü]{2,})/([a-z])")  # a unit of measure: "gbit/s", "mb/s"
 _WORD_PAIR = re.compile(r"\b(?=([A-Za-z]+)\s+([A-Za-z]+)\b)")
-_DATE = re.compile(r"(\d{1,2})\.(\d{1,2})\.(\d{2}|\d{4})")
-_MONTH_NAMES = [
-    names.split()
-    for names in "jan januar|feb februar|mar märz maerz|apr|may mai|jun|jul|aug|sep|oct okt|nov|dec dez".split("|")
-]
 # The measure a how-question asks for ("how long", "wie oft"): part of its question words, not its topic.
 # "many", "much" and "viele" are question words already (text.QUESTION_WORDS).
 _MEASURE = re.compile(
@@ -99,11 +94,8 @@ def unsupported_terms(question: str, source_text: str) -> List[str]:
     shouted = {w.lower() for w in _SHOUTED.findall(question) if is_german_word(w)} if german else set()
     missing = [t for t in dict.fromkeys(identifiers(question)) if t not in shouted and not _holds_identifier(t, text)]
     missing += [p for p in dict.fromkeys(_compound_names(question)) if not _holds_identifier(p.lower(), text)]
-    acronyms = _capitals(source_text)
-    missing = [t for t in missing if t not in acronyms]
     ignored = _MONTHS | OPENERS | QUESTION_WORDS | stopwords("en") | stopwords("de")
-    own = asked_part(question)  # a completed follow-up: names and pairs as the user wrote them, not as joined
-    for name, number in _NAME_NUMBER.findall(own):
+    for name, number in _NAME_NUMBER.findall(question):
         if name.lower() in ignored:
             continue
         # the name, at most two words (a model name, "is" of a table cell), then the number
@@ -112,7 +104,7 @@ def unsupported_terms(question: str, source_text: str) -> List[str]:
             missing.append(f"{name} {number}")
     prose = _URL.sub(" ", text)  # a name inside a link ("maps?q=…+Australia") is not what a page states
     keys = unit_keys(prose)
-    names = [w for w in dict.fromkeys(_CAPITALIZED.findall(own)) if w.lower() not in ignored]
+    names = [w for w in dict.fromkeys(_CAPITALIZED.findall(question)) if w.lower() not in ignored]
     missing += [w for w in names if not word_keys(w.lower()) & keys and not (german and is_german_word(w))]
     missing += _unsupported_request(question, keys, lang, prose)
     return [m for m in missing if m.lower() not in _PLATFORM and not _typing_slip(m, prose)]
@@ -136,10 +128,8 @@ def _unsupported_request(question: str, keys: FrozenSet[str], lang: str, prose: 
     weather be like …?") and the measure of a how-question from a fixed list ("How long should an egg
     boil?"), which pages share with any request. A short request whose language the detector leaves
     open is judged by the word list ("How do I cook spaghetti properly?"). A turn that points back
-    keeps its measure ("How long are they retained?"): it is about the carried topic, and its other words
-    may be just a verb the page inflects otherwise ("retention"). It is still refused when the page holds
-    none of its words ("Is this compulsory?" over a page that says "mandatory"): measured on ConfQuestions,
-    the answers such turns got when let through were wrong."""
+    keeps its measure ("How long are they kept?"): it is about the carried topic, and its other words
+    may be just a verb the page inflects otherwise ("retention")."""
     asked = asked_part(question)
     if asked == question or not lang or language(prose[:_LANGUAGE_SAMPLE]) != lang:
         return []
@@ -196,39 +186,11 @@ def _holds_identifier(token: str, text: str) -> bool:
     """``token`` (or its singular) in ``text``; a compound joined by - or / through its identifier parts."""
     if token in text or (token.endswith("s") and token[:-1] in text):
         return True
-    if _holds_date(token, text):
-        return True
     rate = _RATE.fullmatch(token)
     if rate:  # a unit of measure ("gbit/s", "mb/s"): held as written, "gb/s" or "gbps"; else no figure in it
         return bool(re.search(rf"\b{re.escape(rate[1][:2])}\w*\s*(?:/|p|per)\s*{rate[2]}\b", text))
     parts = re.split(r"[-/]", token)
     return len(parts) > 1 and all(p in text for p in parts if identifiers(p) and not p.isalpha())
-
-
-def _capitals(source_text: str) -> FrozenSet[str]:
-    """The capitals of the sources' names with two or more, lower-cased: "oxt" of "OpenXT", "tpm" of
-    "TPM". Why: a question abbreviates a name by its capitals ("OXT 9.0.2" for the wiki's "OpenXT")."""
-    return frozenset(
-        "".join(re.findall(r"[A-Z]", w)).lower() for w in re.findall(r"\b\w*[A-Z]\w*[A-Z]\w*", source_text)
-    )
-
-
-def _holds_date(token: str, text: str) -> bool:
-    """``token`` is a day.month.year date ("23.7.15", "18.08.2016") that ``text`` writes another way:
-    "July 23, 2015", "23 July 2015", "23rd of July 2015", "2015-07-23". Why: people type the date of a
-    meeting in numbers, wiki titles spell it out ("Community Call - July 23 2015")."""
-    date = _DATE.fullmatch(token)
-    if not date or not (1 <= int(date[1]) <= 31 and 1 <= int(date[2]) <= 12):
-        return False
-    day, month, year = int(date[1]), int(date[2]), date[3][-2:]
-    names = "|".join(_MONTH_NAMES[month - 1])
-    day_text = rf"0?{day}(?:st|nd|rd|th)?\.?"
-    spelled = (
-        rf"\b(?:{names})\w*\.?,?\s+{day_text},?\s+(?:20)?{year}\b",  # July 23, 2015
-        rf"\b{day_text}\s+(?:of\s+)?(?:{names})\w*\.?,?\s+(?:20)?{year}\b",  # 23 July 2015, 23rd of July
-        rf"\b(?:20)?{year}-0?{month}-0?{day}\b",  # 2015-07-23
-    )
-    return any(re.search(pattern, text) for pattern in spelled)
 
 
 _COMPOUND = re.compile(r"\b\w+(?:-\w+)+\b")
