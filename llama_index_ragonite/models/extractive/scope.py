@@ -128,7 +128,7 @@ def _unsupported_request(question: str, keys: FrozenSet[str], lang: str, prose: 
     weather be like …?") and the measure of a how-question from a fixed list ("How long should an egg
     boil?"), which pages share with any request. A short request whose language the detector leaves
     open is judged by the word list ("How do I cook spaghetti properly?"). A turn that points back
-    keeps its measure ("How long are they kept?"): it is about the carried topic, and its other words
+    keeps its measure ("How long are they retained?"): it is about the carried topic, and its other words
     may be just a verb the page inflects otherwise ("retention")."""
     asked = asked_part(question)
     if asked == question or not lang or language(prose[:_LANGUAGE_SAMPLE]) != lang:
