@@ -89,7 +89,7 @@ def unsupported_terms(question: str, source_text: str) -> List[str]:
     """The question's names, identifiers and name-number pairs that ``source_text`` never holds."""
     text = source_text.lower()
     question = _as_the_sources_write(question, text)
-    lang = language(question) or _by_word_list(question)
+    lang = _language_of(question)
     german = lang == "de"
     shouted = {w.lower() for w in _SHOUTED.findall(question) if is_german_word(w)} if german else set()
     missing = [t for t in dict.fromkeys(identifiers(question)) if t not in shouted and not _holds_identifier(t, text)]
@@ -110,9 +110,12 @@ def unsupported_terms(question: str, source_text: str) -> List[str]:
     return [m for m in missing if m.lower() not in _PLATFORM and not _typing_slip(m, prose)]
 
 
-def _by_word_list(question: str) -> str:
-    """The language of a question too short for ``language`` ("Who wrote Hamlet?"): German when most of
-    its lower-case words are German words."""
+def _language_of(question: str) -> str:
+    """``language``, or for a question too short for it ("Who wrote Hamlet?") German when most of its
+    lower-case words are German words, else English."""
+    detected = language(question)
+    if detected:
+        return detected
     lower = re.findall(r"\b[a-zäöüß]+\b", question)
     return "de" if lower and 2 * sum(map(is_german_word, lower)) > len(lower) else "en"
 
@@ -131,9 +134,7 @@ def _unsupported_request(question: str, keys: FrozenSet[str], lang: str, prose: 
     keeps its measure ("How long are they retained?"): it is about the carried topic, and its other words
     may be just a verb the page inflects otherwise ("retention")."""
     asked = asked_part(question)
-    if asked == question or not lang or language(prose[:_LANGUAGE_SAMPLE]) != lang:
-        return []
-    if (language(asked) or _by_word_list(asked)) != lang:
+    if asked == question or _language_of(asked) != lang or language(prose[:_LANGUAGE_SAMPLE]) != lang:
         return []
     words_of = asked if refers_back(asked) else _MEASURE.sub(" ", asked)
     own = [w for w in answer_words(words_of) if w not in CONVERSATION_WORDS]
@@ -151,8 +152,7 @@ def unrelated_request(question: str, source_text: str, similarity: Callable[[str
     asked = asked_part(question)
     if asked == question or refers_back(asked) or is_fragment(asked) or not content_terms(asked):
         return False
-    lang = language(asked) or _by_word_list(asked)
-    return lang != language(source_text[:_LANGUAGE_SAMPLE]) and similarity(asked) <= floor
+    return _language_of(asked) != language(source_text[:_LANGUAGE_SAMPLE]) and similarity(asked) <= floor
 
 
 def _as_the_sources_write(question: str, text: str) -> str:
