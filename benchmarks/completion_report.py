@@ -63,6 +63,12 @@ def own_table(runs) -> List[str]:
 LATER_LISTS = ("held_out_off_topic", "fresh_off_topic", "unseen_off_topic")  # asked after the conversation
 
 
+def refused(run: dict, key: str) -> str:
+    """How many questions of one off-topic list were answered out of scope: "n/m"."""
+    asked = run.get(key, [])
+    return f"{sum(o['out_of_scope'] for o in asked)}/{len(asked)}"
+
+
 def answered_off_topic(run: dict) -> List[str]:
     """The off-topic questions (all lists) that were answered, with the completed question and the answer."""
     asked = run["off_topic"] + [o for key in LATER_LISTS for o in run.get(key, [])]
@@ -122,16 +128,12 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
         texts = [t["completed"] for t in run["turns"]]
         kept = [sum(texts[i] == questions[i].question for i in group) for group in (contained, later)]
         done = sum(t != q.question for t, q in zip(texts, questions) if q.turn > 1)
-        oos = sum(o["out_of_scope"] for o in run["off_topic"])
-        later_lists = "".join(
-            f"| {sum(o['out_of_scope'] for o in run.get(key, []))}/{len(run.get(key, []))} " for key in LATER_LISTS
-        )
+        lists = " | ".join(refused(run, key) for key in ("off_topic", *LATER_LISTS))
         summary.append(
             f"| {name} | {mean(values):.3f} | {lang(values, 'en'):.3f} | {lang(values, 'de'):.3f} "
             f"| {lang(values, 'en') - lang(values, 'de'):+.3f} | {kept[0]} ({kept[0] / len(contained):.1%}) "
             f"| {kept[1]} ({kept[1] / len(later):.1%}) | {done} | {sum(t['out_of_scope'] for t in run['turns'])} "
-            f"| {oos}/{len(run['off_topic'])} "
-            f"{later_lists}| {run['wall_s']:.0f} s |"
+            f"| {lists} | {run['wall_s']:.0f} s |"
         )
     new_run = runs["this tree"]
     choices = Counter(t["choice"] or "no history (turn 1)" for t in new_run["turns"])

@@ -31,7 +31,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     from completion_confquestions import run_worker
-    from completion_report import LATER_LISTS
+    from completion_report import LATER_LISTS, refused
 
     from llama_index_ragonite.bench.confquestions import load_questions
     from llama_index_ragonite.bench.metrics import gold_keys, mean, precision_at_1
@@ -57,9 +57,7 @@ def main() -> int:
             p1 = [precision_at_1(t["urls"], gold_keys(q.gold_urls)) for q, t in zip(questions, run["turns"])]
             en, de = (mean([v for v, q in zip(p1, questions) if q.lang == lang]) for lang in ("en", "de"))
             totals.append(sum(p1))
-            counts = " | ".join(
-                f"{sum(o['out_of_scope'] for o in run[key])}/{len(run[key])}" for key in ("off_topic", *LATER_LISTS)
-            )
+            counts = " | ".join(refused(run, key) for key in ("off_topic", *LATER_LISTS))
             rows.append(f"| {name} | {mean(p1):.3f} | {en:.3f} | {de:.3f} | {en - de:+.3f} | {counts} |")
     lines = [
         "# ConfQuestions conversations on HNSW graphs built again (embedded default, ALL context)",
