@@ -14,8 +14,8 @@ the engine reports (``response.completed_question``) and the pages of its source
 MRR@10 are the page of the first source in the answer prompt. "Self-contained" turns are those
 whose gold completion equals the raw question; the engine must report them unchanged. After each
 conversation, a self-contained off-topic question ("What is the capital of France?" …) must be
-answered out of scope, and so must a held-out one (``HELD_OUT_OFF_TOPIC``) and a fresh one
-(``FRESH_OFF_TOPIC``) and an unseen one (``UNSEEN_OFF_TOPIC``), each asked by another engine
+answered out of scope, and so must one of each later list (``HELD_OUT_OFF_TOPIC``,
+``FRESH_OFF_TOPIC``, ``UNSEEN_OFF_TOPIC``, ``LATER_OFF_TOPIC``), each asked by another engine
 seeded with the conversation's history.
 ``benchmarks/completion_conversations.json`` (24 conversations written for issue 16 over pages no
 ConfQuestions question asks about) is played the same way. For reference, the raw and the
@@ -114,6 +114,33 @@ UNSEEN_OFF_TOPIC = {
         "Wie lange hält gekochter Reis im Kühlschrank?", "Welche Brettspiele machen zu viert Spaß?",
     ],
 }  # fmt: skip
+# Written on 2026-11-25, before any scope rule was chosen on the lists above' misses of that day: its check.
+LATER_OFF_TOPIC = {
+    "en": [
+        "How do I descale a kettle?", "What is the best time of year to visit Portugal?",
+        "How much should I tip a waiter?", "Which exercises strengthen the lower back?",
+        "How do I get my toddler to eat vegetables?", "What is the difference between baking soda and baking powder?",
+        "How do I clean a cast iron pan?", "Why do cats purr?",
+        "How can I save money on groceries?", "What should I wear to a job interview?",
+        "How do I stop my glasses from fogging up?", "Which flowers attract bees?",
+        "How long does it take to learn to swim?", "What is a good book for a long flight?",
+        "How do I make cold brew coffee?", "Why do onions make you cry?",
+        "How can I improve my handwriting?", "What do I need for a picnic?",
+        "How do I unclog a kitchen sink?", "When should I replace my running shoes?",
+    ],
+    "de": [
+        "Wie entkalke ich einen Wasserkocher?", "Wann ist die beste Reisezeit für Portugal?",
+        "Wie viel Trinkgeld gibt man im Restaurant?", "Welche Übungen stärken den unteren Rücken?",
+        "Wie bringe ich mein Kleinkind dazu, Gemüse zu essen?", "Was ist der Unterschied zwischen Natron und Backpulver?",
+        "Wie reinige ich eine gusseiserne Pfanne?", "Warum schnurren Katzen?",
+        "Wie kann ich beim Einkaufen Geld sparen?", "Was ziehe ich zu einem Vorstellungsgespräch an?",
+        "Wie verhindere ich, dass meine Brille beschlägt?", "Welche Blumen locken Bienen an?",
+        "Wie lange dauert es, schwimmen zu lernen?", "Was ist ein gutes Buch für einen langen Flug?",
+        "Wie mache ich Cold Brew Kaffee?", "Warum muss man beim Zwiebelschneiden weinen?",
+        "Wie kann ich meine Handschrift verbessern?", "Was brauche ich für ein Picknick?",
+        "Wie mache ich einen verstopften Abfluss in der Küche frei?", "Wann sollte ich meine Laufschuhe ersetzen?",
+    ],
+}  # fmt: skip
 
 
 def worker(data: Path, store_dir: Path, out: Path) -> None:
@@ -131,9 +158,13 @@ def worker(data: Path, store_dir: Path, out: Path) -> None:
         conversations.setdefault((q.conv_id, q.lang), []).append(i)
     own = json.loads(OWN.read_text(encoding="utf-8"))["conversations"]
     turns: List[dict] = [{} for _ in questions]
-    result = dict(
-        turns=turns, off_topic=[], held_out_off_topic=[], fresh_off_topic=[], unseen_off_topic=[], own=[], package=None
-    )
+    later_lists = {
+        "held_out_off_topic": HELD_OUT_OFF_TOPIC,
+        "fresh_off_topic": FRESH_OFF_TOPIC,
+        "unseen_off_topic": UNSEEN_OFF_TOPIC,
+        "later_off_topic": LATER_OFF_TOPIC,
+    }
+    result = dict(turns=turns, off_topic=[], own=[], package=None, **{key: [] for key in later_lists})
     start = time.perf_counter()
 
     def play(engine, message):
@@ -153,11 +184,7 @@ def worker(data: Path, store_dir: Path, out: Path) -> None:
             turns[i] = play(engine, questions[i].question)
         history = list(engine.chat_history)
         result["off_topic"].append(play(engine, OFF_TOPIC[lang][n % len(OFF_TOPIC[lang])]))
-        for key, later in (
-            ("held_out_off_topic", HELD_OUT_OFF_TOPIC),
-            ("fresh_off_topic", FRESH_OFF_TOPIC),
-            ("unseen_off_topic", UNSEEN_OFF_TOPIC),
-        ):  # each after the same conversation, by its own engine
+        for key, later in later_lists.items():  # each after the same conversation, by its own engine
             side = RagoniteChatEngine.from_defaults(retriever, chat_history=history, follow_ups=0)
             question = later[lang][n % len(later[lang])]
             result[key].append(dict(play(side, question), question=question))

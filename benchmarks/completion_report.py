@@ -60,7 +60,12 @@ def own_table(runs) -> List[str]:
     return lines
 
 
-LATER_LISTS = ("held_out_off_topic", "fresh_off_topic", "unseen_off_topic")  # asked after the conversation
+LATER_LISTS = (
+    "held_out_off_topic",
+    "fresh_off_topic",
+    "unseen_off_topic",
+    "later_off_topic",
+)  # asked after the conversation
 
 
 def refused(run: dict, key: str) -> str:
@@ -120,8 +125,8 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
         "| engine | P@1 all | EN | DE | EN - DE | self-contained unchanged (of 45) | ... follow-ups (of 21) "
         "| follow-ups completed (of 500) | answerable turns answered out of scope (of 600) "
         "| off-topic question out of scope (of 100) | ... held-out (of 100) | ... fresh (of 100) | ... unseen (of 100) "
-        "| wall time |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| ... later (of 100) | wall time |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, run in runs.items():
         values = p1[names[name]]
@@ -166,7 +171,8 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
         ' long" words of the scope rule were chosen on its misses, so it is a tuning set now. Two more lists,'
         " twenty per language each, are the check, each asked the same way: `FRESH_OFF_TOPIC`, written before"
         " that choice, and `UNSEEN_OFF_TOPIC`, written after the fresh list's misses were read; no rule was"
-        " chosen on either.",
+        " chosen on either. A fourth, `LATER_OFF_TOPIC` (twenty per language), was written on 2026-11-25 before"
+        " that day's look at the other lists' misses.",
         "",
         "Targets (issue 16): P@1 >= 0.85, German within 0.04 of English, >= 98% of self-contained turns unchanged,"
         " off-topic questions out of scope.",

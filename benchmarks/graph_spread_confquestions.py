@@ -44,8 +44,8 @@ def main() -> int:
     questions = load_questions(args.data)
     start, load = time.perf_counter(), os.getloadavg()[0]
     rows = [
-        "| graph | P@1 all | EN | DE | EN - DE | off-topic out of scope (of 100) | held-out | fresh | unseen |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| graph | P@1 all | EN | DE | EN - DE | off-topic out of scope (of 100) | held-out | fresh | unseen | later |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     totals = []
     with tempfile.TemporaryDirectory() as tmp:
