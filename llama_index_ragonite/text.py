@@ -216,7 +216,8 @@ def refers_back(text: str) -> bool:
 
     "Where is it located?", "What was the QEMU version in these tests?", "Und die Firmware?",
     "Wofür steht das?"; not "Is it possible to …", "Gibt es …", "the cases that include …",
-    "das Host-Szenario" (an article before a noun) or the polite "Sie".
+    "das Host-Szenario" (an article before a noun), the polite "Sie" or the verb "sein" ends a clause
+    ("Wie heiß muss der Ofen sein?"; the possessive comes before its noun).
     """
     if _ELLIPSIS.match(text):
         return True
@@ -224,7 +225,7 @@ def refers_back(text: str) -> bool:
     for i, token in enumerate(tokens):
         low, before = token.lower(), tokens[i - 1].lower() if i else ""
         after = tokens[i + 1] if i + 1 < len(tokens) else ""
-        if low in ANAPHORA_WORDS and not (token == "Sie" and i > 0):
+        if low in ANAPHORA_WORDS and not (token == "Sie" and i > 0) and not (low == "sein" and not after[:1].isalpha()):
             return True
         if low == "that" and (not before or before in _THAT_BEFORE):
             return True

@@ -9,6 +9,7 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index_ragonite import LLMQuestionCompleter, OfflineQuestionCompleter, QuestionCompleter
 from llama_index_ragonite.chat.completion import carried_terms, clean_completion, content_terms
 from llama_index_ragonite.events import QuestionCompletedEvent
+from llama_index_ragonite.text import refers_back
 
 
 def user(text: str) -> ChatMessage:
@@ -189,6 +190,12 @@ def test_german_ellipsis_and_pronouns_are_completed(message):
     history = [user("Welche AMD Grafikkarte wurde mit dem HP 8300 in den GPU Passthrough Tests geprüft?")]
     added = carried(strict().complete(history, message), message)
     assert {"AMD", "HP", "8300"} <= set(added)
+
+
+def test_german_sein_points_back_only_before_its_noun():
+    assert refers_back("Wie alt ist sein Treiber?")  # the possessive: whose driver?
+    assert not refers_back("Wie heiß muss der Ofen für Pizza sein?")  # the verb, ending the clause
+    assert not refers_back("Wie groß darf die Partition sein, wenn ich verschlüssele?")
 
 
 def test_completion_follows_the_topic_the_conversation_moved_to():

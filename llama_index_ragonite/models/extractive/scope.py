@@ -121,11 +121,15 @@ def _language_of(question: str) -> str:
 
 
 def _unsupported_request(question: str, keys: FrozenSet[str], lang: str, prose: str) -> List[str]:
-    """The user's own words of a completed follow-up when no source holds any of them (``[]`` otherwise).
+    """The user's own words of a completed follow-up when no source holds most of them (``[]`` otherwise);
+    for a turn that points back, when no source holds any.
 
     Why: the words carried from earlier turns find the conversation's page whatever is asked, so a new
     request that names nothing ("How do I bake a chocolate cake?") arrives completed and scores as if
-    on topic. Only where question and sources share a language: a translation shares no words.
+    on topic. Such a request brings its own topic, and one ordinary word the pages share ("How do I keep
+    my cat off the table?") does not make it theirs; a turn that points back is about the carried topic,
+    so one word of it the sources hold is enough. Only where question and sources share a language: a
+    translation shares no words.
 
     Words that name no topic do not count as the request's own: conversational filler ("What will the
     weather be like …?") and the measure of a how-question from a fixed list ("How long should an egg
@@ -136,9 +140,11 @@ def _unsupported_request(question: str, keys: FrozenSet[str], lang: str, prose: 
     asked = asked_part(question)
     if asked == question or _language_of(asked) != lang or language(prose[:_LANGUAGE_SAMPLE]) != lang:
         return []
-    words_of = asked if refers_back(asked) else _MEASURE.sub(" ", asked)
-    own = [w for w in answer_words(words_of) if w not in CONVERSATION_WORDS]
-    return [asked] if own and not any(word_keys(w) & keys for w in own) else []
+    points_back = refers_back(asked)
+    words_of = asked if points_back else _MEASURE.sub(" ", asked)
+    own = [w for w in dict.fromkeys(answer_words(words_of)) if w not in CONVERSATION_WORDS]
+    held = sum(bool(word_keys(w) & keys) for w in own)
+    return [asked] if own and (held == 0 if points_back else 2 * held < len(own)) else []
 
 
 def unrelated_request(question: str, source_text: str, similarity: Callable[[str], float], floor: float) -> bool:
