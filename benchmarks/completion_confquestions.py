@@ -114,7 +114,7 @@ UNSEEN_OFF_TOPIC = {
         "Wie lange hält gekochter Reis im Kühlschrank?", "Welche Brettspiele machen zu viert Spaß?",
     ],
 }  # fmt: skip
-# Written on 2026-11-25, before any scope rule was chosen on the lists above' misses of that day: its check.
+# Written on 2026-11-25, before that day's scope rule was chosen on the other lists' misses: the check.
 LATER_OFF_TOPIC = {
     "en": [
         "How do I descale a kettle?", "What is the best time of year to visit Portugal?",
@@ -143,6 +143,15 @@ LATER_OFF_TOPIC = {
 }  # fmt: skip
 
 
+# Each asked after every conversation by its own engine, seeded with the conversation's history.
+LATER_OFF_TOPIC_LISTS = {
+    "held_out_off_topic": HELD_OUT_OFF_TOPIC,
+    "fresh_off_topic": FRESH_OFF_TOPIC,
+    "unseen_off_topic": UNSEEN_OFF_TOPIC,
+    "later_off_topic": LATER_OFF_TOPIC,
+}
+
+
 def worker(data: Path, store_dir: Path, out: Path) -> None:
     """Play every conversation through the engine of the package first on ``sys.path``; write JSON."""
     from llama_index_ragonite import RagoniteChatEngine
@@ -158,13 +167,7 @@ def worker(data: Path, store_dir: Path, out: Path) -> None:
         conversations.setdefault((q.conv_id, q.lang), []).append(i)
     own = json.loads(OWN.read_text(encoding="utf-8"))["conversations"]
     turns: List[dict] = [{} for _ in questions]
-    later_lists = {
-        "held_out_off_topic": HELD_OUT_OFF_TOPIC,
-        "fresh_off_topic": FRESH_OFF_TOPIC,
-        "unseen_off_topic": UNSEEN_OFF_TOPIC,
-        "later_off_topic": LATER_OFF_TOPIC,
-    }
-    result = dict(turns=turns, off_topic=[], own=[], package=None, **{key: [] for key in later_lists})
+    result = dict(turns=turns, off_topic=[], own=[], package=None, **{key: [] for key in LATER_OFF_TOPIC_LISTS})
     start = time.perf_counter()
 
     def play(engine, message):
@@ -184,7 +187,7 @@ def worker(data: Path, store_dir: Path, out: Path) -> None:
             turns[i] = play(engine, questions[i].question)
         history = list(engine.chat_history)
         result["off_topic"].append(play(engine, OFF_TOPIC[lang][n % len(OFF_TOPIC[lang])]))
-        for key, later in later_lists.items():  # each after the same conversation, by its own engine
+        for key, later in LATER_OFF_TOPIC_LISTS.items():
             side = RagoniteChatEngine.from_defaults(retriever, chat_history=history, follow_ups=0)
             question = later[lang][n % len(later[lang])]
             result[key].append(dict(play(side, question), question=question))

@@ -6,6 +6,8 @@ import json
 from collections import Counter
 from typing import Dict, List
 
+from completion_confquestions import LATER_OFF_TOPIC_LISTS
+
 from llama_index_ragonite.bench.confquestions import load_questions
 from llama_index_ragonite.bench.metrics import gold_keys, mean, mrr_at_k, precision_at_1
 from llama_index_ragonite.bench.scripts import shown
@@ -60,12 +62,7 @@ def own_table(runs) -> List[str]:
     return lines
 
 
-LATER_LISTS = (
-    "held_out_off_topic",
-    "fresh_off_topic",
-    "unseen_off_topic",
-    "later_off_topic",
-)  # asked after the conversation
+LATER_LISTS = tuple(LATER_OFF_TOPIC_LISTS)  # asked after the conversation
 
 
 def refused(run: dict, key: str) -> str:

@@ -70,7 +70,7 @@ def main() -> int:
         f"Store: `{shown(args.store, ROOT)}`; each copy holds the same records in a collection built again"
         " (`bench.store.rebuilt_copy`), its whole graph on disk. Each row is one run of"
         " `completion_confquestions.py`'s worker (this tree) on that store: 600 turns, then the off-topic"
-        " questions of its four lists.",
+        f" questions of its {1 + len(LATER_LISTS)} lists.",
         "",
         *rows,
         "",

@@ -207,6 +207,11 @@ _GERMAN_PREPOSITIONS = frozenset("von vom für mit bei aus nach über unter gege
 _LEADING_PREPOSITIONS = _GERMAN_PREPOSITIONS | frozenset(
     "auf an in seit bis zu ab on at for from to by with about of since until".split()
 )
+# After the verb "sein" a clause goes on with these; a possessive "sein" has its noun (or a quote, a number) next.
+_CLAUSE_END = frozenset(
+    "und oder aber denn damit wenn weil dass ob als wird würde kann könnte muss müsste soll sollte darf wollen".split()
+)
+_NOUN_OPENERS = frozenset("\"'„“‚‘«")
 _QUOTED = re.compile(r"""['"„“‘]([^'"„“”‘’]{2,})['"“”’]""")
 _SENTENCE_START = re.compile(r"(?:^|[.?!:;,]\s+)\W*(\w+)")
 
@@ -216,8 +221,8 @@ def refers_back(text: str) -> bool:
 
     "Where is it located?", "What was the QEMU version in these tests?", "Und die Firmware?",
     "Wofür steht das?"; not "Is it possible to …", "Gibt es …", "the cases that include …",
-    "das Host-Szenario" (an article before a noun), the polite "Sie" or the verb "sein" ends a clause
-    ("Wie heiß muss der Ofen sein?"; the possessive comes before its noun).
+    "das Host-Szenario" (an article before a noun), the polite "Sie", or "sein" ending a clause
+    ("Wie heiß muss der Ofen sein?": the verb; the possessive precedes its noun).
     """
     if _ELLIPSIS.match(text):
         return True
@@ -225,13 +230,20 @@ def refers_back(text: str) -> bool:
     for i, token in enumerate(tokens):
         low, before = token.lower(), tokens[i - 1].lower() if i else ""
         after = tokens[i + 1] if i + 1 < len(tokens) else ""
-        if low in ANAPHORA_WORDS and not (token == "Sie" and i > 0) and not (low == "sein" and not after[:1].isalpha()):
+        if low in ANAPHORA_WORDS and not (token == "Sie" and i > 0) and not (low == "sein" and _ends_clause(after)):
             return True
         if low == "that" and (not before or before in _THAT_BEFORE):
             return True
         if low in ("das", "dem") and before and not after[:1].isupper():  # "Ist das vorgeschrieben?"
             return True
     return False
+
+
+def _ends_clause(after: str) -> bool:
+    """The token after a German "sein" ends its clause (punctuation, a conjunction, an auxiliary): the verb."""
+    return not after or (
+        after in _CLAUSE_END if after.isalpha() else after not in _NOUN_OPENERS and not after.isdigit()
+    )
 
 
 def salient_terms(text: str, extra: Iterable[str] = ()) -> List[str]:

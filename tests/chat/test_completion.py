@@ -196,6 +196,8 @@ def test_german_sein_points_back_only_before_its_noun():
     assert refers_back("Wie alt ist sein Treiber?")  # the possessive: whose driver?
     assert not refers_back("Wie heiß muss der Ofen für Pizza sein?")  # the verb, ending the clause
     assert not refers_back("Wie groß darf die Partition sein, wenn ich verschlüssele?")
+    assert not refers_back("Wie heiß muss der Ofen sein und wie lange?")  # a conjunction goes on
+    assert refers_back("Wie heißt sein 2. Laptop?")  # a number or a quote opens its noun
 
 
 def test_completion_follows_the_topic_the_conversation_moved_to():

@@ -189,11 +189,12 @@ def test_filler_and_the_measure_of_a_how_question_are_not_a_request_s_own_words(
 def test_a_new_request_is_out_of_scope_when_most_of_its_own_words_are_not_the_pages():
     text = "Page: Build Server\nThe job table lists every build; a failed job can stop the queue until it is retried."
     carried = "build server jobs "
-    for request in ("How do I keep my cat off the table?", "Why do leaves change colour in autumn?"):
+    for request in ("How do I keep my cat off the table?", "How do I stop my dog barking at night?"):
         assert unsupported_terms(carried + request, text) == [request]  # one ordinary word of three or four
-    for answerable in ("Which failed job stops the queue?", "How do I read the job table?"):
+    for answerable in ("Which failed job stops the queue?", "How do I read the job table?", "Can I stop it?"):
         assert unsupported_terms(carried + answerable, text) == []  # half or more of its words are the page's
-    assert unsupported_terms(carried + "Who maintains this table?", text) == []  # points back: one word is enough
+    assert unsupported_terms(carried + "How can I stop snoring?", text) == []  # exactly half: still answered
+    assert unsupported_terms(carried + "Why does this table keep growing?", text) == []  # points back: one is enough
 
 
 def test_a_completed_german_follow_up_whose_own_words_are_unlike_the_best_evidence_is_out_of_scope():

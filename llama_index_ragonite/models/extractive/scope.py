@@ -121,8 +121,8 @@ def _language_of(question: str) -> str:
 
 
 def _unsupported_request(question: str, keys: FrozenSet[str], lang: str, prose: str) -> List[str]:
-    """The user's own words of a completed follow-up when no source holds most of them (``[]`` otherwise);
-    for a turn that points back, when no source holds any.
+    """The user's own words of a completed follow-up when the sources together hold fewer than half of them
+    (``[]`` otherwise); for a turn that points back, when they hold none.
 
     Why: the words carried from earlier turns find the conversation's page whatever is asked, so a new
     request that names nothing ("How do I bake a chocolate cake?") arrives completed and scores as if
