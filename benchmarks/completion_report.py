@@ -65,6 +65,11 @@ def own_table(runs) -> List[str]:
 LATER_LISTS = tuple(LATER_OFF_TOPIC_LISTS)  # asked after the conversation
 
 
+def list_label(key: str) -> str:
+    """A later list's column name ("held_out_off_topic" -> "held-out"): the tables follow ``LATER_LISTS``."""
+    return key.removesuffix("_off_topic").replace("_", "-")
+
+
 def refused(run: dict, key: str) -> str:
     """How many questions of one off-topic list were answered out of scope: "n/m"."""
     asked = run.get(key, [])
@@ -121,9 +126,10 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
     summary = [
         "| engine | P@1 all | EN | DE | EN - DE | self-contained unchanged (of 45) | ... follow-ups (of 21) "
         "| follow-ups completed (of 500) | answerable turns answered out of scope (of 600) "
-        "| off-topic question out of scope (of 100) | ... held-out (of 100) | ... fresh (of 100) | ... unseen (of 100) "
-        "| ... later (of 100) | wall time |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| off-topic question out of scope (of 100) | "
+        + " | ".join(f"... {list_label(key)} (of 100)" for key in LATER_LISTS)
+        + " | wall time |",
+        "|---|" + "---:|" * (10 + len(LATER_LISTS)),
     ]
     for name, run in runs.items():
         values = p1[names[name]]

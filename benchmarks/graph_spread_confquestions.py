@@ -31,7 +31,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     from completion_confquestions import run_worker
-    from completion_report import LATER_LISTS, refused
+    from completion_report import LATER_LISTS, list_label, refused
 
     from llama_index_ragonite.bench.confquestions import load_questions
     from llama_index_ragonite.bench.metrics import gold_keys, mean, precision_at_1
@@ -44,8 +44,10 @@ def main() -> int:
     questions = load_questions(args.data)
     start, load = time.perf_counter(), os.getloadavg()[0]
     rows = [
-        "| graph | P@1 all | EN | DE | EN - DE | off-topic out of scope (of 100) | held-out | fresh | unseen | later |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| graph | P@1 all | EN | DE | EN - DE | off-topic out of scope (of 100) | "
+        + " | ".join(map(list_label, LATER_LISTS))
+        + " |",
+        "|---|" + "---:|" * (5 + len(LATER_LISTS)),
     ]
     totals = []
     with tempfile.TemporaryDirectory() as tmp:
