@@ -15,7 +15,7 @@ MRR@10 are the page of the first source in the answer prompt. "Self-contained" t
 whose gold completion equals the raw question; the engine must report them unchanged. After each
 conversation, a self-contained off-topic question ("What is the capital of France?" …) must be
 answered out of scope, and so must one of each later list (``HELD_OUT_OFF_TOPIC``,
-``FRESH_OFF_TOPIC``, ``UNSEEN_OFF_TOPIC``, ``LATER_OFF_TOPIC``), each asked by another engine
+``FRESH_OFF_TOPIC``, ``UNSEEN_OFF_TOPIC``, ``LATER_OFF_TOPIC``, ``LAST_OFF_TOPIC``), each asked by another engine
 seeded with the conversation's history.
 ``benchmarks/completion_conversations.json`` (24 conversations written for issue 16 over pages no
 ConfQuestions question asks about) is played the same way. For reference, the raw and the
@@ -142,6 +142,35 @@ LATER_OFF_TOPIC = {
     ],
 }  # fmt: skip
 
+# Written on 2026-11-25 (second session), before the completer was told which words the wiki never uses
+# (OfflineQuestionCompleter.wiki_terms), and before any list's misses were read for that rule: its check.
+LAST_OFF_TOPIC = {
+    "en": [
+        "How do I sharpen a kitchen knife?", "How do I get rid of hiccups?",
+        "What is the best way to store fresh herbs?", "How long does it take to walk ten kilometres?",
+        "Which birds sing before sunrise?", "How do I teach my dog to sit?",
+        "What should I cook for a vegetarian dinner party?", "How can I keep my house cool in summer?",
+        "Why does bread go stale?", "How do I polish silver cutlery?",
+        "What is a good name for a sailing boat?", "How often should I mow the lawn?",
+        "How do I wrap a present neatly?", "Which cheese goes with red wine?",
+        "How do I stop a door hinge from squeaking?", "What helps against sunburn?",
+        "How do I choose a ripe avocado?", "Is it safe to swim right after eating?",
+        "How can I learn to juggle?", "Which mountains in Austria are best for skiing?",
+    ],
+    "de": [
+        "Wie schärfe ich ein Küchenmesser?", "Was hilft gegen Schluckauf?",
+        "Wie bewahre ich frische Kräuter am besten auf?", "Wie lange braucht man zu Fuß für zehn Kilometer?",
+        "Welche Vögel singen vor Sonnenaufgang?", "Wie bringe ich meinem Hund bei, Sitz zu machen?",
+        "Was koche ich für ein vegetarisches Abendessen mit Gästen?", "Wie halte ich meine Wohnung im Sommer kühl?",
+        "Warum wird Brot altbacken?", "Wie poliere ich Silberbesteck?",
+        "Was ist ein guter Name für ein Segelboot?", "Wie oft sollte man den Rasen mähen?",
+        "Wie verpacke ich ein Geschenk ordentlich?", "Welcher Käse passt zu Rotwein?",
+        "Was hilft gegen eine quietschende Tür?", "Was hilft gegen Sonnenbrand?",
+        "Woran erkenne ich eine reife Avocado?", "Darf man direkt nach dem Essen schwimmen gehen?",
+        "Wie lerne ich jonglieren?", "Welche Berge in Österreich eignen sich am besten zum Skifahren?",
+    ],
+}  # fmt: skip
+
 
 # Each asked after every conversation by its own engine, seeded with the conversation's history.
 LATER_OFF_TOPIC_LISTS = {
@@ -149,6 +178,7 @@ LATER_OFF_TOPIC_LISTS = {
     "fresh_off_topic": FRESH_OFF_TOPIC,
     "unseen_off_topic": UNSEEN_OFF_TOPIC,
     "later_off_topic": LATER_OFF_TOPIC,
+    "last_off_topic": LAST_OFF_TOPIC,
 }
 
 
