@@ -185,7 +185,8 @@ _ELLIPSIS = re.compile(
 _EXPLETIVE_IT = re.compile(
     r"\b(?:it|es)\s+(?:(?:is|was|be|ist|war|wäre)\s+)?(?:(?:still|also|auch|noch)\s+)?(?:possible|necessary|"
     r"true|recommended|required|mandatory|allowed|safe|enough|important|worth|likely|möglich|nötig|notwendig|"
-    r"sinnvoll|empfohlen|erlaubt|wichtig)\b|\b(?:gibt|gab|geht|ging)\s+es\b|\bes\s+(?:gibt|gab)\b",
+    r"sinnvoll|empfohlen|erlaubt|wichtig)\b|\b(?:gibt|gab|geht|ging)\s+es\b|\bes\s+(?:gibt|gab)\b"
+    r"|\bit\s+(?:take|takes|took)\s+(?:\w+\s+)?(?:to|for)\b",
     re.I,
 )
 # "that" points back after these words ("Is that …", "about that"); after a noun or a verb
@@ -220,7 +221,7 @@ def refers_back(text: str) -> bool:
     """Does the turn point back (a pronoun, a demonstrative, an ellipsis) rather than name its subject?
 
     "Where is it located?", "What was the QEMU version in these tests?", "Und die Firmware?",
-    "Wofür steht das?"; not "Is it possible to …", "Gibt es …", "the cases that include …",
+    "Wofür steht das?"; not "Is it possible to …", "How long does it take to …", "Gibt es …", "the cases that include …",
     "das Host-Szenario" (an article before a noun), the polite "Sie", or "sein" ending a clause
     ("Wie heiß muss der Ofen sein?": the verb; the possessive precedes its noun).
     """

@@ -200,6 +200,16 @@ def test_german_sein_points_back_only_before_its_noun():
     assert refers_back("Wie heißt sein 2. Laptop?")  # a number or a quote opens its noun
 
 
+def test_it_of_how_long_does_it_take_to_points_back_only_without_its_subject():
+    # the "it" of "does it take to/for …" stands for what follows, as in "is it possible to …"
+    assert not refers_back("How long does it take to learn to swim?")
+    assert not refers_back("Does it take long to install?")
+    assert not refers_back("how long does it take for a typical run until an oxt dir is created?")
+    assert refers_back("How long does it take?")  # what takes long: the conversation's subject
+    assert refers_back("How long does it take to build it?")  # the second "it" points back
+    assert refers_back("Which steps does it take?")
+
+
 def test_completion_follows_the_topic_the_conversation_moved_to():
     history = [
         user("Which BIOS version did the Dell Optiplex 7040 use in the OpenXT 9.0 tests?"),
