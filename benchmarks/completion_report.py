@@ -175,8 +175,9 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
         " twenty per language each, are the check, each asked the same way: `FRESH_OFF_TOPIC`, written before"
         " that choice, and `UNSEEN_OFF_TOPIC`, written after the fresh list's misses were read; no rule was"
         " chosen on either. A fourth, `LATER_OFF_TOPIC` (twenty per language), was written on 2026-11-25 before"
-        " that day's look at the other lists' misses. A fifth, `LAST_OFF_TOPIC` (twenty per language), was written"
-        " later that day before the completer was told which words the wiki never uses, as that rule's check.",
+        " that day's look at the other lists' misses; the \"does it take to\" rule was chosen on its misses since. A"
+        " fifth, `LAST_OFF_TOPIC` (twenty per language), was written later that day as the check for the rules tried"
+        " then, before any was tried.",
         "",
         "Targets (issue 16): P@1 >= 0.85, German within 0.04 of English, >= 98% of self-contained turns unchanged,"
         " off-topic questions out of scope.",

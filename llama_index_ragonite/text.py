@@ -186,7 +186,8 @@ _EXPLETIVE_IT = re.compile(
     r"\b(?:it|es)\s+(?:(?:is|was|be|ist|war|wäre)\s+)?(?:(?:still|also|auch|noch)\s+)?(?:possible|necessary|"
     r"true|recommended|required|mandatory|allowed|safe|enough|important|worth|likely|möglich|nötig|notwendig|"
     r"sinnvoll|empfohlen|erlaubt|wichtig)\b|\b(?:gibt|gab|geht|ging)\s+es\b|\bes\s+(?:gibt|gab)\b"
-    r"|\bit\s+(?:take|takes|took)\s+(?:\w+\s+)?(?:to|for)\b",
+    r"|\bit\s+(?:take|takes|took)\s+(?:(?:so\s+|too\s+)?long(?:er)?\s+|(?:a\s+)?(?:long\s+)?(?:time|while)\s+"
+    r"|(?:ages|minutes|hours|days|weeks|months|years)\s+)?(?:to|for)\b",
     re.I,
 )
 # "that" points back after these words ("Is that …", "about that"); after a noun or a verb

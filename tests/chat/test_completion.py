@@ -208,6 +208,10 @@ def test_it_of_how_long_does_it_take_to_points_back_only_without_its_subject():
     assert refers_back("How long does it take?")  # what takes long: the conversation's subject
     assert refers_back("How long does it take to build it?")  # the second "it" points back
     assert refers_back("Which steps does it take?")
+    assert not refers_back("Does it take a long time to install?")  # a span of time, then what takes it
+    for idiom in ("When does it take effect for new VMs?", "Does it take priority for USB devices?"):
+        assert refers_back(idiom)  # "it" is the conversation's subject
+    assert refers_back("How long does it take them to fix?")  # a pronoun is no span of time
 
 
 def test_completion_follows_the_topic_the_conversation_moved_to():
