@@ -30,7 +30,7 @@ from llama_index_ragonite.bench.scripts import finish_report, repository
 
 REPO = repository(__file__)
 DEFAULT_OUT = REPO / "benchmarks" / "results" / "faults.md"
-AREAS = ("parsing", "models", "index", "retrieval", "chat", "explain", "cli")
+AREAS = ("parsing", "models", "index", "retrieval", "chat", "explain", "cli", "serve", "confluence")
 SEVERITY = ("passed", "skipped", "xfail", "xpass", "failed")  # a fault class shows its worst test
 
 

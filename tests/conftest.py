@@ -3,7 +3,7 @@
 Also registers the ``fault`` marker: ``@pytest.mark.fault(name, expected, area=None)`` says that a
 test reproduces one fault class (``name``) and checks the behaviour we promise for it
 (``expected``). ``benchmarks/faults.py`` runs ``pytest -m fault`` and tables them; ``area``
-defaults to the test's folder (parsing, index, retrieval, chat, explain, models; cli at the top).
+defaults to the test's folder (parsing, index, retrieval, chat, explain, models, serve, confluence; cli at the top).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from fakes import CONFQUESTIONS
 
-FAULT_AREAS = ("parsing", "models", "index", "retrieval", "chat", "explain", "cli")
+FAULT_AREAS = ("parsing", "models", "index", "retrieval", "chat", "explain", "cli", "serve", "confluence")
 
 
 def pytest_configure(config: pytest.Config) -> None:
