@@ -35,10 +35,12 @@ from llama_index_ragonite.chat.completion import OfflineQuestionCompleter, Quest
 from llama_index_ragonite.chat.conversation_retrieval import TOPIC_KEY, ConversationRetrieval, topic_of
 from llama_index_ragonite.chat.llm_calls import acall_llm, aiter_items, astream_llm, call_llm, stream_llm
 from llama_index_ragonite.chat.responses import (
+    TRUNCATED_KEY,
     RagoniteChatResponse,
     RagoniteStreamingChatResponse,
     TurnResult,
     turn_metadata,
+    without_truncated,
 )
 from llama_index_ragonite.chat.suggestions import FollowUpSuggester, question_language, suggest_follow_ups
 from llama_index_ragonite.errors import LLMCallError
@@ -205,7 +207,7 @@ class RagoniteChatEngine(BaseChatEngine):
     def _history(self, chat_history: Optional[List[ChatMessage]]) -> List[ChatMessage]:
         if chat_history is not None:
             self._memory.set(chat_history)
-        return self._memory.get()
+        return without_truncated(self._memory.get())
 
     def _needs_completion(self, history: Sequence[ChatMessage]) -> bool:
         return self._complete_questions and any(m.role == MessageRole.USER for m in history)
@@ -319,10 +321,20 @@ class RagoniteChatEngine(BaseChatEngine):
         for delta in deltas:
             text += delta
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=delta)
-        suggested = self._suggester.ask(nodes, turn.completed_question, turn.language, turn.prompts)
+            if response.cancelled.is_set():  # closing the generator closes the LLM's HTTP stream
+                deltas.close()
+                turn.truncated = True
+                turn.warn("The turn was stopped before the answer was finished: the answer is incomplete.")
+                break
+        suggested = None
+        if not turn.truncated:
+            suggested = self._suggester.ask(nodes, turn.completed_question, turn.language, turn.prompts)
         answer = self._finish(turn, text, nodes, suggested)  # what was streamed keeps invalid markers
         if not text.strip():  # empty stream -> the out-of-scope sentence
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=answer), delta=answer)
+        if turn.truncated:  # the message memory stores: marked, so later turns do not build on it
+            marked = ChatMessage(role=MessageRole.ASSISTANT, content=text, additional_kwargs={TRUNCATED_KEY: True})
+            yield ChatResponse(message=marked, delta="")
         response.metadata = turn_metadata(turn, nodes)
 
     # -- async ------------------------------------------------------------------
@@ -380,10 +392,15 @@ class RagoniteChatEngine(BaseChatEngine):
         async for delta in deltas:
             text += delta
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=delta)
-        suggested = await self._suggester.aask(nodes, turn.completed_question, turn.language, turn.prompts)
+        suggested = None
+        if not turn.truncated:
+            suggested = await self._suggester.aask(nodes, turn.completed_question, turn.language, turn.prompts)
         answer = self._finish(turn, text, nodes, suggested)
         if not text.strip():
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=answer), delta=answer)
+        if turn.truncated:
+            marked = ChatMessage(role=MessageRole.ASSISTANT, content=text, additional_kwargs={TRUNCATED_KEY: True})
+            yield ChatResponse(message=marked, delta="")
         response.metadata = turn_metadata(turn, nodes)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import AsyncGenerator, Callable, Generator, Sequence
+from typing import Any, AsyncGenerator, Callable, Generator, Sequence
 
 from llama_index.core.llms.llm import LLM
 
@@ -63,27 +63,66 @@ async def acall_llm(fn: Callable, prompt: str, turn: TurnResult) -> str:
 
 
 def stream_llm(llm: LLM, prompt: str, turn: TurnResult) -> Generator[str, None, None]:
-    """The answer's text deltas; on garbled output, what arrived so far and a warning."""
+    """The answer's text deltas; on garbled output, what arrived so far and a warning; a stream
+    that ends without a finish reason (where the LLM reports them) marks the turn truncated."""
+    ending = _Ending()
     try:
         for chunk in llm.stream_complete(prompt):
+            ending.see(chunk.raw)
             if chunk.delta:
                 yield valid_unicode(chunk.delta)
     except MALFORMED as err:  # keep what arrived; the warning says the rest was garbled
         _malformed(turn, err)
+        return
     except Exception as err:
         raise _llm_error(err) from err
+    ending.check(turn)
 
 
 async def astream_llm(llm: LLM, prompt: str, turn: TurnResult) -> AsyncGenerator[str, None]:
     """``stream_llm`` through the LLM's async API."""
+    ending = _Ending()
     try:
         async for chunk in await llm.astream_complete(prompt):
+            ending.see(chunk.raw)
             if chunk.delta:
                 yield valid_unicode(chunk.delta)
     except MALFORMED as err:
         _malformed(turn, err)
+        return
     except Exception as err:
         raise _llm_error(err) from err
+    ending.check(turn)
+
+
+class _Ending:
+    """How an OpenAI-style stream ended: a ``finish_reason`` on its last choice, or none (it broke off).
+
+    Only streams whose chunks carry ``choices`` are judged: an LLM that reports no finish
+    reasons at all (the offline answerer, a mock) cannot be told to have broken off.
+    """
+
+    def __init__(self) -> None:
+        self.judged, self.reason = False, None
+
+    def see(self, raw: Any) -> None:
+        choices = raw.get("choices") if isinstance(raw, dict) else getattr(raw, "choices", None)
+        if not isinstance(choices, (list, tuple)):
+            return
+        self.judged = True
+        for choice in choices:
+            reason = choice.get("finish_reason") if isinstance(choice, dict) else getattr(choice, "finish_reason", None)
+            if reason:
+                self.reason = reason
+
+    def check(self, turn: TurnResult) -> None:
+        if self.judged and self.reason in (None, "length"):
+            turn.truncated = True
+            turn.warn(
+                "The LLM stopped at its token limit: the answer is incomplete."
+                if self.reason == "length"
+                else "The LLM's answer broke off (its stream ended without a finish reason): the answer is incomplete."
+            )
 
 
 async def aiter_items(items: Sequence[str]) -> AsyncGenerator[str, None]:

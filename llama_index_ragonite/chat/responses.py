@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from threading import Event
 from typing import Any, Dict, List, Optional, Sequence
 
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.chat_engine.types import AgentChatResponse, StreamingAgentChatResponse
 from llama_index.core.schema import NodeWithScore
 
-__all__ = ["RagoniteChatResponse", "RagoniteStreamingChatResponse", "TurnResult", "turn_metadata"]
+__all__ = [
+    "TRUNCATED_KEY",
+    "RagoniteChatResponse",
+    "RagoniteStreamingChatResponse",
+    "TurnResult",
+    "turn_metadata",
+    "without_truncated",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +35,7 @@ class TurnResult:
     invalid_citations: List[str] = field(default_factory=list)  # markers naming no source, e.g. "[Source 99]"
     language: str = ""  # "en" or "de": the user's turn's, which the follow-ups are written in
     retrieval: Dict[str, Any] = field(default_factory=dict)  # conversation retrieval: choice, query, reason
+    truncated: bool = False  # the answer ended early (the LLM's stream broke off, or the turn was cancelled)
 
     def warn(self, message: str) -> None:
         """Add ``message`` to ``warning`` (earlier warnings, such as a garbled reply, stay) and log it."""
@@ -66,9 +76,17 @@ class RagoniteChatResponse(_TurnView, AgentChatResponse):
 
 @dataclass
 class RagoniteStreamingChatResponse(_TurnView, StreamingAgentChatResponse):
-    """Streams the answer; ``turn`` (citations, follow-ups) is complete once the stream is consumed."""
+    """Streams the answer; ``turn`` (citations, follow-ups) is complete once the stream is consumed.
+
+    ``cancel()`` (from any thread) stops the answer at the next delta: the LLM's stream is closed,
+    which closes its HTTP connection, and the partial answer is kept with ``turn.truncated``.
+    """
 
     turn: TurnResult = field(default_factory=TurnResult)
+    cancelled: Event = field(default_factory=Event)
+
+    def cancel(self) -> None:
+        self.cancelled.set()
 
 
 def turn_metadata(turn: TurnResult, nodes: Sequence[NodeWithScore]) -> Dict[str, Any]:
@@ -82,4 +100,20 @@ def turn_metadata(turn: TurnResult, nodes: Sequence[NodeWithScore]) -> Dict[str,
         "warning": turn.warning,
         "invalid_citations": list(turn.invalid_citations),
         "retrieval": dict(turn.retrieval),
+        "truncated": turn.truncated,
     }
+
+
+TRUNCATED_KEY = "truncated"  # on an assistant message's additional_kwargs: an answer that broke off
+
+
+def without_truncated(history: Sequence[ChatMessage]) -> List[ChatMessage]:
+    """``history`` less the exchanges whose answer broke off: an incomplete answer is no memory to build on."""
+    kept: List[ChatMessage] = []
+    for message in history:
+        if message.role == MessageRole.ASSISTANT and message.additional_kwargs.get(TRUNCATED_KEY):
+            if kept and kept[-1].role == MessageRole.USER:
+                kept.pop()
+            continue
+        kept.append(message)
+    return kept

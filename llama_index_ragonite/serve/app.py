@@ -27,6 +27,7 @@ from llama_index_ragonite.errors import RagoniteError
 from llama_index_ragonite.serve.auth import SecurityMiddleware
 from llama_index_ragonite.serve.config import ServeConfig
 from llama_index_ragonite.serve.errors import error_payload
+from llama_index_ragonite.serve.limits import TooManyTurns, TurnSlots
 from llama_index_ragonite.serve.routes import router
 from llama_index_ragonite.serve.sessions import NotFound, Sessions
 
@@ -70,13 +71,15 @@ def create_app(config: ServeConfig, sessions: Optional[Sessions] = None) -> Any:
     )
     app.state.sessions = sessions or Sessions(config)
     app.state.config = config
+    app.state.turn_slots = TurnSlots(config.max_turns_per_user, config.max_turns)
     app.include_router(router)
 
     async def failed(request: Request, err: Exception) -> JSONResponse:
         status, body = error_payload(err)
-        return JSONResponse(body, status_code=status)
+        headers = {"Retry-After": str(err.retry_after)} if isinstance(err, TooManyTurns) else None
+        return JSONResponse(body, status_code=status, headers=headers)
 
-    for expected in (NotFound, RagoniteError, ValueError, LookupError, Exception):  # Exception: also logged
+    for expected in (NotFound, RagoniteError, ValueError, LookupError, TooManyTurns, Exception):  # Exception: logged
         app.add_exception_handler(expected, failed)
 
     @app.exception_handler(RequestValidationError)
@@ -102,7 +105,7 @@ def create_app(config: ServeConfig, sessions: Optional[Sessions] = None) -> Any:
 
     if STATIC.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    return SecurityMiddleware(app, config.tokens, docs_csp=lambda: _docs_page()[1])
+    return SecurityMiddleware(app, config.tokens, docs_csp=lambda: _docs_page()[1], host_names=config.host_names())
 
 
 def serve(config: ServeConfig, log_level: str = "info") -> None:

@@ -5,10 +5,14 @@
   (``--token A --token B``) owns its own conversations.
 * Without tokens (loopback only), the user is a random id in the ``ragonite_user`` cookie
   (HttpOnly, SameSite=Strict), set on the first response that lacks it.
+* The Host header must name this server (``ServeConfig.host_names``: the loopback names, the
+  bound address, ``--allowed-host``): 400 kind ``host`` otherwise, before anything else. Why:
+  a page on another site can rebind its own name to 127.0.0.1 (DNS rebinding) and would then be
+  same-origin with a server that has no tokens; its requests still say its own name.
 * Request bodies over ``MAX_BODY_BYTES`` are refused with 413 before any route reads them.
-* Every response gets a Content-Security-Policy without inline scripts (``/docs`` gets its
-  own, allowing Swagger UI's CDN and the hash of its one inline script), ``nosniff``, no
-  framing and no referrer.
+* Every response, errors included, gets a Content-Security-Policy without inline scripts
+  (``/docs`` gets its own, allowing Swagger UI's CDN and the hash of its one inline script),
+  ``nosniff``, no framing and no referrer.
 """
 
 from __future__ import annotations
@@ -19,11 +23,11 @@ import json
 import re
 import secrets
 from http.cookies import CookieError, SimpleCookie
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from llama_index_ragonite.serve.config import MAX_BODY_BYTES
+from llama_index_ragonite.serve.config import LOOPBACK_NAMES, MAX_BODY_BYTES
 
-__all__ = ["CSP", "SecurityMiddleware", "USER_COOKIE", "token_user"]
+__all__ = ["CSP", "SecurityMiddleware", "USER_COOKIE", "security_headers", "token_user"]
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
@@ -45,8 +49,22 @@ def cookie_header(name: str, value: str) -> bytes:
 class SecurityMiddleware:
     """The checks above around an ASGI app; ``scope["state"]["user"]`` is the caller's owner id."""
 
-    def __init__(self, app: Any, tokens: List[str], docs_csp: Callable[[], str]) -> None:
+    def __init__(
+        self, app: Any, tokens: List[str], docs_csp: Callable[[], str], host_names: Iterable[str] = LOOPBACK_NAMES
+    ) -> None:
         self.app, self.tokens, self.docs_csp = app, list(tokens), docs_csp
+        self.host_names = frozenset(host_names)
+
+    def known_host(self, header: str) -> bool:
+        """Whether a Host header (``name[:port]``, ``[v6]:port``) names this server."""
+        if "*" in self.host_names:
+            return True
+        name = header.strip().lower()
+        if name.startswith("["):
+            name = name[1 : name.find("]")] if "]" in name else ""
+        elif name.count(":") == 1:
+            name = name.split(":", 1)[0]
+        return bool(name) and name in self.host_names
 
     def valid_token(self, candidate: Optional[str]) -> Optional[str]:
         if not candidate:
@@ -61,6 +79,9 @@ class SecurityMiddleware:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if not self.known_host(headers.get("host", "")):
+            await _error(send, 400, "Unknown Host header: this server answers only to its own names", "host")
+            return
         cookies = _cookies(headers.get("cookie", ""))
         path = scope["path"]
         new_user = None
@@ -100,12 +121,7 @@ class SecurityMiddleware:
 
         async def secured(message: Dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                extra = [
-                    (b"content-security-policy", csp.encode()),
-                    (b"x-content-type-options", b"nosniff"),
-                    (b"x-frame-options", b"DENY"),
-                    (b"referrer-policy", b"no-referrer"),
-                ]
+                extra = security_headers(csp)
                 if new_user:
                     extra.append((b"set-cookie", cookie_header(USER_COOKIE, new_user)))
                 message = {**message, "headers": list(message.get("headers", [])) + extra}
@@ -134,19 +150,20 @@ def _replay(body: bytes, receive: Callable) -> Callable:
     return replay
 
 
+def security_headers(csp: str = CSP) -> List[Tuple[bytes, bytes]]:
+    """The headers every response carries, errors included."""
+    return [
+        (b"content-security-policy", csp.encode()),
+        (b"x-content-type-options", b"nosniff"),
+        (b"x-frame-options", b"DENY"),
+        (b"referrer-policy", b"no-referrer"),
+    ]
+
+
 async def _error(send: Callable, status: int, message: str, kind: str, headers: Optional[list] = None) -> None:
     body = json.dumps({"error": message, "kind": kind}).encode()
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"content-security-policy", CSP.encode()),
-                (b"x-content-type-options", b"nosniff"),
-            ]
-            + (headers or []),
-        }
+        {"type": "http.response.start", "status": status, "headers": head + security_headers() + (headers or [])}
     )
     await send({"type": "http.response.body", "body": body})

@@ -39,6 +39,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"access token required on every API call (repeatable: each token is one user; also ${TOKEN_ENV})",
     )
     p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host header name to answer besides the loopback names and --host, e.g. a reverse proxy's public "
+        "name (repeatable; '*': any, for a proxy that checks it). Others get 400",
+    )
+    limits = p.add_argument_group("limits")
+    limits.add_argument(
+        "--max-turns-per-user",
+        type=int,
+        default=4,
+        help="turns one user may run at once (default: %(default)s; 429 beyond)",
+    )
+    limits.add_argument(
+        "--max-turns", type=int, default=16, help="turns all users may run at once (default: %(default)s; 429 beyond)"
+    )
+    limits.add_argument(
+        "--turn-deadline",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="a streamed turn still running after this is stopped, its partial answer stored as truncated "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
         "--conversations", default=None, help="SQLite file of the conversations (default: beside the first store)"
     )
     p.add_argument(
@@ -86,6 +112,10 @@ def run(args: argparse.Namespace) -> int:
         chroma_server=args.chroma_server,
         collections=args.chroma_collection,
         read_only=args.read_only,
+        allowed_hosts=args.allowed_host,
+        max_turns_per_user=args.max_turns_per_user,
+        max_turns=args.max_turns,
+        turn_deadline=args.turn_deadline,
     )  # a ServeConfigError (ValueError) here: the CLI prints it and exits 2, before any model loads
     try:
         from llama_index_ragonite.serve.app import serve

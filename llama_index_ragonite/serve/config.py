@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -22,15 +23,20 @@ from llama_index_ragonite.errors import RagoniteError
 from llama_index_ragonite.index.chroma_access import chroma_address, chroma_http_client
 
 __all__ = [
+    "LOOPBACK_NAMES",
     "MAX_BODY_BYTES",
+    "MIN_TOKEN_CHARS",
     "ServeConfig",
     "ServeConfigError",
     "TOKEN_ENV",
+    "check_token",
     "is_loopback",
 ]
 
 TOKEN_ENV = "RAGONITE_TOKEN"
 MAX_BODY_BYTES = 64 * 1024
+MIN_TOKEN_CHARS = 16
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
 class ServeConfigError(RagoniteError, ValueError):
@@ -67,6 +73,10 @@ class ServeConfig:
     ``chroma_server``: every domain's vectors on that Chroma server (``HOST:PORT``), in the
     collection ``collections`` names for the domain (default ``ragonite``, as ``EvidenceStore``'s).
     ``read_only``: a replica, which writes nothing into the store folders (see the module doc).
+    ``allowed_hosts``: Host header values served besides the loopback names and ``host`` (a reverse
+    proxy's public name; ``*`` serves any, for a proxy that checks it). ``max_turns_per_user`` and
+    ``max_turns``: turns running at once for one user and in total (more get 429). ``turn_deadline``:
+    seconds a streamed turn may run before it is cut (its partial answer stored as truncated).
     """
 
     domains: Dict[str, str]
@@ -81,6 +91,10 @@ class ServeConfig:
     chroma_server: Optional[str] = None
     collections: Dict[str, str] = field(default_factory=dict)
     read_only: bool = False
+    allowed_hosts: List[str] = field(default_factory=list)
+    max_turns_per_user: int = 4
+    max_turns: int = 16
+    turn_deadline: float = 300.0
 
     @classmethod
     def from_args(
@@ -99,7 +113,7 @@ class ServeConfig:
         for spec in llms or ["extractive"]:
             name, spec = _llm_name(spec)
             named[name] = spec
-        tokens = [t for t in (tokens or []) if t] + ([os.environ[TOKEN_ENV]] if os.environ.get(TOKEN_ENV) else [])
+        tokens = list(tokens or []) + ([os.environ[TOKEN_ENV]] if os.environ.get(TOKEN_ENV) else [])
         config = cls(domains=domains, llms=named, tokens=list(dict.fromkeys(tokens)), **kwargs)
         config.check()
         return config
@@ -115,14 +129,29 @@ class ServeConfig:
                 f"Refusing to listen on {self.host} without an access token: anyone who reaches it could read "
                 f"the conversations. Pass --token TOKEN (or set {TOKEN_ENV}), or bind 127.0.0.1"
             )
-        if any(len(t) < 8 for t in self.tokens):
-            raise ServeConfigError("An access token must have at least 8 characters")
+        for token in self.tokens:
+            check_token(token)
+        self._check_limits()
         self._check_vectors()
         if self.read_only and not self.history:
             raise ServeConfigError(
                 "A --read-only replica writes nothing into the store folders: pass --conversations FILE, "
                 "a file of this replica's own (on local disk, not the shared volume)"
             )
+
+    def _check_limits(self) -> None:
+        if not 1 <= self.max_turns_per_user <= self.max_turns:
+            raise ServeConfigError("--max-turns-per-user must be at least 1 and at most --max-turns")
+        if not self.turn_deadline > 0:
+            raise ServeConfigError("--turn-deadline must be a positive number of seconds")
+        for name in self.allowed_hosts:
+            if name != "*" and not _HOST_NAME.match(name):
+                raise ServeConfigError(f"--allowed-host {name!r}: give a host name or address without scheme or port")
+
+    def host_names(self) -> frozenset:
+        """The Host header names this server answers (lower case, no port); ``*`` in it means any."""
+        names = {*LOOPBACK_NAMES, self.host, *self.allowed_hosts}
+        return frozenset(n.strip().strip("[]").lower() for n in names)
 
     def _check_vectors(self) -> None:
         unknown = sorted(set(self.collections) - set(self.domains))
@@ -186,6 +215,19 @@ class ServeConfig:
         from llama_index_ragonite.chat.chat_db import default_history_file
 
         return Path(self.history) if self.history else default_history_file(self.domains[self.default_domain])
+
+
+_HOST_NAME = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[0-9a-fA-F:]*:[0-9a-fA-F:.]+|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$")
+
+
+def check_token(token: str) -> None:
+    """A token a client can send: printable ASCII, no surrounding space, ``MIN_TOKEN_CHARS`` or more."""
+    if token != token.strip() or not token:
+        raise ServeConfigError("An access token must not start or end with spaces (or be blank)")
+    if not all(" " <= c <= "~" for c in token):
+        raise ServeConfigError("An access token must be printable ASCII: an HTTP header cannot carry it otherwise")
+    if len(token) < MIN_TOKEN_CHARS:
+        raise ServeConfigError(f"An access token must have at least {MIN_TOKEN_CHARS} characters")
 
 
 def _llm_name(spec: str) -> tuple[str, str]:

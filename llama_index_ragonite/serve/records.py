@@ -34,10 +34,11 @@ ConversationRecord = Dict[str, Any]  # {"id", "owner", "settings", "created"}
 class ServeRecords:
     """Owners, settings and turns of the app's conversations (see the module doc)."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, busy_timeout: float = 30.0) -> None:
+        self.path = Path(path)
         if str(path) != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(str(path), check_same_thread=False, timeout=busy_timeout)
         self._lock = threading.Lock()
         with self._lock, self._conn:
             self._conn.execute("PRAGMA journal_mode=WAL")

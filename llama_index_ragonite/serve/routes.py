@@ -2,7 +2,10 @@
 
 Routes only translate HTTP to ``Sessions`` calls: every call that touches a model, an index
 or a database runs in a worker thread (``anyio.to_thread.run_sync``), so one slow turn or
-explanation never stalls the event loop and the other users' requests.
+explanation never stalls the event loop and the other users' requests. A turn first takes a
+slot (``TurnSlots``: 429 beyond the per-user and total limits), so turns can never hold every
+worker thread. A streamed turn is stopped when its client disconnects or its deadline passes
+(``TurnStop``); what was streamed is stored marked truncated, never as a complete answer.
 """
 
 from __future__ import annotations
@@ -10,21 +13,26 @@ from __future__ import annotations
 import asyncio
 import json
 from functools import partial
-from typing import Any, Dict, List, Literal, Optional
+from typing import Annotated, Any, Dict, List, Literal, Optional
 
 import anyio
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Path, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from llama_index_ragonite.chat.engine import MAX_MESSAGE_CHARS
 from llama_index_ragonite.serve.errors import error_payload
 from llama_index_ragonite.serve.explaining import explain_turn
+from llama_index_ragonite.serve.limits import TurnSlots
+from llama_index_ragonite.serve.turn_control import TurnStop
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/api")
 _running: set = set()  # streaming turns in flight (a task with no reference may be collected)
+
+ConversationId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="A conversation id (32 hex digits).")]
+TurnNumber = Annotated[int, Path(ge=0, le=1_000_000, description="A turn's index in its conversation (0-based).")]
 
 
 class NewConversation(BaseModel):
@@ -60,6 +68,10 @@ def sessions(request: Request) -> Any:
     return request.app.state.sessions
 
 
+def slots(request: Request) -> TurnSlots:
+    return request.app.state.turn_slots
+
+
 async def off_loop(fn, *args, **kwargs):
     return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))
 
@@ -91,57 +103,82 @@ async def list_conversations(request: Request, include_deleted: bool = False, ow
 
 
 @router.get("/conversations/{conversation_id}")
-async def open_conversation(request: Request, conversation_id: str, owner: str = Depends(user)):
+async def open_conversation(request: Request, conversation_id: ConversationId, owner: str = Depends(user)):
     return await off_loop(sessions(request).conversation, owner, conversation_id, turns=True)
 
 
 @router.delete("/conversations/{conversation_id}", status_code=204)
-async def delete_conversation(request: Request, conversation_id: str, owner: str = Depends(user)) -> Response:
+async def delete_conversation(
+    request: Request, conversation_id: ConversationId, owner: str = Depends(user)
+) -> Response:
     await off_loop(sessions(request).delete, owner, conversation_id)
     return Response(status_code=204)
 
 
 @router.post("/conversations/{conversation_id}/restore")
-async def restore_conversation(request: Request, conversation_id: str, owner: str = Depends(user)):
+async def restore_conversation(request: Request, conversation_id: ConversationId, owner: str = Depends(user)):
     return await off_loop(sessions(request).restore, owner, conversation_id)
 
 
 @router.put("/conversations/{conversation_id}/settings")
-async def change_settings(request: Request, conversation_id: str, body: SettingsChange, owner: str = Depends(user)):
+async def change_settings(
+    request: Request, conversation_id: ConversationId, body: SettingsChange, owner: str = Depends(user)
+):
     return await off_loop(sessions(request).update_settings, owner, conversation_id, body.model_dump())
 
 
 @router.post("/conversations/{conversation_id}/messages")
-async def send_message(request: Request, conversation_id: str, body: Message, owner: str = Depends(user)):
-    return await off_loop(sessions(request).chat, owner, conversation_id, body.message)
+async def send_message(request: Request, conversation_id: ConversationId, body: Message, owner: str = Depends(user)):
+    with slots(request).slot(owner):
+        return await off_loop(sessions(request).chat, owner, conversation_id, body.message)
 
 
 @router.post("/conversations/{conversation_id}/messages/stream", response_class=StreamingResponse)
-async def stream_message(request: Request, conversation_id: str, body: Message, owner: str = Depends(user)):
-    """Server-sent events: ``delta`` ({"text"}) while the answer is written, then ``turn`` (or ``error``)."""
+async def stream_message(request: Request, conversation_id: ConversationId, body: Message, owner: str = Depends(user)):
+    """Server-sent events: ``delta`` ({"text"}) while the answer is written, then ``turn`` (or ``error``).
+
+    The turn stops when the client disconnects or ``--turn-deadline`` passes (then an ``error``
+    event of kind ``timeout``); its partial answer is stored with ``truncated``.
+    """
     state = sessions(request)
     await off_loop(state.owned, owner, conversation_id)  # 404 before the stream starts
+    turn_slots = slots(request)
+    turn_slots.take(owner)  # 429 before the stream starts
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
+    stop = TurnStop.within(request.app.state.config.turn_deadline)
 
     def on_delta(text: str) -> None:
         loop.call_soon_threadsafe(queue.put_nowait, ("delta", {"text": text}))
 
     async def turn() -> None:
         try:
-            await queue.put(("turn", await off_loop(state.chat, owner, conversation_id, body.message, on_delta)))
+            await queue.put(("turn", await off_loop(state.chat, owner, conversation_id, body.message, on_delta, stop)))
         except Exception as err:  # the stream has started: the error is its last event
             await queue.put(("error", error_payload(err)[1]))
+        finally:
+            turn_slots.give_back(owner)
+
+    async def watch_disconnect() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        stop.client_gone.set()
+
+    task = asyncio.create_task(turn())  # started here: it ends (and frees its slot) even if no event is ever sent
+    _running.add(task)
+    task.add_done_callback(_running.discard)
 
     async def events():
-        task = asyncio.create_task(turn())  # runs to the end even if the client leaves: the turn is stored
-        _running.add(task)
-        task.add_done_callback(_running.discard)
-        while True:
-            event, data = await queue.get()
-            yield f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
-            if event != "delta":
-                break
+        watcher = asyncio.create_task(watch_disconnect())
+        try:
+            while True:
+                event, data = await queue.get()
+                yield f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+                if event != "delta":
+                    break
+        finally:  # the stream ended, failed, or its client left: a turn still running stops
+            stop.client_gone.set()
+            watcher.cancel()
 
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
@@ -149,13 +186,21 @@ async def stream_message(request: Request, conversation_id: str, body: Message, 
 
 @router.post("/conversations/{conversation_id}/turns/{number}/explain")
 async def explain(
-    request: Request, conversation_id: str, number: int, body: ExplainRequest, owner: str = Depends(user)
+    request: Request,
+    conversation_id: ConversationId,
+    number: TurnNumber,
+    body: ExplainRequest,
+    owner: str = Depends(user),
 ):
     return await off_loop(explain_turn, sessions(request), owner, conversation_id, number, body.method)
 
 
 @router.post("/conversations/{conversation_id}/turns/{number}/feedback", status_code=201)
 async def feedback(
-    request: Request, conversation_id: str, number: int, body: FeedbackRequest, owner: str = Depends(user)
+    request: Request,
+    conversation_id: ConversationId,
+    number: TurnNumber,
+    body: FeedbackRequest,
+    owner: str = Depends(user),
 ):
     return await off_loop(sessions(request).feedback, owner, conversation_id, number, body.rating, body.comment)

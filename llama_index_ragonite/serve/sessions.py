@@ -9,30 +9,47 @@ lock, so concurrent users never share or corrupt a memory.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
+from pathlib import Path
 from queue import Empty
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from llama_index.core.base.llms.types import MessageRole
-from llama_index.core.memory import ChatMemoryBuffer
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
 from llama_index_ragonite.chat.chat_store import SQLiteChatStore, UnknownConversationError
 from llama_index_ragonite.chat.completion import LLMQuestionCompleter, OfflineQuestionCompleter
 from llama_index_ragonite.chat.engine import RagoniteChatEngine
+from llama_index_ragonite.chat.responses import TRUNCATED_KEY
+from llama_index_ragonite.errors import ChatStoreError
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.models.extractive import ExtractiveAnswerer
 from llama_index_ragonite.models.specs import embedding_from_spec, llm_from_spec
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 from llama_index_ragonite.serve.config import ServeConfig
 from llama_index_ragonite.serve.records import ServeRecords
+from llama_index_ragonite.serve.turn_control import TurnDeadlineError, TurnMemory, TurnStop
 from llama_index_ragonite.serve.turns import TurnTrace, node_record, turn_json
 
-__all__ = ["FUSIONS", "NotFound", "Sessions"]
+__all__ = ["FUSIONS", "HistoryGoneError", "NotFound", "Sessions"]
 
 FUSIONS = ("rrf", "rerank", "rerank+rrf")
 TOP_K_MAX = 20
+BUSY_TIMEOUT = 5.0  # seconds a request waits for another process's write lock on the history (then 503)
+
+
+class HistoryGoneError(ChatStoreError):
+    """The history file was removed or replaced while the server ran (503, kind ``store``)."""
+
+
+def _identity(path: Path) -> Optional[Tuple[int, int]]:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 class NotFound(LookupError):
@@ -45,8 +62,9 @@ class Sessions:
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
         history = config.history_file()
-        self.chat_store = SQLiteChatStore(history)
-        self.records = ServeRecords(history.with_name(history.stem + ".serve.sqlite"))
+        self.chat_store = SQLiteChatStore(history, busy_timeout=BUSY_TIMEOUT)
+        self.records = ServeRecords(history.with_name(history.stem + ".serve.sqlite"), busy_timeout=BUSY_TIMEOUT)
+        self._files = {path: _identity(path) for path in (history, self.records.path)}
         self.embed_model = embedding_from_spec(config.embedding, device=config.device)
         self.llms = {name: llm_from_spec(spec) for name, spec in config.llms.items()}
         self.reranker = None
@@ -81,7 +99,7 @@ class Sessions:
         return [
             {
                 "name": name,
-                "store": str(store.path),
+                "store": store.path.name,  # the folder's name: the server's paths are not the users' business
                 "evidences": len(store),
                 "pages": len(store.manifest.get("pages") or {}),
             }
@@ -116,12 +134,26 @@ class Sessions:
             raise ValueError(f"top_k must be between 1 and {TOP_K_MAX}")
         return settings
 
+    def check_files(self) -> None:
+        """``HistoryGoneError`` when a history file was removed or replaced since the server started.
+
+        SQLite would go on writing into the removed file (its open handle keeps it alive) and
+        every conversation since would vanish at the next restart: refuse instead, saying so.
+        """
+        for path, identity in self._files.items():
+            if _identity(path) != identity:
+                raise HistoryGoneError(
+                    f"The conversation history file ({path.name}) was removed or replaced while the server ran, "
+                    "so nothing more can be saved: restore it, or restart the server to begin a new one"
+                )
+
     # -- conversations ----------------------------------------------------------------------
     def conversation_lock(self, conversation_id: str) -> threading.Lock:
         with self._lock:
             return self._conversation_locks.setdefault(conversation_id, threading.Lock())
 
     def create(self, owner: str, domain: Optional[str] = None) -> Dict[str, Any]:
+        self.check_files()
         settings = self.check_settings(self.default_settings(domain))
         conversation_id = uuid.uuid4().hex
         self.chat_store.set_messages(conversation_id, [])  # listed from now on
@@ -129,6 +161,7 @@ class Sessions:
         return self.conversation(owner, conversation_id)
 
     def owned(self, owner: str, conversation_id: str) -> Dict[str, Any]:
+        self.check_files()
         record = self.records.get(conversation_id, owner)
         if record is None:
             raise NotFound(f"No conversation {conversation_id!r}")
@@ -151,7 +184,7 @@ class Sessions:
         try:
             out = self._json(self.chat_store.get_conversation(conversation_id), record["settings"])
         except UnknownConversationError as err:
-            raise NotFound(str(err)) from err
+            raise NotFound(f"No conversation {conversation_id!r}") from err
         if turns:
             ratings = {f.message_index: f.rating for f in self.chat_store.get_feedback(conversation_id)}
             out["turns"] = []
@@ -160,6 +193,7 @@ class Sessions:
         return out
 
     def conversations(self, owner: str, include_deleted: bool = False) -> List[Dict[str, Any]]:
+        self.check_files()
         mine = self.records.owned(owner)
         infos = self.chat_store.list_conversations(include_deleted=include_deleted)
         return [self._json(info, mine[info.id]) for info in infos if info.id in mine]
@@ -197,9 +231,7 @@ class Sessions:
         """The chat engine for one turn with these settings, and its question completer."""
         llm = self.llms[settings["llm"]]
         completer = OfflineQuestionCompleter() if isinstance(llm, ExtractiveAnswerer) else LLMQuestionCompleter(llm=llm)
-        memory = ChatMemoryBuffer.from_defaults(
-            token_limit=3000, chat_store=self.chat_store, chat_store_key=conversation_id
-        )
+        memory = TurnMemory.from_defaults(token_limit=3000, chat_store=self.chat_store, chat_store_key=conversation_id)
         engine = RagoniteChatEngine(
             self.retriever(settings["domain"], settings["fusion"]),
             llm=llm,
@@ -211,9 +243,19 @@ class Sessions:
         return engine, completer
 
     def chat(
-        self, owner: str, conversation_id: str, message: str, on_delta: Optional[Callable[[str], None]] = None
+        self,
+        owner: str,
+        conversation_id: str,
+        message: str,
+        on_delta: Optional[Callable[[str], None]] = None,
+        stop: Optional[TurnStop] = None,
     ) -> Dict[str, Any]:
-        """One turn (streamed to ``on_delta`` when given), stored and returned as the contract's JSON."""
+        """One turn (streamed to ``on_delta`` when given), stored and returned as the contract's JSON.
+
+        A streamed turn ends early when ``stop`` says so (the client left, or its deadline passed):
+        the partial answer is stored with ``truncated`` and, past the deadline, ``TurnDeadlineError``
+        is raised after storing it.
+        """
         settings = self.owned(owner, conversation_id)["settings"]
         with self.conversation_lock(conversation_id):
             engine, completer = self.engine(conversation_id, settings)
@@ -222,25 +264,36 @@ class Sessions:
             with TurnTrace.collecting() as events:
                 if on_delta is None:
                     response = engine.chat(message)
+                    answer = response.response
                 else:
-                    response = self._streamed(engine, conversation_id, message, on_delta)
+                    response, answer = self._streamed(engine, conversation_id, message, on_delta, stop or TurnStop())
             seconds = time.perf_counter() - started
             rephraser = None
             if isinstance(completer, LLMQuestionCompleter) and settings["complete_questions"] and history:
                 rephraser = completer.format_prompt(history, message)
-            turn = turn_json(
-                message, response.response, response.turn, response.source_nodes, events, seconds, rephraser
-            )
+            turn = turn_json(message, answer, response.turn, response.source_nodes, events, seconds, rephraser)
             turn.update(domain=settings["domain"], llm=settings["llm"])
+            self.check_files()  # a history file removed meanwhile: say so instead of storing into the void
             message_index = len(self.chat_store.get_messages(conversation_id)) - 1
             self.records.add_turn(conversation_id, message_index, turn, [node_record(n) for n in response.source_nodes])
-            return turn
+        if stop is not None and stop.timed_out:
+            raise TurnDeadlineError(
+                f"The turn took longer than {self.config.turn_deadline:g} s and was stopped; "
+                "its partial answer is stored, marked truncated"
+            )
+        return turn
 
-    def _streamed(self, engine: RagoniteChatEngine, conversation_id: str, message: str, on_delta):
+    def _streamed(self, engine: RagoniteChatEngine, conversation_id: str, message: str, on_delta, stop: TurnStop):
+        """(response, answer text) of a streamed turn; see ``chat`` for how it ends early."""
         response = engine.stream_chat(message)
         writer = response.write_response_to_history_thread
+        streamed = ""
         try:
             while True:
+                if stop.should_stop():
+                    response.cancel()  # the writer stops at the next delta, closing the LLM's stream
+                if response.cancelled.is_set() and stop.grace_over():
+                    return response, self._abandon(engine, conversation_id, response, streamed)
                 try:
                     delta = response.queue.get(timeout=0.05)
                 except Empty:
@@ -250,6 +303,7 @@ class Sessions:
                         break
                     continue
                 if delta:
+                    streamed += delta
                     on_delta(delta)
             writer.join()
             if response.exception is not None:
@@ -259,7 +313,22 @@ class Sessions:
             if messages and messages[-1].role == MessageRole.USER:  # the question whose answer failed
                 self.chat_store.delete_last_message(conversation_id)
             raise
-        return response
+        return response, response.response or streamed
+
+    def _abandon(self, engine: RagoniteChatEngine, conversation_id: str, response, streamed: str) -> str:
+        """Store ``streamed`` as the truncated answer of an LLM that stalled after the turn was stopped.
+
+        The writer thread may still be waiting for the LLM (its connection closes at the next
+        chunk or at the LLM's read timeout): its memory is shut so that it can never append to
+        the conversation after the next turn began.
+        """
+        engine.memory.shut()
+        turn = response.turn
+        turn.truncated = True
+        turn.warn("The turn was stopped before the answer was finished: the answer is incomplete.")
+        marked = ChatMessage(role=MessageRole.ASSISTANT, content=streamed, additional_kwargs={TRUNCATED_KEY: True})
+        self.chat_store.add_message(conversation_id, marked)
+        return streamed
 
     def stored_turn(self, owner: str, conversation_id: str, number: int):
         """(turn JSON, evidences, settings) of a stored turn."""

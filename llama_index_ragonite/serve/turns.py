@@ -158,6 +158,7 @@ def turn_json(
         "warning": turn.warning,  # e.g. "The answer cited [Source 99], which name none of the 10 sources; …"
         "invalid_citations": list(getattr(turn, "invalid_citations", [])),
         "out_of_scope": out_of_scope,
+        "truncated": bool(getattr(turn, "truncated", False)),  # the answer broke off: shown marked, never memory
         "language": detect_language(question),
         "trace": _trace(events, turn.prompts, rephraser_prompt, titles),
         "seconds": round(seconds, 4),

@@ -190,8 +190,10 @@ export function turnView(turn, handlers) {
 
   const assistant = el("div", { class: "message assistant" }, el("span", { class: "who" }, t("assistant")));
   if (turn.out_of_scope) assistant.appendChild(el("p", { class: "notice out-of-scope", testid: "out-of-scope" }, t("outOfScope")));
+  if (turn.truncated) assistant.appendChild(el("p", { class: "notice warning", testid: "truncated" }, t("truncated")));
   if (turn.warning) assistant.appendChild(el("p", { class: "notice warning", testid: "warning" }, turn.warning));
-  assistant.appendChild(el("p", { class: "answer", testid: "answer", "aria-live": "polite" }, answerNodes(turn.answer, sources.length, onCite)));
+  const answerClass = turn.truncated ? "answer truncated" : "answer";
+  assistant.appendChild(el("p", { class: answerClass, testid: "answer", "aria-live": "polite" }, answerNodes(turn.answer, sources.length, onCite)));
   if (typeof turn.seconds === "number") assistant.appendChild(el("p", { class: "timing muted" }, t("seconds", { s: turn.seconds.toFixed(2) })));
 
   const explanation = el("div", { class: "explanation", testid: "explanation", "aria-live": "polite" });
@@ -224,7 +226,7 @@ export function turnView(turn, handlers) {
 
 /** An inline error in the conversation that says what failed and that sending again is fine. */
 export function errorView(error, question) {
-  const key = { llm: "errorLlm", store: "errorStore", network: "errorNetwork", input: "errorInput", not_found: "errorNotFound", auth: "errorAuth" }[error.kind] || "errorOther";
+  const key = { llm: "errorLlm", store: "errorStore", network: "errorNetwork", input: "errorInput", not_found: "errorNotFound", auth: "errorAuth", busy: "errorBusy", timeout: "errorTimeout" }[error.kind] || "errorOther";
   const box = el("div", { class: `error kind-${error.kind || "other"}`, testid: "error", role: "alert", "data-kind": error.kind || "other" });
   box.appendChild(el("p", { class: "error-message" }, t(key, { msg: error.message || String(error) })));
   if (question) {

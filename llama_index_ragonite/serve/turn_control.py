@@ -1,0 +1,85 @@
+"""Ending a streamed turn early: when its client leaves, or when its deadline passes.
+
+Why: a turn over a slow LLM can run for minutes. When the browser goes away nobody will read
+the rest, yet the LLM would keep writing, the conversation's lock would stay held (the user's
+next turn waits) and the whole answer would be stored as if read. ``TurnStop`` is what the route
+tells the worker thread (the client left; the deadline); the worker then cancels the engine's
+stream, which closes the LLM's HTTP stream at its next chunk, and stores what was streamed as a
+truncated answer. ``TurnMemory`` is the turn's memory, which the worker can shut when the LLM
+stalls past a short grace, so that a late writer thread can never append to the conversation.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.memory import ChatMemoryBuffer
+
+from llama_index_ragonite.errors import RagoniteError
+
+__all__ = ["STOP_GRACE_SECONDS", "TurnDeadlineError", "TurnMemory", "TurnStop"]
+
+STOP_GRACE_SECONDS = 0.5  # after a stop, how long the worker waits for the LLM's next chunk before giving up on it
+
+
+class TurnDeadlineError(RagoniteError, TimeoutError):
+    """A turn ran past the server's turn deadline (``--turn-deadline``); its partial answer is stored."""
+
+
+@dataclass
+class TurnStop:
+    """Why a running turn should stop: ``client_gone`` (set by the route) or ``deadline`` (monotonic seconds)."""
+
+    deadline: float = math.inf
+    client_gone: threading.Event = field(default_factory=threading.Event)
+    grace: float = STOP_GRACE_SECONDS
+    timed_out: bool = False
+    stopped_at: Optional[float] = None
+
+    @classmethod
+    def within(cls, seconds: float) -> "TurnStop":
+        return cls(deadline=time.monotonic() + seconds)
+
+    def should_stop(self) -> bool:
+        """True once, when the client has left or the deadline has passed."""
+        if self.stopped_at is not None:
+            return False
+        gone = self.client_gone.is_set()
+        if gone or time.monotonic() > self.deadline:
+            self.timed_out, self.stopped_at = not gone, time.monotonic()
+            return True
+        return False
+
+    def grace_over(self) -> bool:
+        return self.stopped_at is not None and time.monotonic() - self.stopped_at > self.grace
+
+
+class TurnMemory(ChatMemoryBuffer):
+    """``ChatMemoryBuffer`` that ignores writes once ``shut()`` (reads keep working)."""
+
+    _shut: bool = PrivateAttr(default=False)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "TurnMemory"
+
+    def shut(self) -> None:
+        self._shut = True
+
+    def put(self, message: ChatMessage) -> None:
+        if not self._shut:
+            super().put(message)
+
+    def put_messages(self, messages: List[ChatMessage]) -> None:
+        if not self._shut:
+            super().put_messages(messages)
+
+    def set(self, messages: List[ChatMessage]) -> None:
+        if not self._shut:
+            super().set(messages)
