@@ -13,6 +13,12 @@ for unknown ones, plays scripted failures (429 with ``Retry-After``, 500, 503) a
 requests from some point on; pages change, move or disappear between syncs (``edit``, ``move``,
 ``delete``). ``requests`` counts requests by kind: ``list`` (no bodies asked) or ``body``.
 
+A hostile server: ``hostile(handler, status, payload)`` sees every answer before it is sent and
+returns the payload to send instead (any JSON value: a wrong shape, a ``next`` elsewhere), or
+``SENT`` when it answered itself through ``handler.send_raw`` (a redirect, a drip, a truncated
+or oversized body, non-JSON) or not at all (a hang). Handlers that wait or drip end when the
+stub stops (``stopping``), so no test waits on them.
+
     with ConfluenceStub(user="me@example.com", token="t0k3n") as stub:
         stub.add_pages(confquestions_pages(folder, 10, "OXT"))
         ConfluenceClient(stub.url, user="me@example.com", api_token="t0k3n")
@@ -28,15 +34,16 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 from llama_index_ragonite.bench.llm_server import LoopbackServer
 
-__all__ = ["ConfluenceStub", "StubPage", "confquestions_pages", "sample_wiki_pages"]
+__all__ = ["SENT", "ConfluenceStub", "StubPage", "confquestions_pages", "sample_wiki_pages"]
 
 CONTEXT = "/wiki"
 API = CONTEXT + "/rest/api"
+SENT = object()  # returned by a ``hostile`` hook that wrote the answer itself (or none)
 
 
 @dataclass
@@ -70,13 +77,20 @@ class ConfluenceStub(LoopbackServer):
     requests: Counter = field(default_factory=Counter)
     log: List[Tuple[str, str, Dict[str, str]]] = field(default_factory=list)  # (kind, path, headers)
     failing_bodies_after: Optional[int] = None  # body requests after this many answer 500
+    hostile: Optional[Callable[["_Handler", int, Any], Any]] = None  # see the module docstring
     thread_name = "confluence-stub"
     poll_interval = 0.05
+    block_on_close = False
 
     def __post_init__(self) -> None:
         super().__init__()
         self._lock = threading.Lock()
         self._failures: deque = deque()
+        self.stopping = threading.Event()
+
+    def stop(self) -> None:
+        self.stopping.set()  # ends handlers that drip or hang
+        super().stop()
 
     @property
     def url(self) -> str:
@@ -267,6 +281,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(200, body)
 
     def _json(self, status: int, payload: Any, headers: Optional[Dict[str, str]] = None) -> None:
+        if self.stub.hostile is not None:
+            payload = self.stub.hostile(self, status, payload)
+            if payload is SENT:
+                return
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -275,6 +293,35 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+    def send_raw(
+        self,
+        status: int,
+        chunks: Iterable[bytes] = (),
+        headers: Optional[Dict[str, str]] = None,
+        delay: float = 0.0,
+        chunked: bool = False,
+    ) -> None:
+        """Answer ``status`` with ``headers`` and the body ``chunks`` as given (no Content-Length unless
+        in ``headers``; ``chunked``: chunked transfer encoding), waiting ``delay`` seconds before each
+        chunk; stops quietly when the client hangs up or the stub stops. The connection closes after."""
+        self.close_connection = True
+        self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        try:
+            self.wfile.flush()
+            for chunk in chunks:
+                if delay and self.stub.stopping.wait(delay):
+                    return
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
+                self.wfile.flush()
+        except OSError:
+            pass  # the client gave up
 
 
 # -- page sets ------------------------------------------------------------------------------------

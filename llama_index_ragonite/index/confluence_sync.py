@@ -85,6 +85,7 @@ class ConfluenceSync:
     def run(self, show_progress: bool = False, allow_removal: bool = False, remove_missing: bool = True) -> SyncReport:
         """List, fetch what changed, ingest and remove in one store write, then record the state."""
         client = self.reader.client
+        client.start_run()  # the client's max_requests and run_deadline count per sync
         requests_before, retries_before = Counter(client.requests), client.retries
         report = SyncReport()
         clock = StepClock(report.seconds)

@@ -11,17 +11,27 @@ Why retries here: a sync of a large space is hundreds of requests, and Confluenc
 rate-limits (429 with ``Retry-After``); a transient 5xx must not fail an hourly sync. Retries
 are bounded, waits grow exponentially (capped) unless the server names one, and ``sleep`` is
 injectable so tests need not wait.
+
+Why limits here: the server's answers steer the client (``_links.next``, redirects), so a
+misconfigured proxy or a hostile server could otherwise send the credentials elsewhere, keep a
+sync paging forever, drip a body byte by byte, or answer JSON of any shape. So every request
+stays on the configured origin (scheme, host, port), redirects are followed by hand and only
+there, listings and runs are capped and loop-checked, each request and (optionally) each run
+has a deadline, bodies have a size cap, and every shape the connector reads is checked
+(``get_field``, ``content_id``): each of these ends in a ``ConfluenceError`` that names what
+went wrong and where, never in a traceback.
 """
 
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import os
+import re
 import time
 from collections import Counter
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
-from urllib.parse import urljoin
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import httpx
 
@@ -29,7 +39,7 @@ from llama_index_ragonite.errors import ConfluenceAuthError, ConfluenceError, Co
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ENV_VARS", "ConfluenceClient"]
+__all__ = ["ENV_VARS", "ConfluenceClient", "content_id", "get_field", "url_origin"]
 
 ENV_VARS = {
     "url": "CONFLUENCE_URL",
@@ -39,13 +49,21 @@ ENV_VARS = {
 }
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _ID_BATCH = 25  # page ids per `id in (...)` search: keeps URLs short and matches Cloud's body-expansion cap
+_MiB = 1 << 20
 
 
 class ConfluenceClient:
     """Authenticated GETs against ``{url}/rest/api`` with pagination, retries and request counts.
 
-    ``requests`` counts the requests by kind (``list``: listings without bodies, ``body``: requests
-    that carry page bodies, ``page``: single-page lookups); retries count in ``retries``.
+    ``requests`` counts the HTTP requests by kind (``list``: listings without bodies, ``body``:
+    requests that carry page bodies, ``page``: single-page lookups; retries and redirects count
+    too); retries count in ``retries``.
+
+    Limits (each breach is a ``ConfluenceError``): ``max_listing_pages`` pages per listing,
+    ``max_requests`` requests per run, ``request_deadline`` seconds per request (redirects and
+    the body included), ``run_deadline`` seconds per run (None: no limit), ``max_response_bytes``
+    per body, ``max_redirects`` same-origin redirects per request. A run starts with the client
+    and again at each ``start_run()`` (``ConfluenceSync.run`` calls it).
     """
 
     def __init__(
@@ -61,6 +79,12 @@ class ConfluenceClient:
         page_limit: int = 50,
         sleep: Callable[[float], None] = time.sleep,
         transport: Optional[httpx.BaseTransport] = None,
+        max_listing_pages: int = 10_000,
+        max_requests: int = 100_000,
+        request_deadline: float = 120.0,
+        run_deadline: Optional[float] = None,
+        max_response_bytes: int = 64 * _MiB,
+        max_redirects: int = 5,
     ) -> None:
         url = url or os.environ.get(ENV_VARS["url"])
         if not url:
@@ -71,10 +95,18 @@ class ConfluenceClient:
         if parsed.userinfo:
             raise ValueError("Put Confluence credentials in the arguments or environment variables, not in the URL")
         self.url = url.rstrip("/")
+        self.origin = _origin_text(parsed)
+        self._origin = url_origin(self.url)
+        self._path = parsed.path.rstrip("/")  # e.g. /wiki (Cloud), /confluence or "" (Data Center)
         self.max_retries, self.backoff, self.max_wait, self.page_limit = max_retries, backoff, max_wait, page_limit
+        self.timeout, self.max_redirects, self.max_response_bytes = timeout, max_redirects, max_response_bytes
+        self.max_listing_pages, self.max_requests = max_listing_pages, max_requests
+        self.request_deadline, self.run_deadline = request_deadline, run_deadline
         self._sleep = sleep
         self.requests: Counter = Counter()
         self.retries = 0
+        self._warned_base = False
+        self.start_run()
         headers = {"Accept": "application/json", "User-Agent": "llama-index-ragonite"}
         pat = personal_access_token or os.environ.get(ENV_VARS["personal_access_token"])
         user = user or os.environ.get(ENV_VARS["user"])
@@ -90,8 +122,9 @@ class ConfluenceClient:
             raise ValueError(f"An API token needs the account e-mail too: pass user= or set {ENV_VARS['user']}")
         else:
             self.auth_kind = "anonymous"
+        # Redirects are followed by hand (``_send``): only on the configured origin, where the credentials belong.
         self._http = httpx.Client(
-            headers=headers, auth=auth, timeout=timeout, transport=transport, follow_redirects=True
+            headers=headers, auth=auth, timeout=timeout, transport=transport, follow_redirects=False
         )
 
     def __repr__(self) -> str:  # never the credentials
@@ -106,26 +139,32 @@ class ConfluenceClient:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    def start_run(self) -> None:
+        """Start a new run: ``max_requests`` and ``run_deadline`` count from here."""
+        self._run_started = time.monotonic()
+        self._run_requests = 0
+
     # -- requests -----------------------------------------------------------------------
     def get(self, path: str, params: Optional[Dict[str, Any]] = None, what: str = "", kind: str = "page") -> Any:
-        """GET ``path`` (relative to the API, or a ``_links.next`` link); ``what`` names the space or page."""
-        url = path if path.startswith("http") else self._absolute(path)
+        """GET ``path`` (relative to the API, or an absolute URL on the configured origin); ``what``
+        names the space or page. The answer must be a JSON object."""
+        url = path if path.startswith(("http://", "https://")) else self._absolute(path)
         what = what or "Confluence"
         for attempt in range(self.max_retries + 1):
-            self.requests[kind] += 1
             try:
-                response = self._http.get(url, params=params)
+                response, body = self._send(url, params, what, kind)
             except httpx.TransportError as err:
                 if attempt == self.max_retries:
                     raise ConfluenceError(
-                        f"{what}: {self.url} could not be reached ({type(err).__name__}) after {attempt + 1} attempts"
+                        f"{what}: {self.url} could not be reached or broke off its answer ({type(err).__name__}) "
+                        f"after {attempt + 1} attempts"
                     ) from None
-                self._wait(attempt, None, f"{type(err).__name__}")
+                self._wait(attempt, None, f"{type(err).__name__}", what)
                 continue
             if response.status_code in RETRY_STATUSES and attempt < self.max_retries:
-                self._wait(attempt, response.headers.get("Retry-After"), f"HTTP {response.status_code}")
+                self._wait(attempt, response.headers.get("Retry-After"), f"HTTP {response.status_code}", what)
                 continue
-            return self._result(response, what)
+            return _expect(self._result(response, body, what), dict, "the answer", what)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _absolute(self, path: str) -> str:
@@ -133,16 +172,104 @@ class ConfluenceClient:
             return self.url + path
         return f"{self.url}/rest/api/{path.lstrip('/')}"
 
-    def _wait(self, attempt: int, retry_after: Optional[str], why: str) -> None:
+    def _send(self, url: str, params: Optional[Dict[str, Any]], what: str, kind: str) -> Tuple[httpx.Response, bytes]:
+        """One GET and the same-origin redirects it leads to (at most ``max_redirects``).
+
+        Why by hand: httpx would follow a redirect anywhere; here a redirect to another origin
+        is an error that names it, and neither the request nor the credentials go there."""
+        for _ in range(self.max_redirects + 1):
+            self._check_origin(url, what, "a request would go to")
+            self._before_request(what)
+            self.requests[kind] += 1
+            self._run_requests += 1
+            response, body = self._exchange(url, params, what)
+            if not response.is_redirect:
+                return response, body
+            try:
+                url, params = str(response.url.join(response.headers["Location"])), None
+            except httpx.InvalidURL:
+                raise ConfluenceError(f"{what}: {self.url} redirected to an invalid URL") from None
+            self._check_origin(url, what, f"{self.url} redirected (HTTP {response.status_code}) to")
+        raise ConfluenceError(
+            f"{what}: {self.url} redirected more than {self.max_redirects} times (a redirect loop?); not followed further"
+        )
+
+    def _exchange(self, url: str, params: Optional[Dict[str, Any]], what: str) -> Tuple[httpx.Response, bytes]:
+        """Send one request and read its body as a stream, within the deadline and the size cap.
+
+        Why streaming: the read timeout restarts with every byte, so a server that drips one
+        byte every few seconds never times out; the deadline is checked between chunks, and no
+        single read may wait longer than the time left when the request starts."""
+        deadline, which = time.monotonic() + self.request_deadline, f"request deadline ({self.request_deadline:g} s)"
+        run_end = self._run_end()
+        if run_end is not None and run_end < deadline:
+            deadline, which = run_end, f"run deadline ({self.run_deadline:g} s)"
+        timeout = min(self.timeout, max(deadline - time.monotonic(), 0.001))
+        request = self._http.build_request("GET", url, params=params, timeout=timeout)
+        response = self._http.send(request, stream=True)
+        try:
+            declared = response.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > self.max_response_bytes:
+                raise self._too_big(what, f"announced {int(declared):,} bytes")
+            chunks: List[bytes] = []
+            size = 0
+            for chunk in _decoded(response, what, self.url):
+                size += len(chunk)
+                if size > self.max_response_bytes:
+                    raise self._too_big(what, "sent more")
+                if time.monotonic() > deadline:
+                    raise ConfluenceError(
+                        f"{what}: {self.url} did not finish its answer within the {which}; given up "
+                        f"after {size:,} bytes"
+                    )
+                chunks.append(chunk)
+        finally:
+            response.close()
+        return response, b"".join(chunks)
+
+    def _too_big(self, what: str, how: str) -> ConfluenceError:
+        return ConfluenceError(
+            f"{what}: {self.url} {how}: the answer exceeds max_response_bytes ({self.max_response_bytes:,} bytes)"
+        )
+
+    def _check_origin(self, url: str, what: str, how: str) -> None:
+        if url_origin(url) != self._origin:
+            raise ConfluenceError(
+                f"{what}: {how} {_origin_text(url)}, another origin than {self.origin}: not followed "
+                "(requests and credentials go to the configured site only)"
+            )
+
+    def _run_end(self) -> Optional[float]:
+        return None if self.run_deadline is None else self._run_started + self.run_deadline
+
+    def _before_request(self, what: str) -> None:
+        """The run's limits, checked before every request."""
+        run_end = self._run_end()
+        if run_end is not None and time.monotonic() >= run_end:
+            raise ConfluenceError(
+                f"{what}: the run deadline ({self.run_deadline:g} s) passed; no more requests to {self.url}"
+            )
+        if self._run_requests >= self.max_requests:
+            raise ConfluenceError(
+                f"{what}: {self._run_requests:,} requests to {self.url} in this run, the most max_requests allows; stopped"
+            )
+
+    def _wait(self, attempt: int, retry_after: Optional[str], why: str, what: str = "Confluence") -> None:
         seconds = _retry_after_seconds(retry_after)
-        if seconds is None:
+        if seconds is None or seconds != seconds:  # absent, unreadable or NaN
             seconds = self.backoff * 2**attempt
         seconds = min(max(seconds, 0.0), self.max_wait)
+        run_end = self._run_end()
+        if run_end is not None and time.monotonic() + seconds >= run_end:
+            raise ConfluenceError(
+                f"{what}: {self.url}: {why}; retrying in {seconds:.1f} s would pass the run deadline "
+                f"({self.run_deadline:g} s)"
+            )
         self.retries += 1
         logger.info("Confluence at %s: %s, retrying in %.1f s (retry %d)", self.url, why, seconds, attempt + 1)
         self._sleep(seconds)
 
-    def _result(self, response: httpx.Response, what: str) -> Any:
+    def _result(self, response: httpx.Response, body: bytes, what: str) -> Any:
         status = response.status_code
         if status == 401:
             raise ConfluenceAuthError(
@@ -154,31 +281,91 @@ class ConfluenceClient:
             raise ConfluenceAuthError(f"{what}: no permission to read it at {self.url} (HTTP 403)")
         if status == 404:
             raise ConfluenceNotFoundError(f"{what}: not found at {self.url} (HTTP 404), or not visible to you")
-        if status >= 400:
-            raise ConfluenceError(f"{what}: {self.url} answered HTTP {status}{_server_message(response)}")
+        if status >= 300:
+            raise ConfluenceError(f"{what}: {self.url} answered HTTP {status}{_server_message(body)}")
         try:
-            return response.json()
+            return json.loads(body)
+        except UnicodeDecodeError:
+            problem = "JSON that is not valid UTF-8"
         except ValueError:
-            raise ConfluenceError(f"{what}: {self.url} answered HTTP {status} with a body that is not JSON") from None
+            kind = response.headers.get("Content-Type", "no content type").split(";")[0]
+            problem = f"a body that is not JSON ({kind}{': a login page?' if 'html' in kind else ''})"
+        except RecursionError:
+            problem = "JSON nested too deeply to read"
+        raise ConfluenceError(f"{what}: {self.url} answered HTTP {status} with {problem}")
 
     def paginate(
         self, path: str, params: Dict[str, Any], what: str = "", kind: str = "list"
     ) -> Iterator[Dict[str, Any]]:
         """Every result of a listing, page by page: ``_links.next`` when the server gives one, else
-        ``start``/``limit`` until a short page."""
+        ``start``/``limit`` until a short page.
+
+        Each result must be an object with a numeric ``id``. A listing ends with a
+        ``ConfluenceError`` when it loops (a ``next`` that leads to a page already read, or a page
+        whose results were all listed before: a server that ignores ``start``) or runs past
+        ``max_listing_pages`` pages."""
+        what = what or "Confluence"
         params = {"limit": self.page_limit, "start": 0, **params}
-        url: Optional[str] = path
+        url: Optional[str] = self._absolute(path)
+        read, listed = set(), set()
         while url:
+            key = str(httpx.URL(url, params=params)) if params else url
+            if key in read:
+                raise ConfluenceError(f"{what}: pagination loop: {self.url} leads back to a listing page already read")
+            if len(read) >= self.max_listing_pages:
+                raise ConfluenceError(
+                    f"{what}: the listing goes on past max_listing_pages ({self.max_listing_pages:,} pages); stopped"
+                )
+            read.add(key)
             data = self.get(url, params, what, kind)
-            results = data.get("results") or []
+            self._note_base(data, what)
+            results = get_field(data, "results", list, what, [])
+            ids = [content_id(result, what, f"results[{i}]") for i, result in enumerate(results)]
+            if ids and listed.issuperset(ids):
+                raise ConfluenceError(f"{what}: pagination loop: {self.url} answered the same results again")
+            listed.update(ids)
             yield from results
-            links = data.get("_links") or {}
-            if links.get("next"):
-                url, params = urljoin((links.get("base") or self.url) + "/", links["next"].lstrip("/")), None
-            elif not links and results and len(results) >= int(data.get("limit") or self.page_limit):
-                params = {**(params or {}), "start": int(data.get("start") or 0) + len(results)}
+            next_link = get_field(data, "_links.next", str, what)
+            full = bool(results) and len(results) >= get_field(data, "limit", int, what, 0)
+            if next_link:
+                url, params = self._resolve_next(next_link, what), None
+            elif full and not get_field(data, "_links", dict, what):  # no links at all: page by start/limit
+                start = get_field(data, "start", int, what, 0)
+                params = {**(params or {}), "start": start + len(results)}
             else:
                 url = None
+
+    def _resolve_next(self, link: str, what: str) -> str:
+        """``_links.next`` as a URL on the configured origin.
+
+        Confluence gives ``next`` relative to its context path (``/rest/api/content?…``, base
+        ``https://host/wiki``); ``_links.base`` is not used for requests (behind a proxy it often
+        names an internal host). A relative link that starts with the configured URL's path is
+        taken from the origin, any other one from the configured URL. An absolute link must name
+        the configured origin."""
+        try:
+            target = httpx.URL(link)
+        except httpx.InvalidURL:
+            raise ConfluenceError(f"{what}: _links.next is not a URL") from None
+        if target.scheme or target.host:
+            self._check_origin(link, what, "_links.next points to")
+            return link
+        if self._path and (link == self._path or link.startswith(self._path + "/")):
+            return self.origin + link
+        return f"{self.url}/{link.lstrip('/')}"
+
+    def _note_base(self, data: Dict[str, Any], what: str) -> None:
+        """Warn once when ``_links.base`` names another origin: it is ignored for requests and page links."""
+        base = get_field(data, "_links.base", str, what)
+        if base and not self._warned_base and url_origin(base) != self._origin:
+            self._warned_base = True
+            logger.warning(
+                "Confluence at %s calls itself %s (another origin; an internal name behind a proxy?): "
+                "requests and page links stay on %s",
+                self.url,
+                _origin_text(base),
+                self.origin,
+            )
 
     # -- the calls the reader makes ----------------------------------------------------------
     def space_pages(self, space_key: str, expand: str, kind: str = "list") -> Iterator[Dict[str, Any]]:
@@ -192,7 +379,11 @@ class ConfluenceClient:
         return self.paginate(f"content/{page_id}/child/page", {"expand": expand}, f"children of page {page_id}", kind)
 
     def page(self, page_id: str, expand: str, kind: str = "page") -> Dict[str, Any]:
-        return self.get(f"content/{page_id}", {"expand": expand}, f"page {page_id}", kind)
+        what = f"page {page_id}"
+        page = self.get(f"content/{page_id}", {"expand": expand}, what, kind)
+        self._note_base(page, what)
+        content_id(page, what)
+        return page
 
     def pages_by_id(self, page_ids: Sequence[str], expand: str) -> List[Dict[str, Any]]:
         """The current pages among ``page_ids``, bodies included, ``_ID_BATCH`` per request (a
@@ -202,6 +393,87 @@ class ConfluenceClient:
             batch = [str(int(i)) for i in page_ids[start : start + _ID_BATCH]]  # ids are numbers: nothing to inject
             found.extend(self.search(f"id in ({','.join(batch)})", expand, kind="body"))
         return found
+
+
+# -- the shapes of answers -------------------------------------------------------------------------
+_KINDS = {dict: "an object", list: "a list", str: "a string", int: "an integer"}
+_ID = re.compile(r"[0-9]{1,30}")
+
+
+def get_field(data: Any, path: str, kind: type, what: str, default: Any = None, at: str = "") -> Any:
+    """``data["a"]["b"]`` for ``path="a.b"``, checked: ``default`` when a step is absent or null; a
+    ``ConfluenceError`` naming the path (after ``at``, where ``data`` sits in the answer) when a
+    step is not an object or the value is not a ``kind``.
+
+    Why one helper: a server, or a proxy in front of it, can answer JSON of any shape; every field
+    the connector reads goes through here (or ``content_id``), so a wrong shape is an error that
+    says what was wrong, never a ``TypeError`` from deep inside."""
+    steps = [at] * bool(at) + path.split(".")
+    for i, key in enumerate(steps[bool(at) :], start=bool(at)):
+        _expect(data, dict, ".".join(steps[:i]) or "the answer", what)
+        data = data.get(key)
+        if data is None:
+            return default
+    return _expect(data, kind, ".".join(steps), what)
+
+
+def content_id(item: Any, what: str, name: str = "") -> str:
+    """The ``id`` of a content object (``name`` says where it is) as a string of digits.
+
+    Confluence's content ids are numbers; anything else (a path, a query) would end up in the
+    URL of a later request, so it is refused."""
+    _expect(item, dict, name or "the answer", what)
+    value = item.get("id")
+    where = f"{name}.id" if name else "id"
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return str(value)
+    if isinstance(value, str) and _ID.fullmatch(value):
+        return value
+    raise ConfluenceError(f"{what}: malformed answer: {where} is {_describe(value)}, not a page id (digits)")
+
+
+def _expect(value: Any, kind: type, name: str, what: str) -> Any:
+    if isinstance(value, kind) and not (isinstance(value, bool) and kind is not bool):
+        return value
+    raise ConfluenceError(f"{what}: malformed answer: {name} is {_describe(value)}, not {_KINDS[kind]}")
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null or missing"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return f"a string ({value[:40]!r})"
+    return _KINDS.get(type(value), type(value).__name__)
+
+
+def url_origin(url: Any) -> Optional[Tuple[str, str, Optional[int]]]:
+    """(scheme, host, port) of ``url`` (port None for the scheme's default); None when unreadable."""
+    try:
+        parsed = httpx.URL(str(url))
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return None
+    return parsed.scheme, parsed.host, parsed.port
+
+
+def _origin_text(url: Any) -> str:
+    origin = url_origin(url)
+    if origin is None or not origin[1]:
+        return repr(str(url)[:80])
+    scheme, host, port = origin
+    host = f"[{host}]" if ":" in host else host
+    return (f"{scheme}:" if scheme else "") + f"//{host}" + (f":{port}" if port else "")
+
+
+def _decoded(response: httpx.Response, what: str, site: str) -> Iterator[bytes]:
+    try:
+        yield from response.iter_bytes()
+    except httpx.DecodingError:
+        encoding = response.headers.get("Content-Encoding", "")
+        raise ConfluenceError(f"{what}: {site} sent a body that cannot be decoded as {encoding!r}") from None
 
 
 def _retry_after_seconds(value: Optional[str]) -> Optional[float]:
@@ -219,9 +491,9 @@ def _retry_after_seconds(value: Optional[str]) -> Optional[float]:
     return when.timestamp() - time.time()
 
 
-def _server_message(response: httpx.Response) -> str:
+def _server_message(body: bytes) -> str:
     try:
-        message = response.json().get("message")
-    except (ValueError, AttributeError):
+        message = json.loads(body).get("message")
+    except (ValueError, AttributeError, RecursionError):
         return ""
     return f": {str(message)[:200]}" if message else ""

@@ -10,14 +10,26 @@ is a metadata field the contextualizer can show (``EvidenceContextualizer(breadc
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from llama_index.core.schema import Document
 
-__all__ = ["BREADCRUMB_SEPARATOR", "ID_PREFIX", "document_id", "make_document", "page_document"]
+from llama_index_ragonite.errors import ConfluenceError
+from llama_index_ragonite.parsing.confluence.client import content_id, get_field, url_origin
+
+__all__ = [
+    "BREADCRUMB_SEPARATOR",
+    "ID_PREFIX",
+    "MAX_ANCESTORS",
+    "document_id",
+    "make_document",
+    "page_ancestors",
+    "page_document",
+]
 
 ID_PREFIX = "confluence-"
 BREADCRUMB_SEPARATOR = " > "
+MAX_ANCESTORS = 200
 
 
 def document_id(page_id: Any, prefix: str = ID_PREFIX) -> str:
@@ -51,24 +63,48 @@ def make_document(
     return Document(id_=document_id(page_id, prefix), text=html, metadata=metadata)
 
 
+def page_ancestors(page: Dict[str, Any], what: str) -> List[Tuple[str, str]]:
+    """(id, title) of each ancestor, root first; a ``ConfluenceError`` for a malformed list or one
+    longer than ``MAX_ANCESTORS`` (no wiki nests that deep; a breadcrumb that long is an attack on
+    the metadata, which every chunk of the page repeats)."""
+    ancestors = get_field(page, "ancestors", list, what, [])
+    if len(ancestors) > MAX_ANCESTORS:
+        raise ConfluenceError(f"{what}: malformed answer: {len(ancestors):,} ancestors, more than {MAX_ANCESTORS}")
+    return [
+        (content_id(a, what, f"ancestors[{i}]"), get_field(a, "title", str, what, "", at=f"ancestors[{i}]"))
+        for i, a in enumerate(ancestors)
+    ]
+
+
 def page_document(page: Dict[str, Any], base_url: str, prefix: str = ID_PREFIX) -> Document:
-    """A REST API content object (expanded with ``body.storage``) as a ``Document`` of its storage-format HTML."""
-    links = page.get("_links") or {}
-    base = (links.get("base") or base_url).rstrip("/")
-    ancestors: List[Dict[str, Any]] = page.get("ancestors") or []
-    history = page.get("history") or {}
-    version = page.get("version") or {}
-    labels = ((page.get("metadata") or {}).get("labels") or {}).get("results") or []
+    """A REST API content object (expanded with ``body.storage``) as a ``Document`` of its storage-format HTML.
+
+    Every field read is checked (``get_field``): a malformed one is a ``ConfluenceError`` naming it.
+    The page link is built on ``_links.base`` only when that has ``base_url``'s origin, else on
+    ``base_url`` (the configured site): a server must not make our citations link elsewhere."""
+    page_id = content_id(page, "a page")
+    what = f"page {page_id}"
+    base = get_field(page, "_links.base", str, what, "")
+    if not base or url_origin(base) != url_origin(base_url):
+        base = base_url
+    base = base.rstrip("/")
+    webui = get_field(page, "_links.webui", str, what, "")
+    ancestors = page_ancestors(page, what)
+    labels = [
+        get_field(label, "name", str, what, "", at=f"metadata.labels.results[{i}]")
+        for i, label in enumerate(get_field(page, "metadata.labels.results", list, what, []))
+    ]
     return make_document(
-        page_id=str(page["id"]),
-        title=page.get("title") or "",
-        html=((page.get("body") or {}).get("storage") or {}).get("value") or "",
-        url=base + links["webui"] if links.get("webui") else f"{base}/pages/viewpage.action?pageId={page['id']}",
-        space=(page.get("space") or {}).get("key", ""),
-        version=version.get("number"),
-        last_modified=(history.get("lastUpdated") or {}).get("when") or version.get("when") or "",
-        labels=[label.get("name", "") for label in labels if label.get("name")],
-        ancestors=[a.get("title", "") for a in ancestors],
-        ancestor_ids=[str(a.get("id")) for a in ancestors],
+        page_id=page_id,
+        title=get_field(page, "title", str, what, ""),
+        html=get_field(page, "body.storage.value", str, what, ""),
+        url=base + webui if webui.startswith("/") else f"{base}/pages/viewpage.action?pageId={page_id}",
+        space=get_field(page, "space.key", str, what, ""),
+        version=get_field(page, "version.number", int, what),
+        last_modified=get_field(page, "history.lastUpdated.when", str, what, "")
+        or get_field(page, "version.when", str, what, ""),
+        labels=[name for name in labels if name],
+        ancestors=[title for _, title in ancestors],
+        ancestor_ids=[ancestor_id for ancestor_id, _ in ancestors],
         prefix=prefix,
     )

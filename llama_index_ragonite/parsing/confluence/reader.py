@@ -20,8 +20,8 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.readers.base import BasePydanticReader
 from llama_index.core.schema import Document
 
-from llama_index_ragonite.parsing.confluence.client import ConfluenceClient
-from llama_index_ragonite.parsing.confluence.pages import ID_PREFIX, document_id, page_document
+from llama_index_ragonite.parsing.confluence.client import ConfluenceClient, content_id, get_field
+from llama_index_ragonite.parsing.confluence.pages import ID_PREFIX, document_id, page_ancestors, page_document
 
 __all__ = ["BODY_EXPAND", "LIST_EXPAND", "ConfluenceStorageReader", "PageVersion"]
 
@@ -108,12 +108,14 @@ class ConfluenceStorageReader(BasePydanticReader):
         """Document id -> version, space and ancestors of every page in scope; no bodies are fetched."""
         found: Dict[str, PageVersion] = {}
         for page in self._walk(LIST_EXPAND, "list"):
-            found[document_id(page["id"], self.id_prefix)] = PageVersion(
-                page_id=str(page["id"]),
-                version=int((page.get("version") or {}).get("number") or 0),
-                space=(page.get("space") or {}).get("key", ""),
-                ancestor_ids=tuple(str(a.get("id")) for a in page.get("ancestors") or []),
-                title=page.get("title") or "",
+            page_id = content_id(page, "a page")
+            what = f"page {page_id}"
+            found[document_id(page_id, self.id_prefix)] = PageVersion(
+                page_id=page_id,
+                version=get_field(page, "version.number", int, what, 0),
+                space=get_field(page, "space.key", str, what, ""),
+                ancestor_ids=tuple(ancestor_id for ancestor_id, _ in page_ancestors(page, what)),
+                title=get_field(page, "title", str, what, ""),
             )
         return found
 
