@@ -23,7 +23,7 @@ from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
 
 
 def _parse_command(args: argparse.Namespace) -> int:
-    docs = load_pages(args.path)
+    docs = load_pages(args.path, strict=args.strict, follow_symlinks=args.follow_symlinks)
     parser, contextualizer = _pipeline_args(args)
     nodes = contextualizer(parser.get_nodes_from_documents(docs, show_progress=len(docs) > 20))
     for node in nodes:
@@ -61,7 +61,8 @@ def _index_command(args: argparse.Namespace) -> int:
 
     if is_confluence_source(args):
         return confluence_index_command(args, *_pipeline_args(args), **_vector_store_options(args))
-    docs = load_pages(args.source)
+    # the store folder is never read as pages, even when it lies inside the source folder
+    docs = load_pages(args.source, strict=args.strict, follow_symlinks=args.follow_symlinks, exclude=[args.store])
     parser, contextualizer = _pipeline_args(args)
     store = EvidenceStore(args.store, parser=parser, contextualizer=contextualizer, **_vector_store_options(args))
     report = store.ingest(
@@ -223,7 +224,8 @@ def _chat_command(args: argparse.Namespace) -> int:
         while True:
             try:
                 line = input("you> ").strip()
-            except EOFError:
+            except (EOFError, OSError, ValueError, RuntimeError):  # end of input, or stdin closed / unreadable
+                print()
                 break
             if not line:
                 continue
@@ -265,12 +267,26 @@ def _add_pipeline_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--context", choices=list(SETTINGS), default="ALL", help="contextualization setting")
 
 
+def _add_source_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="a .json/.html file in the folder that is not a page stops the run (default: skipped with a warning)",
+    )
+    p.add_argument(
+        "--follow-symlinks",
+        action="store_true",
+        help="read symbolic links that lead outside the source folder (default: skipped with a warning)",
+    )
+
+
 def build_arg_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="ragonite", description="RAGonite evidence pipeline for wiki pages.")
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("parse", help="print a page's evidences (type, position, contextualized text)")
     p.add_argument("path", help="a .html/.json page or a folder of them")
     _add_pipeline_options(p)
+    _add_source_options(p)
     p.add_argument("--json", action="store_true", help="one JSON record per evidence")
     p.set_defaults(func=_parse_command)
 
@@ -280,6 +296,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--store", required=True, help="index folder (created if missing)")
     _add_pipeline_options(p)
+    _add_source_options(p)
     p.add_argument("--keep-missing", action="store_true", help="keep indexed pages that are not in SOURCE")
     p.add_argument("--prune", action="store_true", help="allow removing more than half (or all) of the indexed pages")
     p.add_argument("--quiet", action="store_true", help="no progress bars")

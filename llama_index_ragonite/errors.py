@@ -44,6 +44,10 @@ class StoreInterruptedError(StoreError):
     """A write to the store was interrupted: its indexes may disagree until the next write repairs them."""
 
 
+class DiskFullError(StoreError):
+    """A store write ran out of disk space (the message names the store); free space, then index again."""
+
+
 class StoreInconsistentError(StoreError):
     """The store's indexes disagree (run ``ragonite check --store DIR --repair``, then index again)."""
 

@@ -33,6 +33,7 @@ from llama_index_ragonite.index.check import (
     drop_pages,
 )
 from llama_index_ragonite.index.chroma_access import open_collection
+from llama_index_ragonite.index.disk_full import disk_full_as_store_error
 from llama_index_ragonite.index.generation import GenerationWatch, reopen_vector_store
 from llama_index_ragonite.index.ingest_report import IngestReport, StepClock
 from llama_index_ragonite.index.journal import begin_journal, finish_journal, read_journal, writer_lock
@@ -278,18 +279,21 @@ class EvidenceStore:
 
     @contextmanager
     def _writer(self) -> Iterator[None]:
-        """Hold the writer lock, starting from the state on disk (another process may have written)."""
-        self._make_folder()
-        with writer_lock(self.path):
-            self._writing = True
-            try:
-                on_disk = self._read_manifest()
-                if on_disk != self.manifest:  # another process wrote since we opened: start from its state
-                    self.manifest, self.lexical = on_disk, self._load_lexical()
-                    self.latent = LatentTermIndex.load(self.path)
-                yield
-            finally:
-                self._writing = False
+        """Hold the writer lock, starting from the state on disk (another process may have written).
+
+        A write that runs out of disk space raises ``DiskFullError`` naming the store (``disk_full.py``)."""
+        with disk_full_as_store_error(self.path):
+            self._make_folder()
+            with writer_lock(self.path):
+                self._writing = True
+                try:
+                    on_disk = self._read_manifest()
+                    if on_disk != self.manifest:  # another process wrote since we opened: start from its state
+                        self.manifest, self.lexical = on_disk, self._load_lexical()
+                        self.latent = LatentTermIndex.load(self.path)
+                    yield
+                finally:
+                    self._writing = False
 
     def _ingest(self, documents, doomed, show_progress) -> IngestReport:
         pages: Dict[str, str] = dict(self.manifest.get("pages", {}))
