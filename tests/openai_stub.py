@@ -39,12 +39,14 @@ __all__ = [
     "RecordedRequest",
     "delay",
     "echo_last_user_message",
+    "ending_stream",
     "http_error",
     "malformed",
     "openai_stub",
     "rate_limited",
     "reply",
     "server_error",
+    "slow_stream",
 ]
 
 MALFORMED_KINDS = ("not_json", "no_choices", "null_content", "truncated_stream")
@@ -61,6 +63,8 @@ class Behaviour:
     seconds: float = 0.0
     then: Optional["Behaviour"] = None
     malformed: Optional[str] = None
+    pieces: int = 0  # slow streams: how many chunks
+    ending: str = "stop"  # streams: "stop", "length" (the token limit) or "none" (broken off: no finish, no [DONE])
 
 
 def reply(text: str) -> Behaviour:
@@ -86,6 +90,17 @@ def server_error(retry_after: Optional[float] = 0.001) -> Behaviour:
 def delay(seconds: float, then: Optional[Behaviour] = None) -> Behaviour:
     """Wait ``seconds`` before answering (``then``, or the default reply): provokes client timeouts."""
     return Behaviour("delay", seconds=seconds, then=then)
+
+
+def slow_stream(pieces: int, interval: float, ending: str = "stop") -> Behaviour:
+    """A streamed answer of ``pieces`` chunks, one every ``interval`` seconds (a slow LLM); it stops
+    early when the client closes the connection (``open_requests`` then drops)."""
+    return Behaviour("slow", pieces=pieces, seconds=interval, ending=ending)
+
+
+def ending_stream(text: str, ending: str) -> Behaviour:
+    """A streamed answer that ends with finish reason ``length``, or (``none``) breaks off: no finish, no [DONE]."""
+    return Behaviour("reply", text=text, ending=ending)
 
 
 def malformed(kind: str = "not_json") -> Behaviour:
@@ -136,6 +151,7 @@ class OpenAIStub(LoopbackServer):
         self._queue: deque = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self.open_requests = 0  # requests being answered right now (each is one connection: HTTP/1.0)
         super().__init__()
 
     # -- control ------------------------------------------------------------------------
@@ -235,6 +251,15 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = raw
         behaviour = self.stub._record(RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        with self.stub._lock:
+            self.stub.open_requests += 1
+        try:
+            self._answer(behaviour, body)
+        finally:
+            with self.stub._lock:
+                self.stub.open_requests -= 1
+
+    def _answer(self, behaviour: Behaviour, body: Any) -> None:
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
             return
@@ -264,10 +289,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(behaviour.status, {"error": {"message": behaviour.text, "type": kind, "code": kind}}, headers)
         elif behaviour.kind == "malformed":
             self._malformed(behaviour.malformed or "not_json", body, stream)
+        elif behaviour.kind == "slow":
+            self._slow(body, behaviour)
         else:
             text = behaviour.text if behaviour.text is not None else self.stub.default(body)
             if stream:
-                self._stream(body, text)
+                self._stream(body, text, behaviour.ending)
             else:
                 self._json(200, _completion(body, text))
 
@@ -286,25 +313,44 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(200, b"<html><body>502 Bad Gateway (a proxy answered)</body>", "application/json")
 
-    def _stream(self, body: Dict[str, Any], text: str) -> None:
+    def _stream(self, body: Dict[str, Any], text: str, ending: str = "stop") -> None:
         events: List[Any] = [_chunk(body, {"role": "assistant", "content": ""})]
         events += [_chunk(body, {"content": piece}) for piece in _pieces(text)]
-        events.append(_chunk(body, {}, "stop"))
+        if ending == "none":  # the connection just closes: no finish reason, no [DONE]
+            self._sse(events, done=False)
+            return
+        events.append(_chunk(body, {}, ending))
         if (body.get("stream_options") or {}).get("include_usage"):
             usage = _completion(body, text)["usage"]
             events.append({**_chunk(body, {}), "choices": [], "usage": usage})
         self._sse(events)
 
+    def _slow(self, body: Dict[str, Any], behaviour: Behaviour) -> None:
+        self._sse([_chunk(body, {"role": "assistant", "content": ""})], done=False)
+        try:
+            for n in range(behaviour.pieces):
+                if self.stub._stopping.wait(behaviour.seconds):
+                    return
+                self._event(_chunk(body, {"content": f"w{n} "}))
+            if behaviour.ending != "none":
+                self._event(_chunk(body, {}, behaviour.ending))
+                self._event("[DONE]")
+        except (BrokenPipeError, ConnectionResetError):  # the client closed the stream
+            return
+
     # -- wire ----------------------------------------------------------------------------
-    def _sse(self, events: List[Any]) -> None:
+    def _sse(self, events: List[Any], done: bool = True) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()  # HTTP/1.0: the stream ends when the connection closes
-        for event in events + ["[DONE]"]:
-            data = event if isinstance(event, str) else json.dumps(event)
-            self.wfile.write(f"data: {data}\n\n".encode())
-            self.wfile.flush()
+        for event in events + (["[DONE]"] if done else []):
+            self._event(event)
+
+    def _event(self, event: Any) -> None:
+        data = event if isinstance(event, str) else json.dumps(event)
+        self.wfile.write(f"data: {data}\n\n".encode())
+        self.wfile.flush()
 
     def _json(self, status: int, payload: Any, headers: Optional[Dict[str, str]] = None) -> None:
         self._send(status, json.dumps(payload).encode(), "application/json", headers)

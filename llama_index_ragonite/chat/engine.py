@@ -12,6 +12,7 @@ the completed question, the lexical, dense and fused hits, the prompt and the an
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import logging
 from operator import attrgetter
@@ -321,8 +322,11 @@ class RagoniteChatEngine(BaseChatEngine):
         for delta in deltas:
             text += delta
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=delta)
-            if response.cancelled.is_set():  # closing the generator closes the LLM's HTTP stream
+            if response.cancelled.is_set():
                 deltas.close()
+                # Clients such as the OpenAI SDK keep their stream's generator in a reference cycle:
+                # its HTTP response closes (in a finally) only when the cycle is collected, so now.
+                gc.collect()
                 turn.truncated = True
                 turn.warn("The turn was stopped before the answer was finished: the answer is incomplete.")
                 break

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import sqlite3
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -79,7 +80,9 @@ def create_app(config: ServeConfig, sessions: Optional[Sessions] = None) -> Any:
         headers = {"Retry-After": str(err.retry_after)} if isinstance(err, TooManyTurns) else None
         return JSONResponse(body, status_code=status, headers=headers)
 
-    for expected in (NotFound, RagoniteError, ValueError, LookupError, TooManyTurns, Exception):  # Exception: logged
+    # sqlite3.OperationalError: a history locked by another process is a 503, not an unexpected error
+    expected_errors = (NotFound, RagoniteError, ValueError, LookupError, TooManyTurns, sqlite3.OperationalError)
+    for expected in (*expected_errors, Exception):  # Exception: also logged
         app.add_exception_handler(expected, failed)
 
     @app.exception_handler(RequestValidationError)

@@ -9,6 +9,9 @@
   bound address, ``--allowed-host``): 400 kind ``host`` otherwise, before anything else. Why:
   a page on another site can rebind its own name to 127.0.0.1 (DNS rebinding) and would then be
   same-origin with a server that has no tokens; its requests still say its own name.
+* A request that carries an ``Origin`` header (browsers add it to cross-site requests and to
+  every POST) must come from a page of one of those names too: 403 kind ``host`` otherwise, so
+  another site's page cannot act for a user whose browser holds the cookie.
 * Request bodies over ``MAX_BODY_BYTES`` are refused with 413 before any route reads them.
 * Every response, errors included, gets a Content-Security-Policy without inline scripts
   (``/docs`` gets its own, allowing Swagger UI's CDN and the hash of its one inline script),
@@ -23,6 +26,7 @@ import json
 import re
 import secrets
 from http.cookies import CookieError, SimpleCookie
+from urllib.parse import urlsplit
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from llama_index_ragonite.serve.config import LOOPBACK_NAMES, MAX_BODY_BYTES
@@ -81,6 +85,10 @@ class SecurityMiddleware:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if not self.known_host(headers.get("host", "")):
             await _error(send, 400, "Unknown Host header: this server answers only to its own names", "host")
+            return
+        origin = headers.get("origin")
+        if origin is not None and not self.known_host(urlsplit(origin).netloc if "//" in origin else ""):
+            await _error(send, 403, "Requests from another site's pages are refused (Origin header)", "host")
             return
         cookies = _cookies(headers.get("cookie", ""))
         path = scope["path"]

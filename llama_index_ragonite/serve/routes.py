@@ -31,7 +31,7 @@ __all__ = ["router"]
 router = APIRouter(prefix="/api")
 _running: set = set()  # streaming turns in flight (a task with no reference may be collected)
 
-ConversationId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="A conversation id (32 hex digits).")]
+ConversationId = Annotated[str, Path(max_length=64, description="A conversation id (unknown ones are 404).")]
 TurnNumber = Annotated[int, Path(ge=0, le=1_000_000, description="A turn's index in its conversation (0-based).")]
 
 
