@@ -28,7 +28,6 @@ import email.utils
 import json
 import logging
 import os
-import re
 import time
 from collections import Counter
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -36,10 +35,11 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import httpx
 
 from llama_index_ragonite.errors import ConfluenceAuthError, ConfluenceError, ConfluenceNotFoundError
+from llama_index_ragonite.parsing.confluence.shapes import content_id, expect, get_field
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ENV_VARS", "ConfluenceClient", "content_id", "get_field", "url_origin"]
+__all__ = ["ENV_VARS", "ConfluenceClient", "url_origin"]
 
 ENV_VARS = {
     "url": "CONFLUENCE_URL",
@@ -164,7 +164,7 @@ class ConfluenceClient:
             if response.status_code in RETRY_STATUSES and attempt < self.max_retries:
                 self._wait(attempt, response.headers.get("Retry-After"), f"HTTP {response.status_code}", what)
                 continue
-            return _expect(self._result(response, body, what), dict, "the answer", what)
+            return expect(self._result(response, body, what), dict, "the answer", what)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _absolute(self, path: str) -> str:
@@ -393,61 +393,6 @@ class ConfluenceClient:
             batch = [str(int(i)) for i in page_ids[start : start + _ID_BATCH]]  # ids are numbers: nothing to inject
             found.extend(self.search(f"id in ({','.join(batch)})", expand, kind="body"))
         return found
-
-
-# -- the shapes of answers -------------------------------------------------------------------------
-_KINDS = {dict: "an object", list: "a list", str: "a string", int: "an integer"}
-_ID = re.compile(r"[0-9]{1,30}")
-
-
-def get_field(data: Any, path: str, kind: type, what: str, default: Any = None, at: str = "") -> Any:
-    """``data["a"]["b"]`` for ``path="a.b"``, checked: ``default`` when a step is absent or null; a
-    ``ConfluenceError`` naming the path (after ``at``, where ``data`` sits in the answer) when a
-    step is not an object or the value is not a ``kind``.
-
-    Why one helper: a server, or a proxy in front of it, can answer JSON of any shape; every field
-    the connector reads goes through here (or ``content_id``), so a wrong shape is an error that
-    says what was wrong, never a ``TypeError`` from deep inside."""
-    steps = [at] * bool(at) + path.split(".")
-    for i, key in enumerate(steps[bool(at) :], start=bool(at)):
-        _expect(data, dict, ".".join(steps[:i]) or "the answer", what)
-        data = data.get(key)
-        if data is None:
-            return default
-    return _expect(data, kind, ".".join(steps), what)
-
-
-def content_id(item: Any, what: str, name: str = "") -> str:
-    """The ``id`` of a content object (``name`` says where it is) as a string of digits.
-
-    Confluence's content ids are numbers; anything else (a path, a query) would end up in the
-    URL of a later request, so it is refused."""
-    _expect(item, dict, name or "the answer", what)
-    value = item.get("id")
-    where = f"{name}.id" if name else "id"
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return str(value)
-    if isinstance(value, str) and _ID.fullmatch(value):
-        return value
-    raise ConfluenceError(f"{what}: malformed answer: {where} is {_describe(value)}, not a page id (digits)")
-
-
-def _expect(value: Any, kind: type, name: str, what: str) -> Any:
-    if isinstance(value, kind) and not (isinstance(value, bool) and kind is not bool):
-        return value
-    raise ConfluenceError(f"{what}: malformed answer: {name} is {_describe(value)}, not {_KINDS[kind]}")
-
-
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null or missing"
-    if isinstance(value, bool):
-        return f"a boolean ({str(value).lower()})"
-    if isinstance(value, (int, float)):
-        return f"a number ({value!r})"
-    if isinstance(value, str):
-        return f"a string ({value[:40]!r})"
-    return _KINDS.get(type(value), type(value).__name__)
 
 
 def url_origin(url: Any) -> Optional[Tuple[str, str, Optional[int]]]:

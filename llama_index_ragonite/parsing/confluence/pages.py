@@ -15,7 +15,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from llama_index.core.schema import Document
 
 from llama_index_ragonite.errors import ConfluenceError
-from llama_index_ragonite.parsing.confluence.client import content_id, get_field, url_origin
+from llama_index_ragonite.parsing.confluence.client import url_origin
+from llama_index_ragonite.parsing.confluence.shapes import content_id, get_field
 
 __all__ = [
     "BREADCRUMB_SEPARATOR",

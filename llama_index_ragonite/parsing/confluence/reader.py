@@ -20,8 +20,9 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.readers.base import BasePydanticReader
 from llama_index.core.schema import Document
 
-from llama_index_ragonite.parsing.confluence.client import ConfluenceClient, content_id, get_field
+from llama_index_ragonite.parsing.confluence.client import ConfluenceClient
 from llama_index_ragonite.parsing.confluence.pages import ID_PREFIX, document_id, page_ancestors, page_document
+from llama_index_ragonite.parsing.confluence.shapes import content_id, get_field
 
 __all__ = ["BODY_EXPAND", "LIST_EXPAND", "ConfluenceStorageReader", "PageVersion"]
 
