@@ -42,7 +42,7 @@ def _check(root: Path) -> Path:
 
 
 def load_corpus(root: Union[str, Path]) -> List[Document]:
-    docs = load_pages(_check(Path(root)) / "documents")
+    docs = load_pages(_check(Path(root)) / "documents", strict=True)  # a benchmark never skips a damaged page
     if not docs:
         raise PageLoadError(f"{Path(root) / 'documents'}: no page files (.json/.html)")
     return docs

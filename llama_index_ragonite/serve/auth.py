@@ -26,8 +26,8 @@ import json
 import re
 import secrets
 from http.cookies import CookieError, SimpleCookie
-from urllib.parse import urlsplit
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from urllib.parse import urlsplit
 
 from llama_index_ragonite.serve.config import LOOPBACK_NAMES, MAX_BODY_BYTES
 

@@ -54,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="turns one user may run at once (default: %(default)s; 429 beyond)",
     )
     limits.add_argument(
-        "--max-turns", type=int, default=16, help="turns all users may run at once (default: %(default)s; 429 beyond)"
+        "--max-turns", type=int, default=32, help="turns all users may run at once (default: %(default)s; 429 beyond)"
     )
     limits.add_argument(
         "--turn-deadline",

@@ -93,7 +93,7 @@ class ServeConfig:
     read_only: bool = False
     allowed_hosts: List[str] = field(default_factory=list)
     max_turns_per_user: int = 4
-    max_turns: int = 16
+    max_turns: int = 32
     turn_deadline: float = 300.0
 
     @classmethod

@@ -76,6 +76,15 @@ async def off_loop(fn, *args, **kwargs):
     return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))
 
 
+async def turn_thread(request: Request, fn, *args):
+    """``fn(*args)`` on a worker thread of the turns' own pool: turns never take the threads that
+    light requests (listing conversations, opening one) run on."""
+    state = request.app.state
+    if getattr(state, "turn_limiter", None) is None:  # made on the event loop, as anyio wants
+        state.turn_limiter = anyio.CapacityLimiter(state.config.max_turns)
+    return await anyio.to_thread.run_sync(partial(fn, *args), limiter=state.turn_limiter)
+
+
 @router.get("/health")
 async def health(request: Request) -> Dict[str, Any]:
     state = sessions(request)
@@ -130,7 +139,7 @@ async def change_settings(
 @router.post("/conversations/{conversation_id}/messages")
 async def send_message(request: Request, conversation_id: ConversationId, body: Message, owner: str = Depends(user)):
     with slots(request).slot(owner):
-        return await off_loop(sessions(request).chat, owner, conversation_id, body.message)
+        return await turn_thread(request, sessions(request).chat, owner, conversation_id, body.message)
 
 
 @router.post("/conversations/{conversation_id}/messages/stream", response_class=StreamingResponse)
@@ -140,10 +149,13 @@ async def stream_message(request: Request, conversation_id: ConversationId, body
     The turn stops when the client disconnects or ``--turn-deadline`` passes (then an ``error``
     event of kind ``timeout``); its partial answer is stored with ``truncated``.
     """
-    state = sessions(request)
-    await off_loop(state.owned, owner, conversation_id)  # 404 before the stream starts
-    turn_slots = slots(request)
-    turn_slots.take(owner)  # 429 before the stream starts
+    state, turn_slots = sessions(request), slots(request)
+    turn_slots.take(owner)  # 429 before anything else: a refused turn costs no worker thread
+    try:
+        await off_loop(state.owned, owner, conversation_id)  # 404 before the stream starts
+    except BaseException:
+        turn_slots.give_back(owner)
+        raise
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
     stop = TurnStop.within(request.app.state.config.turn_deadline)
@@ -153,7 +165,8 @@ async def stream_message(request: Request, conversation_id: ConversationId, body
 
     async def turn() -> None:
         try:
-            await queue.put(("turn", await off_loop(state.chat, owner, conversation_id, body.message, on_delta, stop)))
+            result = await turn_thread(request, state.chat, owner, conversation_id, body.message, on_delta, stop)
+            await queue.put(("turn", result))
         except Exception as err:  # the stream has started: the error is its last event
             await queue.put(("error", error_payload(err)[1]))
         finally:
@@ -192,7 +205,8 @@ async def explain(
     body: ExplainRequest,
     owner: str = Depends(user),
 ):
-    return await off_loop(explain_turn, sessions(request), owner, conversation_id, number, body.method)
+    with slots(request).slot(owner):  # an explanation is many LLM calls: it counts as a running turn
+        return await turn_thread(request, explain_turn, sessions(request), owner, conversation_id, number, body.method)
 
 
 @router.post("/conversations/{conversation_id}/turns/{number}/feedback", status_code=201)
