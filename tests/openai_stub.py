@@ -152,6 +152,7 @@ class OpenAIStub(LoopbackServer):
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self.open_requests = 0  # requests being answered right now (each is one connection: HTTP/1.0)
+        self.stream_default: Optional[Behaviour] = None  # what streaming requests get when the script is empty
         super().__init__()
 
     # -- control ------------------------------------------------------------------------
@@ -183,7 +184,10 @@ class OpenAIStub(LoopbackServer):
     def _record(self, request: RecordedRequest) -> Behaviour:
         with self._lock:
             self.requests.append(request)
-            return self._queue.popleft() if self._queue else Behaviour("reply")
+            if self._queue:
+                return self._queue.popleft()
+            streams = isinstance(request.body, dict) and bool(request.body.get("stream"))
+            return self.stream_default if streams and self.stream_default else Behaviour("reply")
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ vs 0.658 with human completion). Two completers share one interface:
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from abc import abstractmethod
 from typing import List, Optional, Sequence
@@ -28,6 +29,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import BaseComponent
 
+from llama_index_ragonite.chat.llm_calls import MALFORMED, llm_error
 from llama_index_ragonite.events import QuestionCompletedEvent
 from llama_index_ragonite.models.defaults import settings_llm
 from llama_index_ragonite.text import (
@@ -40,6 +42,7 @@ from llama_index_ragonite.text import (
     words,
 )
 
+logger = logging.getLogger(__name__)
 dispatcher = get_dispatcher(__name__)
 
 __all__ = [
@@ -168,12 +171,28 @@ class LLMQuestionCompleter(QuestionCompleter):
         return self.prompt.format(history="\n".join(lines), message=message.strip())
 
     def _complete(self, history: List[ChatMessage], message: str) -> str:
-        response = self._llm().complete(self.format_prompt(history, message))
+        try:
+            response = self._llm().complete(self.format_prompt(history, message))
+        except MALFORMED as err:
+            return _garbled(err, message)
+        except Exception as err:
+            raise llm_error(err) from err
         return clean_completion(response.text) or message
 
     async def _acomplete(self, history: List[ChatMessage], message: str) -> str:
-        response = await self._llm().acomplete(self.format_prompt(history, message))
+        try:
+            response = await self._llm().acomplete(self.format_prompt(history, message))
+        except MALFORMED as err:
+            return _garbled(err, message)
+        except Exception as err:
+            raise llm_error(err) from err
         return clean_completion(response.text) or message
+
+
+def _garbled(err: Exception, message: str) -> str:
+    """A rephrasing reply the client could not parse: the turn is used as the user wrote it."""
+    logger.warning("The LLM's rephrasing was garbled (%s: %s); the turn is used as asked", type(err).__name__, err)
+    return message
 
 
 # ---------------------------------------------------------------------- offline completion

@@ -12,7 +12,6 @@ the completed question, the lexical, dense and fused hits, the prompt and the an
 from __future__ import annotations
 
 import asyncio
-import gc
 import inspect
 import logging
 from operator import attrgetter
@@ -34,7 +33,7 @@ from llama_index.core.settings import Settings
 
 from llama_index_ragonite.chat.completion import OfflineQuestionCompleter, QuestionCompleter
 from llama_index_ragonite.chat.conversation_retrieval import TOPIC_KEY, ConversationRetrieval, topic_of
-from llama_index_ragonite.chat.llm_calls import acall_llm, aiter_items, astream_llm, call_llm, stream_llm
+from llama_index_ragonite.chat.llm_calls import acall_llm, aiter_items, astream_llm, call_llm, close_stream, stream_llm
 from llama_index_ragonite.chat.responses import (
     TRUNCATED_KEY,
     RagoniteChatResponse,
@@ -323,10 +322,7 @@ class RagoniteChatEngine(BaseChatEngine):
             text += delta
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=delta)
             if response.cancelled.is_set():
-                deltas.close()
-                # Clients such as the OpenAI SDK keep their stream's generator in a reference cycle:
-                # its HTTP response closes (in a finally) only when the cycle is collected, so now.
-                gc.collect()
+                close_stream(deltas)  # closes the LLM's HTTP response too
                 turn.truncated = True
                 turn.warn("The turn was stopped before the answer was finished: the answer is incomplete.")
                 break

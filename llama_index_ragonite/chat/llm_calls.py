@@ -8,9 +8,11 @@ answered out of scope (the conversation goes on).
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
-from typing import Any, AsyncGenerator, Callable, Generator, Sequence
+import threading
+from typing import Any, AsyncGenerator, Callable, Generator, Optional, Sequence
 
 from llama_index.core.llms.llm import LLM
 
@@ -18,14 +20,25 @@ from llama_index_ragonite.chat.responses import TurnResult
 from llama_index_ragonite.errors import LLMCallError
 from llama_index_ragonite.text import valid_unicode
 
-__all__ = ["MALFORMED", "acall_llm", "aiter_items", "astream_llm", "call_llm", "stream_llm"]
+__all__ = [
+    "MALFORMED",
+    "acall_llm",
+    "aiter_items",
+    "astream_llm",
+    "call_llm",
+    "close_stream",
+    "llm_error",
+    "stream_llm",
+]
 
 logger = logging.getLogger(__name__)
 
-MALFORMED = (json.JSONDecodeError, TypeError, KeyError, IndexError)  # what clients raise on garbled replies
+# What clients raise on garbled replies (AttributeError: an SDK handed a body it could not parse on as text).
+MALFORMED = (json.JSONDecodeError, TypeError, KeyError, IndexError, AttributeError)
 
 
-def _llm_error(err: Exception) -> Exception:
+def llm_error(err: Exception) -> Exception:
+    """``err`` as the user should see it: ``LLMCallError`` for transport and service failures."""
     name = type(err).__name__
     if "Timeout" in name or isinstance(err, (TimeoutError, asyncio.TimeoutError)):
         return LLMCallError(f"The LLM did not answer in time ({name}: {err})")
@@ -34,6 +47,43 @@ def _llm_error(err: Exception) -> Exception:
     if type(err).__module__.split(".")[0] == "openai":  # rate limits and server errors, after the client's retries
         return LLMCallError(f"The LLM service failed ({name}: {err})")
     return err
+
+
+class _Collector:
+    """Runs ``gc.collect()`` on a thread of its own when asked; requests made meanwhile share one run.
+
+    Why: clients such as the OpenAI SDK keep a stream's generator in a reference cycle, so closing
+    the generator early leaves its HTTP response open until the cycle is collected. A stopped
+    answer asks for a collection, so the LLM's connection closes now; many answers stopped at once
+    (a user closing many tabs) cost one or two collections, not one each.
+    """
+
+    def __init__(self) -> None:
+        self._wanted = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: Optional[threading.Thread] = None
+
+    def request(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="ragonite-stream-collector", daemon=True)
+                self._thread.start()
+        self._wanted.set()
+
+    def _run(self) -> None:
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            gc.collect()
+
+
+_collector = _Collector()
+
+
+def close_stream(deltas: Generator) -> None:
+    """Stop an answer's stream early: close its generator and have its HTTP response collected."""
+    deltas.close()
+    _collector.request()
 
 
 def _malformed(turn: TurnResult, err: Exception) -> str:
@@ -49,7 +99,7 @@ def call_llm(fn: Callable, prompt: str, turn: TurnResult) -> str:
     except MALFORMED as err:
         return _malformed(turn, err)
     except Exception as err:
-        raise _llm_error(err) from err
+        raise llm_error(err) from err
 
 
 async def acall_llm(fn: Callable, prompt: str, turn: TurnResult) -> str:
@@ -59,7 +109,7 @@ async def acall_llm(fn: Callable, prompt: str, turn: TurnResult) -> str:
     except MALFORMED as err:
         return _malformed(turn, err)
     except Exception as err:
-        raise _llm_error(err) from err
+        raise llm_error(err) from err
 
 
 def stream_llm(llm: LLM, prompt: str, turn: TurnResult) -> Generator[str, None, None]:
@@ -75,7 +125,7 @@ def stream_llm(llm: LLM, prompt: str, turn: TurnResult) -> Generator[str, None, 
         _malformed(turn, err)
         return
     except Exception as err:
-        raise _llm_error(err) from err
+        raise llm_error(err) from err
     ending.check(turn)
 
 
@@ -91,7 +141,7 @@ async def astream_llm(llm: LLM, prompt: str, turn: TurnResult) -> AsyncGenerator
         _malformed(turn, err)
         return
     except Exception as err:
-        raise _llm_error(err) from err
+        raise llm_error(err) from err
     ending.check(turn)
 
 
