@@ -33,6 +33,7 @@ from llama_index_ragonite.errors import ConfluenceError, StoreCorruptError
 from llama_index_ragonite.index.ingest_report import IngestReport, StepClock
 from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
 from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.parsing.confluence.client import ConfluenceClient
 from llama_index_ragonite.parsing.confluence.reader import ConfluenceStorageReader, PageVersion
 
 logger = logging.getLogger(__name__)
@@ -161,13 +162,17 @@ def sync_confluence(
     show_progress: bool = False,
     allow_removal: bool = False,
     remove_missing: bool = True,
+    limits: Optional[Dict[str, Any]] = None,
     **store_kwargs: Any,
 ) -> SyncReport:
-    """One sync, as ``ragonite index confluence`` runs it (credentials from the environment)."""
+    """One sync, as ``ragonite index confluence`` runs it (credentials from the environment).
+
+    ``limits``: ``ConfluenceClient`` limits (``request_deadline``, ``run_deadline``, ``max_requests``…)."""
     if not isinstance(store, EvidenceStore):
         store = EvidenceStore(store, **store_kwargs)
+    client = ConfluenceClient(url, **(limits or {}))
     reader = ConfluenceStorageReader(
-        url=url, space_key=space_key, page_ids=list(page_ids), cql=cql, include_children=include_children
+        client=client, space_key=space_key, page_ids=list(page_ids), cql=cql, include_children=include_children
     )
     try:
         return ConfluenceSync(store, reader).run(show_progress, allow_removal, remove_missing)
@@ -187,6 +192,27 @@ def add_confluence_arguments(p: Any) -> None:
     p.add_argument("--page-id", action="append", default=[], help="Confluence: sync this page (repeatable)")
     p.add_argument("--cql", help="Confluence: sync the pages this CQL query finds")
     p.add_argument("--children", action="store_true", help="Confluence: also the child pages of --page-id/--cql")
+    p.add_argument(
+        "--request-deadline",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="Confluence: give up on one request after this long, however slowly it trickles in (default: %(default)s)",
+    )
+    p.add_argument(
+        "--run-deadline",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="Confluence: give up on the whole sync after this long (default: no limit)",
+    )
+    p.add_argument(
+        "--max-requests",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="Confluence: give up after this many requests in one sync (default: %(default)s)",
+    )
 
 
 def is_confluence_source(args: Any) -> bool:
@@ -206,10 +232,14 @@ def confluence_index_command(args: Any, parser: Any, contextualizer: Any, **stor
         raise ValueError("Say what to sync: --space KEY, --page-id ID or --cql QUERY")
     scope = dict(url=args.url, space_key=args.space, page_ids=args.page_id, cql=args.cql)
     options = dict(show_progress=not args.quiet, allow_removal=args.prune, remove_missing=not args.keep_missing)
+    limits = dict(
+        request_deadline=args.request_deadline, run_deadline=args.run_deadline, max_requests=args.max_requests
+    )
     report = sync_confluence(
         args.store,
         **scope,
         include_children=args.children,
+        limits=limits,
         **options,
         parser=parser,
         contextualizer=contextualizer,

@@ -546,9 +546,10 @@ def test_odd_retry_after_values(stub, retry_after):
 
 
 # -- the command line -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("hostile", ["next elsewhere", "a list"])
+@pytest.mark.parametrize("hostile", ["next elsewhere", "a list", "slow past --run-deadline"])
 @fault(
-    "`ragonite index confluence` against a hostile Confluence (next to another origin, a malformed answer)",
+    "`ragonite index confluence` against a hostile Confluence (next to another origin, a malformed answer, "
+    "answers too slow for --run-deadline)",
     "exit 2 with the ConfluenceError on stderr, no traceback; the store keeps what it had, nothing sent elsewhere",
 )
 def test_the_cli_exits_2_and_the_store_keeps_what_it_had(stub, elsewhere, hostile, capsys, tmp_path, monkeypatch):
@@ -565,10 +566,22 @@ def test_the_cli_exits_2_and_the_store_keeps_what_it_had(stub, elsewhere, hostil
     state = (store / SYNC_STATE).read_text()
     stub.edit("1003", body="<p>Carol owns the service now.</p>")  # a change the failed sync must not half-apply
     stub.delete("1002")
-    stub.hostile = _next_elsewhere(elsewhere) if hostile == "next elsewhere" else lambda h, s, payload: [payload]
+    if hostile == "slow past --run-deadline":
+
+        def slow(handler, status, payload):
+            time.sleep(0.3)
+            return payload
+
+        stub.hostile, args = slow, [*args, "--run-deadline", "0.5"]
+    else:
+        stub.hostile = _next_elsewhere(elsewhere) if hostile == "next elsewhere" else lambda h, s, payload: [payload]
     assert main(args) == 2
     err = capsys.readouterr().err
-    expected = "another origin" if hostile == "next elsewhere" else "malformed answer: the answer is a list"
+    expected = {
+        "next elsewhere": "another origin",
+        "a list": "malformed answer: the answer is a list",
+        "slow past --run-deadline": "run deadline (0.5 s)",
+    }[hostile]
     assert err.startswith("ragonite: space AUR: ") and expected in err
     assert "Traceback" not in err and TOKEN not in err and err.count("\n") == 1
     assert (store / SYNC_STATE).read_text() == state and elsewhere.log == []
