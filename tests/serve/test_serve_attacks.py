@@ -12,6 +12,7 @@ passing (and the mark must go) once the hole is fixed.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import socket
@@ -96,7 +97,9 @@ def turns(client: httpx.Client, cid: str, headers=None) -> list:
     return opened.json()["turns"]
 
 
-def raw_request(port: int, head: str, body: bytes = b"", timeout: float = 10) -> Tuple[str, Dict[str, List[str]], bytes]:
+def raw_request(
+    port: int, head: str, body: bytes = b"", timeout: float = 10
+) -> Tuple[str, Dict[str, List[str]], bytes]:
     """Send bytes as written (no client-side normalisation of the path); (status line, headers, body)."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         sock.sendall(head.encode("latin-1") + body)
@@ -289,7 +292,14 @@ def test_no_cors_grant_to_any_origin(server):
     "422 kind input; nothing stored and no LLM call: only a JSON content type (which needs a preflight) is read",
 )
 @pytest.mark.parametrize(
-    "content_type", ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None]
+    "content_type",
+    [
+        "text/plain",
+        "text/plain;charset=UTF-8",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        None,
+    ],
 )
 def test_a_body_with_a_cors_safelisted_content_type_is_not_read(server, clean_stub, content_type):
     with server.client() as client:
@@ -364,7 +374,9 @@ def test_another_users_conversation_is_indistinguishable_from_a_missing_one(serv
             for method, path, body in calls:
                 answered = mallory.request(method, path, json=body)
                 names = sorted(set(answered.headers) - {"date", "content-length"})
-                seen.append((method, path.replace(cid, "ID"), answered.status_code, answered.text.replace(cid, "ID"), names))
+                seen.append(
+                    (method, path.replace(cid, "ID"), answered.status_code, answered.text.replace(cid, "ID"), names)
+                )
             return seen
 
         expected = probe(missing)
@@ -372,7 +384,9 @@ def test_another_users_conversation_is_indistinguishable_from_a_missing_one(serv
         assert probe(live) == expected and probe(deleted) == expected
         listed = mallory.get("/api/conversations", params={"include_deleted": "true"}).json()
         assert listed == []
-        mine = {c["id"]: c["deleted"] for c in alice.get("/api/conversations", params={"include_deleted": "true"}).json()}
+        mine = {
+            c["id"]: c["deleted"] for c in alice.get("/api/conversations", params={"include_deleted": "true"}).json()
+        }
         assert mine == {live: False, deleted: True}  # the probes changed nothing
 
 
@@ -387,8 +401,6 @@ def _bodies() -> List[Tuple[str, bytes]]:
         ("NaN", b'{"top_k": NaN}'),
         ("Infinity", b'{"top_k": -Infinity}'),
         ("invalid UTF-8", b'{"message": "caf\xe9 \xff\xfe"}'),
-        ("lone surrogate", b'{"message": "Who owns \\ud800 the OTA server?"}'),
-        ("low surrogate first", b'{"message": "\\udc00\\ud800"}'),
         ("duplicate keys, last invalid", b'{"top_k": 3, "top_k": 99}'),
         ("duplicate keys, wrong type", b'{"message": "hi", "message": {"$ne": null}}'),
         ("truncated", b'{"message": "Who owns'),
@@ -397,8 +409,8 @@ def _bodies() -> List[Tuple[str, bytes]]:
 
 
 @serve_fault(
-    "hostile JSON bodies: nesting 20,000 deep, a 5,000-digit number, NaN/Infinity, invalid UTF-8, lone "
-    "surrogates, duplicate keys, truncated or trailing data",
+    "hostile JSON bodies: nesting 20,000 deep, a 5,000-digit number, NaN/Infinity, invalid UTF-8, duplicate "
+    "keys, truncated or trailing data",
     "400/422 kind input naming no server path and carrying no traceback; nothing stored; no traceback in the "
     "server's log; the server keeps answering",
 )
@@ -418,13 +430,56 @@ def test_hostile_json_bodies_are_4xx_without_internals(server):
                 assert not TRACEBACK.search(answered.text) and str(server.tmp) not in answered.text, what
         assert turns(client, cid) == []
         assert client.get(f"/api/conversations/{cid}").json()["settings"]["top_k"] == 10
-        for message in ("Who owns \u202e the OTA server?", "OTA\u0000server owner?", "\ufeffWho\u2028owns OTA?"):
-            answered = client.post(f"/api/conversations/{cid}/messages", json={"message": message})
-            assert answered.status_code == 200 and answered.json()["question"] == message
     with server.client() as client:  # the server still answers
         assert client.get("/api/health").status_code == 200
     new_log = server.log.read_text(errors="replace")[len(log_before) :]
     assert "Traceback" not in new_log, new_log[-2000:]
+
+
+TRICKS = [
+    "Who owns the OTA server?\u202e?revres ATO",  # right-to-left override
+    "Who owns the\u0000OTA server?",  # NUL inside
+    "\ufeffWho owns the OTA server?\u2028\u2029\u0085",  # BOM, line/paragraph separators, NEL
+    "Who owns the O\u200dT\u200bA server\u0301\u0301\u0301?",  # zero-width joiner/space, combining marks
+    "Who owns the OTA server? \U0001f600\uffff\U0010ffff",  # astral, noncharacters
+]
+SURROGATES = ["\\ud800", "\\udfff", "\\udc00\\ud800", "x\\ud83d"]  # lone, reversed, cut pair (JSON escapes)
+
+
+@serve_fault(
+    "Unicode tricks in messages and comments: RTL override, NUL, BOM, U+2028/NEL, zero-width and combining "
+    "characters, noncharacters; lone surrogates as JSON escapes",
+    "the tricks are stored and returned exactly, as valid UTF-8 JSON; a lone surrogate is 422 kind input on every "
+    "route (message, stream, feedback comment, settings) and nothing is stored",
+)
+def test_unicode_tricks_round_trip_and_lone_surrogates_are_refused(server):
+    with server.client() as client:
+        cid = conversation(client)
+        for n, message in enumerate(TRICKS):
+            answered = client.post(f"/api/conversations/{cid}/messages", json={"message": message})
+            assert answered.status_code == 200, (message, answered.text)
+            assert answered.json()["question"] == message
+            rated = client.post(f"/api/conversations/{cid}/turns/{n}/feedback", json={"rating": 1, "comment": message})
+            assert rated.status_code == 201 and rated.json()["comment"] == message
+        opened = client.get(f"/api/conversations/{cid}")
+        opened.content.decode("utf-8")  # strict: no lone surrogate ever leaves the server
+        assert [t["question"] for t in opened.json()["turns"]] == TRICKS
+        other = conversation(client)
+        for escaped in SURROGATES:
+            bodies = [
+                ("POST", f"/api/conversations/{other}/messages", f'{{"message": "Who owns {escaped}?"}}'),
+                ("POST", f"/api/conversations/{other}/messages/stream", f'{{"message": "Who owns {escaped}?"}}'),
+                ("POST", f"/api/conversations/{cid}/turns/0/feedback", f'{{"rating": -1, "comment": "{escaped}"}}'),
+                ("PUT", f"/api/conversations/{other}/settings", f'{{"llm": "stub{escaped}"}}'),
+                ("POST", "/api/conversations", f'{{"domain": "wiki{escaped}"}}'),
+            ]
+            for method, url, body in bodies:
+                answered = client.request(
+                    method, url, content=body.encode(), headers={"Content-Type": "application/json"}
+                )
+                assert answered.status_code == 422 and answered.json()["kind"] == "input", (url, escaped, answered.text)
+        assert turns(client, other) == []
+        assert client.get(f"/api/conversations/{cid}").json()["turns"][0]["feedback"] == 1
 
 
 # -- what the server tells about itself ----------------------------------------------------------------------
@@ -469,6 +524,32 @@ def test_llm_url_credentials_are_not_disclosed(server):
         assert LLM_SECRET not in llms.text and "llmuser:" not in llms.text, llms.text
 
 
+@pytest.mark.xfail(
+    reason="an LLM error's message (the upstream's response body) goes to the user verbatim: an upstream or proxy "
+    "that echoes the Authorization header discloses the server's OPENAI_COMPATIBLE_API_KEY in the 502 body and "
+    "in the stream's error event",
+    strict=True,
+)
+@serve_fault(
+    "the LLM server (or a proxy in front of it) echoes the server's API key in its error message",
+    "the user gets 502 kind llm (or an error event) without the key: the server's credentials never reach users",
+)
+def test_an_llm_error_echoing_the_api_key_does_not_disclose_it(server, clean_stub):
+    echo = f"Incorrect API key provided: {LLM_KEY}. Header was Authorization: Bearer {LLM_KEY}"
+    with server.client() as client:
+        cid = conversation(client, llm="stub")
+        clean_stub.script(http_error(401, None, echo))
+        answered = client.post(f"/api/conversations/{cid}/messages", json={"message": QUESTION})
+        assert clean_stub.requests[-1].headers["authorization"] == f"Bearer {LLM_KEY}"  # the key the LLM saw
+        assert answered.status_code == 502 and answered.json()["kind"] == "llm", answered.text
+        clean_stub.script(http_error(401, None, echo))
+        streamed = client.post(f"/api/conversations/{cid}/messages/stream", json={"message": QUESTION}, timeout=60)
+        events = sse_events(streamed.content)
+        assert [name for name, _ in events][-1] == "error"
+        for text in (answered.text, streamed.text):
+            assert LLM_KEY not in text and LLM_KEY[3:] not in text, text
+
+
 # -- tokens ----------------------------------------------------------------------------------------------------
 @serve_fault(
     "probing tokens: a real token's prefix or extension, other case, in a query, cookie or other header, "
@@ -477,8 +558,6 @@ def test_llm_url_credentials_are_not_disclosed(server):
     "random guess); the token is only taken from Authorization: Bearer",
 )
 def test_a_wrong_token_answer_says_nothing_about_the_real_ones(token_server):
-    import base64
-
     basic = base64.b64encode(f"user:{TOKEN_A}".encode()).decode()
     wrong = [
         {"Authorization": "Bearer random-guess-00000000"},
@@ -555,29 +634,3 @@ def test_a_websocket_upgrade_is_never_accepted(token_server):
         status, _, body = raw_request(token_server.port, head, timeout=5)
         assert status and " 101 " not in status + " ", status
         assert b"conversation" not in body
-
-
-@pytest.mark.xfail(
-    reason="an LLM error's message (the upstream's response body) goes to the user verbatim: an upstream or proxy "
-    "that echoes the Authorization header discloses the server's OPENAI_COMPATIBLE_API_KEY in the 502 body and "
-    "in the stream's error event",
-    strict=True,
-)
-@serve_fault(
-    "the LLM server (or a proxy in front of it) echoes the server's API key in its error message",
-    "the user gets 502 kind llm (or an error event) without the key: the server's credentials never reach users",
-)
-def test_an_llm_error_echoing_the_api_key_does_not_disclose_it(server, clean_stub):
-    echo = f"Incorrect API key provided: {LLM_KEY}. Header was Authorization: Bearer {LLM_KEY}"
-    with server.client() as client:
-        cid = conversation(client, llm="stub")
-        clean_stub.script(http_error(401, None, echo))
-        answered = client.post(f"/api/conversations/{cid}/messages", json={"message": QUESTION})
-        assert clean_stub.requests[-1].headers["authorization"] == f"Bearer {LLM_KEY}"  # the key the LLM saw
-        assert answered.status_code == 502 and answered.json()["kind"] == "llm", answered.text
-        clean_stub.script(http_error(401, None, echo))
-        streamed = client.post(f"/api/conversations/{cid}/messages/stream", json={"message": QUESTION}, timeout=60)
-        events = sse_events(streamed.content)
-        assert [name for name, _ in events][-1] == "error"
-        for text in (answered.text, streamed.text):
-            assert LLM_KEY not in text and LLM_KEY[3:] not in text, text
