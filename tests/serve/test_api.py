@@ -192,6 +192,10 @@ def test_a_german_turn_and_an_out_of_scope_turn(client):
     assert "cannot be found" in out["answer"]
 
 
+@pytest.mark.fault(
+    "LLM fails during a turn (HTTP 500 after the client's retries)",
+    "502 kind llm (an error event when streamed); the question is not stored; the next turn works",
+)
 def test_an_llm_failure_is_502_and_the_conversation_goes_on(client, stub):
     conversation = new_conversation(client)
     client.put(f"/api/conversations/{conversation}/settings", json={"llm": "stub"})

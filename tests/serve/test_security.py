@@ -32,6 +32,9 @@ def cookie_server(wiki_stores, tmp_path_factory):
         yield s
 
 
+@pytest.mark.fault(
+    "serve asked to listen beyond loopback without an access token", "refused at start (exit ≠ 0) naming --token"
+)
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "example.org"])
 def test_a_non_loopback_bind_without_a_token_is_refused(wiki_stores, host):
     env = {k: v for k, v in os.environ.items() if k != "RAGONITE_TOKEN"}
@@ -43,6 +46,7 @@ def test_a_non_loopback_bind_without_a_token_is_refused(wiki_stores, host):
     assert f"Refusing to listen on {host} without an access token" in done.stderr and "--token" in done.stderr
 
 
+@pytest.mark.fault("API call without a token or with a wrong one", "401 kind auth on every /api route, health included")
 def test_tokens_are_checked_on_every_api_call(token_server):
     with token_server.client() as client:
         for path in ("/api/health", "/api/domains", "/api/conversations"):
@@ -54,6 +58,10 @@ def test_tokens_are_checked_on_every_api_call(token_server):
         assert client.get("/").status_code == 200  # the page itself: the token goes in its URL fragment
 
 
+@pytest.mark.fault(
+    "another user's conversation id (token users and cookie users)",
+    "404 on every route, exactly as an unknown id; nothing read, changed or listed",
+)
 def test_each_token_owns_its_conversations(token_server):
     with token_server.client() as client:
         created = client.post("/api/conversations", json={}, headers=bearer(TOKEN_A))
@@ -84,6 +92,10 @@ def assert_foreign(client, conversation: str, headers: dict) -> None:
     assert conversation not in {c["id"] for c in client.get("/api/conversations", headers=headers).json()}
 
 
+@pytest.mark.fault(
+    "another user's conversation id (token users and cookie users)",
+    "404 on every route, exactly as an unknown id; nothing read, changed or listed",
+)
 def test_without_tokens_each_cookie_user_owns_their_conversations(cookie_server):
     with cookie_server.client() as alice, cookie_server.client() as bob:
         created = alice.post("/api/conversations", json={})
@@ -114,6 +126,10 @@ def test_security_headers_and_a_csp_without_inline_scripts(cookie_server):
         assert "/api/conversations/{conversation_id}/messages/stream" in client.get("/openapi.json").json()["paths"]
 
 
+@pytest.mark.fault(
+    "request body over 64 KiB (declared or chunked) or a message over 20,000 characters",
+    "413 (body) or 422 (message) kind input before any work; nothing stored",
+)
 def test_request_size_and_message_length_limits(cookie_server):
     with cookie_server.client() as client:
         conversation = client.post("/api/conversations", json={}).json()["id"]

@@ -159,20 +159,6 @@ def test_every_error_response_carries_the_security_headers(server):
 
 
 # -- request bodies ------------------------------------------------------------------------------
-@pytest.mark.fault(
-    "request body streamed in chunks past the size limit (no Content-Length)", "413 kind input before a route reads it"
-)
-def test_a_chunked_body_over_the_limit_is_413(server):
-    def chunks():
-        for _ in range(100):
-            yield b" " * 1024
-
-    with user(server) as client:
-        answered = client.post("/api/conversations", content=chunks(), headers={"Content-Type": "application/json"})
-        assert answered.status_code == 413 and answered.json()["kind"] == "input"
-        assert answered.headers["x-frame-options"] == "DENY"
-
-
 @pytest.mark.fault("request body that is not JSON, or JSON of the wrong type", "422 kind input naming the field")
 @pytest.mark.parametrize("body", [b"{not json", b"[1, 2]", b'{"message": 42}', b'{"message": null}'])
 def test_a_body_that_is_not_the_expected_json_is_422(server, body):
