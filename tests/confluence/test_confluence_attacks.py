@@ -6,8 +6,9 @@ page ids) must not change what the client asks for either. Every test talks HTTP
 loopback stubs (``confluence_stub``; a second stub plays "another origin" and counts what
 reaches it) and is bounded in time.
 
-Attacks that succeed against the current code are ``xfail(strict=True)``: the test asserts
-what the connector must do, so it starts passing (and the mark must go) once the hole is fixed.
+Each test asserts what the connector must do; the holes these attacks found (credentials echoed
+in error messages, forged log lines, a base link parsed differently, page ids with paths,
+terminal codes in titles) are closed.
 """
 
 from __future__ import annotations
@@ -80,12 +81,6 @@ def browser_netloc(url: str) -> str:
 
 
 # -- what the server says goes into our errors ----------------------------------------------------------
-@pytest.mark.xfail(
-    reason="client._server_message copies the server's JSON `message` (200 characters) into the ConfluenceError: "
-    "a server or proxy that echoes the request's Authorization header puts the PAT (or the Basic credentials) "
-    "into the exception, the CLI's stderr and every log that records it",
-    strict=True,
-)
 @pytest.mark.parametrize("auth", ["personal access token", "API token"])
 @pytest.mark.parametrize("status", [400, 500])
 @fault(
@@ -112,11 +107,6 @@ def test_an_error_message_echoing_the_credentials_does_not_disclose_them(status,
         assert TOKEN not in message and BASIC not in message, message
 
 
-@pytest.mark.xfail(
-    reason="client._server_message copies the server's `message` raw: newlines, CR and ANSI escape sequences "
-    "reach the error, so `ragonite index confluence` prints forged lines and terminal control codes on stderr",
-    strict=True,
-)
 @fault(
     "Confluence puts newlines, CR and ANSI escape sequences in an error `message` (log forging, terminal codes)",
     "the error stays one line of printable text: `ragonite index confluence` prints exactly one line on stderr",
@@ -139,12 +129,6 @@ def test_an_error_message_cannot_forge_lines_or_terminal_codes(stub, capsys, tmp
 
 
 # -- links the server gives ---------------------------------------------------------------------------------
-@pytest.mark.xfail(
-    reason="pages.page_document keeps `_links.base` when url_origin (httpx, RFC 3986) finds the configured origin in "
-    "it; 'http://evil.example\\@127.0.0.1:PORT/wiki' has host 127.0.0.1 for httpx but evil.example for a browser "
-    "(WHATWG: a backslash ends the host), so every citation link of the page opens the other site",
-    strict=True,
-)
 @fault(
     "Confluence's _links.base smuggles another host past the origin check (a backslash before userinfo: "
     "parsers disagree)",
@@ -258,11 +242,6 @@ def test_a_space_key_or_cql_with_url_syntax_stays_one_parameter(stub, space):
         assert "x-injected" not in headers
 
 
-@pytest.mark.xfail(
-    reason="ConfluenceStorageReader/ConfluenceClient.page put a caller's page id into the URL unchecked: "
-    "'1003/../../../admin' makes an authenticated GET of /wiki/rest/admin (content_id checks only the server's ids)",
-    strict=True,
-)
 @pytest.mark.parametrize("page_id", ["1003/../../../admin", "1003?expand=body.storage", "../../space/SECRET", "1003#"])
 @fault(
     "a page id given to the reader or the CLI (--page-id) holds a path or a query",
@@ -275,12 +254,6 @@ def test_a_page_id_with_a_path_is_refused_before_any_request(stub, page_id):
 
 
 # -- what the server's pages put in front of the operator -------------------------------------------------------
-@pytest.mark.xfail(
-    reason="titles, labels and breadcrumbs from Confluence are stored raw (pages.page_document/make_document) and "
-    "printed raw by `ragonite search` and `ragonite ask`: ESC/OSC sequences (clear screen, set the window title), "
-    "CR, C1 controls and bidi overrides reach the operator's terminal",
-    strict=True,
-)
 @fault(
     "Confluence page titles, labels and ancestor titles holding terminal control sequences (ESC, OSC, CR, C1, "
     "bidi overrides)",

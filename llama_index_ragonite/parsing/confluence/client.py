@@ -12,18 +12,16 @@ rate-limits (429 with ``Retry-After``); a transient 5xx must not fail an hourly 
 are bounded, waits grow exponentially (capped) unless the server names one, and ``sleep`` is
 injectable so tests need not wait.
 
-Why limits here: the server's answers steer the client (``_links.next``, redirects), so a
-misconfigured proxy or a hostile server could otherwise send the credentials elsewhere, keep a
-sync paging forever, drip a body byte by byte, or answer JSON of any shape. So every request
-stays on the configured origin (scheme, host, port), redirects are followed by hand and only
-there, listings and runs are capped and loop-checked, each request and (optionally) each run
-has a deadline, bodies have a size cap, and every shape the connector reads is checked
-(``get_field``, ``content_id``): each of these ends in a ``ConfluenceError`` that names what
-went wrong and where, never in a traceback.
+Why limits here: the server's answers steer the client, so a hostile server or proxy could send
+the credentials elsewhere, page forever, drip a body or answer any shape. So requests stay on the
+configured origin (redirects followed by hand, there only), listings and runs are capped and
+loop-checked, requests and runs have deadlines, bodies a size cap, and every field read is checked
+(``shapes.py``): each ends in a ``ConfluenceError`` naming what went wrong, never a traceback.
 """
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import json
 import logging
@@ -35,7 +33,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import httpx
 
 from llama_index_ragonite.errors import ConfluenceAuthError, ConfluenceError, ConfluenceNotFoundError
-from llama_index_ragonite.parsing.confluence.shapes import content_id, expect, get_field
+from llama_index_ragonite.parsing.confluence.shapes import checked_page_id, content_id, expect, get_field
+from llama_index_ragonite.redaction import one_line
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +110,8 @@ class ConfluenceClient:
         pat = personal_access_token or os.environ.get(ENV_VARS["personal_access_token"])
         user = user or os.environ.get(ENV_VARS["user"])
         token = api_token or os.environ.get(ENV_VARS["api_token"])
+        basic = base64.b64encode(f"{user}:{token}".encode()).decode() if user and token else ""
+        self._secrets = tuple(s for s in (pat, token, basic) if s)  # never shown, even when a server echoes them
         auth = None
         if pat:
             headers["Authorization"] = f"Bearer {pat}"
@@ -282,7 +283,7 @@ class ConfluenceClient:
         if status == 404:
             raise ConfluenceNotFoundError(f"{what}: not found at {self.url} (HTTP 404), or not visible to you")
         if status >= 300:
-            raise ConfluenceError(f"{what}: {self.url} answered HTTP {status}{_server_message(body)}")
+            raise ConfluenceError(f"{what}: {self.url} answered HTTP {status}{_server_message(body, self._secrets)}")
         try:
             return json.loads(body)
         except UnicodeDecodeError:
@@ -376,9 +377,11 @@ class ConfluenceClient:
         return self.paginate("content/search", {"cql": cql, "expand": expand}, f"CQL query {cql!r}", kind)
 
     def child_pages(self, page_id: str, expand: str, kind: str = "list") -> Iterator[Dict[str, Any]]:
+        page_id = checked_page_id(page_id)  # it goes into the path
         return self.paginate(f"content/{page_id}/child/page", {"expand": expand}, f"children of page {page_id}", kind)
 
     def page(self, page_id: str, expand: str, kind: str = "page") -> Dict[str, Any]:
+        page_id = checked_page_id(page_id)  # it goes into the path
         what = f"page {page_id}"
         page = self.get(f"content/{page_id}", {"expand": expand}, what, kind)
         self._note_base(page, what)
@@ -436,9 +439,11 @@ def _retry_after_seconds(value: Optional[str]) -> Optional[float]:
     return when.timestamp() - time.time()
 
 
-def _server_message(body: bytes) -> str:
+def _server_message(body: bytes, secrets: Sequence[str]) -> str:
+    """The server's own ``message``, as one printable line with the credentials redacted (a server
+    may echo the request's headers; its text must not forge log lines or drive a terminal)."""
     try:
         message = json.loads(body).get("message")
     except (ValueError, AttributeError, RecursionError):
         return ""
-    return f": {str(message)[:200]}" if message else ""
+    return f": {one_line(str(message), secrets, limit=200)}" if message else ""

@@ -15,8 +15,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from llama_index.core.schema import Document
 
 from llama_index_ragonite.errors import ConfluenceError
-from llama_index_ragonite.parsing.confluence.client import url_origin
 from llama_index_ragonite.parsing.confluence.shapes import content_id, get_field
+from llama_index_ragonite.redaction import printable
 
 __all__ = [
     "BREADCRUMB_SEPARATOR",
@@ -50,15 +50,21 @@ def make_document(
     ancestor_ids: Sequence[str] = (),
     prefix: str = ID_PREFIX,
 ) -> Document:
-    metadata: Dict[str, Any] = {"title": title, "url": url, "space": space, "page_id": str(page_id)}
+    # Names are shown in terminals and pages: no control characters or bidi overrides in them.
+    metadata: Dict[str, Any] = {
+        "title": printable(title),
+        "url": url,
+        "space": printable(space),
+        "page_id": str(page_id),
+    }
     if version is not None:
         metadata["version"] = int(version)
     if last_modified:
-        metadata["last_modified"] = last_modified
+        metadata["last_modified"] = printable(last_modified)
     if labels:
-        metadata["labels"] = ", ".join(labels)
+        metadata["labels"] = ", ".join(printable(label) for label in labels)
     if ancestors:
-        metadata["breadcrumb"] = BREADCRUMB_SEPARATOR.join(ancestors)
+        metadata["breadcrumb"] = BREADCRUMB_SEPARATOR.join(printable(a) for a in ancestors)
     if ancestor_ids:
         metadata["ancestor_ids"] = ",".join(str(a) for a in ancestor_ids)
     return Document(id_=document_id(page_id, prefix), text=html, metadata=metadata)
@@ -81,14 +87,13 @@ def page_document(page: Dict[str, Any], base_url: str, prefix: str = ID_PREFIX) 
     """A REST API content object (expanded with ``body.storage``) as a ``Document`` of its storage-format HTML.
 
     Every field read is checked (``get_field``): a malformed one is a ``ConfluenceError`` naming it.
-    The page link is built on ``_links.base`` only when that has ``base_url``'s origin, else on
-    ``base_url`` (the configured site): a server must not make our citations link elsewhere."""
+    The page link is built on ``base_url`` (the configured site), never on the server's
+    ``_links.base``: a server must not make our citations link elsewhere, and a base that our URL
+    parser and a browser read differently (``http://evil.example\\@site``) could."""
     page_id = content_id(page, "a page")
     what = f"page {page_id}"
-    base = get_field(page, "_links.base", str, what, "")
-    if not base or url_origin(base) != url_origin(base_url):
-        base = base_url
-    base = base.rstrip("/")
+    get_field(page, "_links.base", str, what, "")  # checked, not used
+    base = base_url.rstrip("/")
     webui = get_field(page, "_links.webui", str, what, "")
     ancestors = page_ancestors(page, what)
     labels = [

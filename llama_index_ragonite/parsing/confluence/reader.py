@@ -22,7 +22,7 @@ from llama_index.core.schema import Document
 
 from llama_index_ragonite.parsing.confluence.client import ConfluenceClient
 from llama_index_ragonite.parsing.confluence.pages import ID_PREFIX, document_id, page_ancestors, page_document
-from llama_index_ragonite.parsing.confluence.shapes import content_id, get_field
+from llama_index_ragonite.parsing.confluence.shapes import checked_page_id, content_id, get_field
 
 __all__ = ["BODY_EXPAND", "LIST_EXPAND", "ConfluenceStorageReader", "PageVersion"]
 
@@ -67,7 +67,7 @@ class ConfluenceStorageReader(BasePydanticReader):
         credentials = {key: fields.pop(key) for key in _CREDENTIALS if key in fields}
         if client is None:
             client = ConfluenceClient(url, **credentials)
-        fields["page_ids"] = [str(i) for i in fields.get("page_ids") or []]
+        fields["page_ids"] = [checked_page_id(i) for i in fields.get("page_ids") or []]
         super().__init__(url=client.url, **fields)
         self._client = client
 
@@ -129,6 +129,7 @@ class ConfluenceStorageReader(BasePydanticReader):
     def _with(self, space_key, page_ids, cql, include_children) -> "ConfluenceStorageReader":
         if space_key is None and page_ids is None and cql is None and include_children is None:
             return self
+        page_ids = None if page_ids is None else [checked_page_id(i) for i in page_ids]
         changes = {"space_key": space_key, "page_ids": page_ids, "cql": cql, "include_children": include_children}
         updated = self.model_copy(update={k: v for k, v in changes.items() if v is not None})
         updated._client = self._client

@@ -12,7 +12,7 @@ from typing import Any
 
 from llama_index_ragonite.errors import ConfluenceError
 
-__all__ = ["content_id", "expect", "get_field"]
+__all__ = ["checked_page_id", "content_id", "expect", "get_field"]
 
 _KINDS = {dict: "an object", list: "a list", str: "a string", int: "an integer"}
 _ID = re.compile(r"[0-9]{1,30}")
@@ -66,3 +66,14 @@ def _describe(value: Any) -> str:
     if isinstance(value, str):
         return f"a string ({value[:40]!r})"
     return _KINDS.get(type(value), type(value).__name__)
+
+
+def checked_page_id(value: object) -> str:
+    """A page id given by a caller (``--page-id``, ``page_ids=``), as digits; ``ValueError`` otherwise.
+
+    The id goes into a request's path: ``1003/../../admin`` or ``1003?expand=…`` would send an
+    authenticated request somewhere else on the site."""
+    text = str(value).strip()
+    if not _ID.fullmatch(text):
+        raise ValueError(f"Confluence page id {text[:40]!r}: a page id is digits (e.g. 123456)")
+    return text
