@@ -35,6 +35,7 @@ Design notes:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sqlite3
 import threading
@@ -42,7 +43,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, List, Optional, Union
+from typing import Any, List, Optional, Sequence, Union
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
@@ -247,9 +248,17 @@ class SQLiteChatStore(BaseChatStore):
         return [row[0] for row in rows]
 
     # -- conversations --------------------------------------------------------------------
-    def list_conversations(self, include_deleted: bool = False) -> List[ConversationInfo]:
-        """The conversations, most recently updated first; deleted ones only when asked."""
-        return self._infos("" if include_deleted else "WHERE c.deleted_at IS NULL", ())
+    def list_conversations(
+        self, include_deleted: bool = False, ids: Optional[Sequence[str]] = None
+    ) -> List[ConversationInfo]:
+        """The conversations (those of ``ids`` when given), most recently updated first; deleted ones
+        only when asked. ``ids`` are matched in SQL: one user's list costs no read of everyone's."""
+        where = [] if include_deleted else ["c.deleted_at IS NULL"]
+        params: tuple = ()
+        if ids is not None:
+            where.append("c.id IN (SELECT value FROM json_each(?))")
+            params = (json.dumps(list(ids)),)
+        return self._infos(f"WHERE {' AND '.join(where)}" if where else "", params)
 
     def get_conversation(self, conversation_id: str) -> ConversationInfo:
         """The list entry of one conversation (deleted or not)."""
@@ -368,8 +377,10 @@ class SQLiteChatStore(BaseChatStore):
 
     # -- async ------------------------------------------------------------------------------
     # BaseChatStore already runs its seven methods in a thread (asyncio.to_thread); these are the rest.
-    async def alist_conversations(self, include_deleted: bool = False) -> List[ConversationInfo]:
-        return await asyncio.to_thread(self.list_conversations, include_deleted)
+    async def alist_conversations(
+        self, include_deleted: bool = False, ids: Optional[Sequence[str]] = None
+    ) -> List[ConversationInfo]:
+        return await asyncio.to_thread(self.list_conversations, include_deleted, ids)
 
     async def aget_conversation(self, conversation_id: str) -> ConversationInfo:
         return await asyncio.to_thread(self.get_conversation, conversation_id)

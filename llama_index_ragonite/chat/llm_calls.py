@@ -18,6 +18,7 @@ from llama_index.core.llms.llm import LLM
 
 from llama_index_ragonite.chat.responses import TurnResult
 from llama_index_ragonite.errors import LLMCallError
+from llama_index_ragonite.redaction import one_line
 from llama_index_ragonite.text import valid_unicode
 
 __all__ = [
@@ -38,14 +39,18 @@ MALFORMED = (json.JSONDecodeError, TypeError, KeyError, IndexError, AttributeErr
 
 
 def llm_error(err: Exception) -> Exception:
-    """``err`` as the user should see it: ``LLMCallError`` for transport and service failures."""
+    """``err`` as the user should see it: ``LLMCallError`` for transport and service failures.
+
+    The service's own text goes in as one printable line with credentials redacted: a service or a
+    proxy may echo the request's API key or ``Authorization`` header back in its error."""
     name = type(err).__name__
+    said = one_line(str(err))
     if "Timeout" in name or isinstance(err, (TimeoutError, asyncio.TimeoutError)):
-        return LLMCallError(f"The LLM did not answer in time ({name}: {err})")
+        return LLMCallError(f"The LLM did not answer in time ({name}: {said})")
     if "Connection" in name or isinstance(err, ConnectionError):
-        return LLMCallError(f"The LLM could not be reached ({name}: {err})")
+        return LLMCallError(f"The LLM could not be reached ({name}: {said})")
     if type(err).__module__.split(".")[0] == "openai":  # rate limits and server errors, after the client's retries
-        return LLMCallError(f"The LLM service failed ({name}: {err})")
+        return LLMCallError(f"The LLM service failed ({name}: {said})")
     return err
 
 

@@ -29,7 +29,7 @@ from http.cookies import CookieError, SimpleCookie
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from urllib.parse import urlsplit
 
-from llama_index_ragonite.serve.config import LOOPBACK_NAMES, MAX_BODY_BYTES
+from llama_index_ragonite.serve.config import LOOPBACK_NAMES, MAX_BODY_BYTES, is_loopback
 
 __all__ = ["CSP", "SecurityMiddleware", "USER_COOKIE", "security_headers", "token_user"]
 
@@ -54,10 +54,29 @@ class SecurityMiddleware:
     """The checks above around an ASGI app; ``scope["state"]["user"]`` is the caller's owner id."""
 
     def __init__(
-        self, app: Any, tokens: List[str], docs_csp: Callable[[], str], host_names: Iterable[str] = LOOPBACK_NAMES
+        self,
+        app: Any,
+        tokens: List[str],
+        docs_csp: Callable[[], str],
+        host_names: Iterable[str] = LOOPBACK_NAMES,
+        port: Optional[int] = None,
     ) -> None:
         self.app, self.tokens, self.docs_csp = app, list(tokens), docs_csp
-        self.host_names = frozenset(host_names)
+        self.host_names, self.port = frozenset(host_names), port
+
+    def known_origin(self, origin: str) -> bool:
+        """Whether an ``Origin`` header is a page of this server: a known name and, for a loopback
+        name, this server's port (another program on the same machine is another site)."""
+        parts = urlsplit(origin) if "//" in origin else None
+        if parts is None or not self.known_host(parts.netloc):
+            return False
+        if self.port is None or not _is_loopback(parts.hostname):
+            return True
+        try:
+            port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+        except ValueError:
+            return False
+        return port == self.port
 
     def known_host(self, header: str) -> bool:
         """Whether a Host header (``name[:port]``, ``[v6]:port``) names this server."""
@@ -87,7 +106,7 @@ class SecurityMiddleware:
             await _error(send, 400, "Unknown Host header: this server answers only to its own names", "host")
             return
         origin = headers.get("origin")
-        if origin is not None and not self.known_host(urlsplit(origin).netloc if "//" in origin else ""):
+        if origin is not None and not self.known_origin(origin):
             await _error(send, 403, "Requests from another site's pages are refused (Origin header)", "host")
             return
         cookies = _cookies(headers.get("cookie", ""))
@@ -130,12 +149,19 @@ class SecurityMiddleware:
         async def secured(message: Dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 extra = security_headers(csp)
+                sent = {name.lower() for name, _ in message.get("headers", [])}
+                if path.startswith("/api") and b"cache-control" not in sent:  # answers are private to the user
+                    extra.append((b"cache-control", b"no-store"))
                 if new_user:
                     extra.append((b"set-cookie", cookie_header(USER_COOKIE, new_user)))
                 message = {**message, "headers": list(message.get("headers", [])) + extra}
             await send(message)
 
         await self.app(scope, receive, secured)
+
+
+def _is_loopback(host: Optional[str]) -> bool:
+    return bool(host) and is_loopback(host)
 
 
 def _cookies(header: str) -> Dict[str, str]:

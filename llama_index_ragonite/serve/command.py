@@ -64,6 +64,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a streamed turn still running after this is stopped, its partial answer stored as truncated "
         "(default: %(default)s)",
     )
+    limits.add_argument(
+        "--max-conversations-per-user",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="conversations one user may keep (default: %(default)s; creating more is refused)",
+    )
     p.add_argument(
         "--conversations", default=None, help="SQLite file of the conversations (default: beside the first store)"
     )
@@ -116,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         max_turns_per_user=args.max_turns_per_user,
         max_turns=args.max_turns,
         turn_deadline=args.turn_deadline,
+        max_conversations_per_user=args.max_conversations_per_user,
     )  # a ServeConfigError (ValueError) here: the CLI prints it and exits 2, before any model loads
     try:
         from llama_index_ragonite.serve.app import serve

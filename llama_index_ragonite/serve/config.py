@@ -77,6 +77,7 @@ class ServeConfig:
     proxy's public name; ``*`` serves any, for a proxy that checks it). ``max_turns_per_user`` and
     ``max_turns``: turns running at once for one user and in total (more get 429). ``turn_deadline``:
     seconds a streamed turn may run before it is cut (its partial answer stored as truncated).
+    ``max_conversations_per_user``: conversations one user may keep (deleted ones count until purged).
     """
 
     domains: Dict[str, str]
@@ -95,6 +96,7 @@ class ServeConfig:
     max_turns_per_user: int = 4
     max_turns: int = 32
     turn_deadline: float = 300.0
+    max_conversations_per_user: int = 1000
 
     @classmethod
     def from_args(
@@ -142,6 +144,8 @@ class ServeConfig:
     def _check_limits(self) -> None:
         if not 1 <= self.max_turns_per_user <= self.max_turns:
             raise ServeConfigError("--max-turns-per-user must be at least 1 and at most --max-turns")
+        if self.max_conversations_per_user < 1:
+            raise ServeConfigError("--max-conversations-per-user must be at least 1")
         if not self.turn_deadline > 0:
             raise ServeConfigError("--turn-deadline must be a positive number of seconds")
         for name in self.allowed_hosts:

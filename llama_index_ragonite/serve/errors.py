@@ -23,7 +23,7 @@ from llama_index_ragonite.errors import (
     UnknownConversationError,
 )
 from llama_index_ragonite.serve.limits import TooManyTurns
-from llama_index_ragonite.serve.sessions import NotFound
+from llama_index_ragonite.serve.sessions import NotFound, TooManyConversations
 from llama_index_ragonite.serve.turn_control import TurnDeadlineError
 
 __all__ = ["error_payload"]
@@ -31,7 +31,7 @@ __all__ = ["error_payload"]
 logger = logging.getLogger(__name__)
 
 _BUSY = re.compile(r"database (table )?is locked|database is busy", re.I)
-_PATH = re.compile(r"(?<![\w.:/])(?:[A-Za-z]:)?(?:[/\\][^\s/\\'\"():,;]+)+[/\\]?")
+_PATH = re.compile(r"(?<![^\s'\"(=])(?:[A-Za-z]:)?(?:[/\\][^\s/\\'\"():,;<>]+)+[/\\]?")
 
 
 def without_paths(message: str) -> str:
@@ -48,7 +48,7 @@ def error_payload(err: Exception) -> Tuple[int, Dict[str, Any]]:
 def _payload(err: Exception) -> Tuple[int, Dict[str, Any]]:
     if isinstance(err, (NotFound, UnknownConversationError)):
         return 404, {"error": str(err), "kind": "not_found"}
-    if isinstance(err, ConversationDeletedError):
+    if isinstance(err, (ConversationDeletedError, TooManyConversations)):
         return 409, {"error": f"{err}", "kind": "input"}
     if isinstance(err, LLMCallError):
         return 502, {"error": str(err), "kind": "llm"}

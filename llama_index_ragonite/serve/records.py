@@ -22,6 +22,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS owners (
     conversation_id TEXT PRIMARY KEY, owner TEXT NOT NULL, settings TEXT NOT NULL, created_at REAL NOT NULL
 );
+CREATE INDEX IF NOT EXISTS owners_by_owner ON owners (owner);
 CREATE TABLE IF NOT EXISTS turns (
     conversation_id TEXT NOT NULL, turn INTEGER NOT NULL, message_index INTEGER NOT NULL,
     turn_json TEXT NOT NULL, nodes_json TEXT NOT NULL, PRIMARY KEY (conversation_id, turn)
@@ -75,6 +76,10 @@ class ServeRecords:
         """Every conversation of ``owner``: id -> settings."""
         rows = self._query("SELECT conversation_id, settings FROM owners WHERE owner = ?", (owner,))
         return {cid: json.loads(settings) for cid, settings in rows}
+
+    def count(self, owner: str) -> int:
+        """How many conversations ``owner`` has (deleted ones included: they are kept)."""
+        return self._query("SELECT COUNT(*) FROM owners WHERE owner = ?", (owner,))[0][0]
 
     def set_settings(self, conversation_id: str, settings: Dict[str, Any]) -> None:
         self._write("UPDATE owners SET settings = ? WHERE conversation_id = ?", (json.dumps(settings), conversation_id))

@@ -10,6 +10,7 @@ lock, so concurrent users never share or corrupt a memory.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 import uuid
@@ -27,17 +28,27 @@ from llama_index_ragonite.errors import ChatStoreError
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.models.extractive import ExtractiveAnswerer
 from llama_index_ragonite.models.specs import embedding_from_spec, llm_from_spec
+from llama_index_ragonite.redaction import redacted
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 from llama_index_ragonite.serve.config import ServeConfig
 from llama_index_ragonite.serve.records import ServeRecords
 from llama_index_ragonite.serve.turn_control import TurnDeadlineError, TurnMemory, TurnStop
 from llama_index_ragonite.serve.turns import TurnTrace, node_record, turn_json
 
-__all__ = ["FUSIONS", "HistoryGoneError", "NotFound", "Sessions"]
+__all__ = ["FUSIONS", "HistoryGoneError", "NotFound", "Sessions", "TooManyConversations", "public_spec"]
 
 FUSIONS = ("rrf", "rerank", "rerank+rrf")
 TOP_K_MAX = 20
 BUSY_TIMEOUT = 5.0  # seconds a request waits for another process's write lock on the history (then 503)
+
+
+class TooManyConversations(ValueError):
+    """A user has as many conversations as ``--max-conversations-per-user`` (409 kind input)."""
+
+
+def public_spec(spec: str) -> str:
+    """An LLM spec as users may see it: no credentials in its URL, no query string."""
+    return re.sub(r"\?[^@\s]*$", "", redacted(spec)) if "://" in spec else spec
 
 
 class HistoryGoneError(ChatStoreError):
@@ -108,7 +119,10 @@ class Sessions:
 
     def llm_list(self) -> List[Dict[str, Any]]:
         default = self.config.default_llm
-        return [{"name": name, "spec": spec, "default": name == default} for name, spec in self.config.llms.items()]
+        return [
+            {"name": name, "spec": public_spec(spec), "default": name == default}
+            for name, spec in self.config.llms.items()
+        ]
 
     def default_settings(self, domain: Optional[str] = None) -> Dict[str, Any]:
         return {
@@ -155,6 +169,11 @@ class Sessions:
     def create(self, owner: str, domain: Optional[str] = None) -> Dict[str, Any]:
         self.check_files()
         settings = self.check_settings(self.default_settings(domain))
+        cap = self.config.max_conversations_per_user
+        if self.records.count(owner) >= cap:
+            raise TooManyConversations(
+                f"You have {cap:,} conversations, as many as this server keeps per user: purge some first"
+            )
         conversation_id = uuid.uuid4().hex
         self.chat_store.set_messages(conversation_id, [])  # listed from now on
         self.records.add(conversation_id, owner, settings)
@@ -195,7 +214,7 @@ class Sessions:
     def conversations(self, owner: str, include_deleted: bool = False) -> List[Dict[str, Any]]:
         self.check_files()
         mine = self.records.owned(owner)
-        infos = self.chat_store.list_conversations(include_deleted=include_deleted)
+        infos = self.chat_store.list_conversations(include_deleted=include_deleted, ids=list(mine))
         return [self._json(info, mine[info.id]) for info in infos if info.id in mine]
 
     def delete(self, owner: str, conversation_id: str) -> None:

@@ -5,9 +5,8 @@ OpenAI-compatible stub as its second LLM (and a third LLM whose URL carries cred
 operator might write it for a proxy), and a token server for what only tokens show. Every
 request goes to 127.0.0.1; every loop is bounded in count, every wait in time.
 
-Each test makes one attack and asserts the secure behaviour. Attacks that succeed against the
-current code are ``xfail(strict=True)``: the test asserts what the app must do, so it starts
-passing (and the mark must go) once the hole is fixed.
+Each test makes one attack and asserts the secure behaviour (the two holes these attacks found,
+an LLM URL's credentials in /api/llms and an API key echoed in an LLM's error, are closed).
 """
 
 from __future__ import annotations
@@ -508,11 +507,6 @@ def test_public_descriptions_name_no_server_path(server, token_server):
         assert answers[0].json()["paths"]  # the description itself is served
 
 
-@pytest.mark.xfail(
-    reason="GET /api/llms returns each LLM's full spec, URL credentials included "
-    "(openai-compatible:MODEL@http://USER:PASSWORD@HOST/v1), to every user; the page shows it in the LLM menu",
-    strict=True,
-)
 @serve_fault(
     "credentials in an LLM's URL (a proxy's user:password) disclosed to users through /api/llms",
     "users see the LLM's name and model, never the password (nor the userinfo) of its URL",
@@ -524,12 +518,6 @@ def test_llm_url_credentials_are_not_disclosed(server):
         assert LLM_SECRET not in llms.text and "llmuser:" not in llms.text, llms.text
 
 
-@pytest.mark.xfail(
-    reason="an LLM error's message (the upstream's response body) goes to the user verbatim: an upstream or proxy "
-    "that echoes the Authorization header discloses the server's OPENAI_COMPATIBLE_API_KEY in the 502 body and "
-    "in the stream's error event",
-    strict=True,
-)
 @serve_fault(
     "the LLM server (or a proxy in front of it) echoes the server's API key in its error message",
     "the user gets 502 kind llm (or an error event) without the key: the server's credentials never reach users",

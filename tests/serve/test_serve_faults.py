@@ -94,7 +94,13 @@ def test_a_foreign_host_header_is_refused(server, host):
 )
 def test_a_request_from_another_sites_page_is_refused(server):
     with user(server) as client:
-        for origin in ("http://attacker.example", "null", "http://127.0.0.1.attacker.example"):
+        other_port = int(server.url.rsplit(":", 1)[1]) + 1  # another program on this machine is another site
+        for origin in (
+            "http://attacker.example",
+            "null",
+            "http://127.0.0.1.attacker.example",
+            f"http://127.0.0.1:{other_port}",
+        ):
             refused = client.post("/api/conversations", json={}, headers={"Origin": origin})
             assert refused.status_code == 403 and refused.json()["kind"] == "host", origin
         assert client.get("/api/conversations").json() == []
@@ -410,6 +416,22 @@ def test_an_answer_cut_at_the_token_limit_is_truncated(server, clean_stub):
         turn = stream.events[-1][1]
         stream.close()
         assert turn["truncated"] is True and "token limit" in turn["warning"]
+
+
+@pytest.mark.fault(
+    "one user creating conversations without end",
+    "409 kind input beyond --max-conversations-per-user; others unaffected",
+)
+def test_conversations_per_user_are_capped(wiki_stores, tmp_path):
+    args = ["--store", f"wiki={wiki_stores['wiki']}", "--conversations", str(tmp_path / "h.sqlite")]
+    with running_server(tmp_path, *args, "--max-conversations-per-user", "5") as capped:
+        with user(capped) as hoarder, user(capped) as other:
+            assert [hoarder.post("/api/conversations", json={}).status_code for _ in range(5)] == [201] * 5
+            refused = hoarder.post("/api/conversations", json={})
+            assert refused.status_code == 409 and refused.json()["kind"] == "input" and "5" in refused.json()["error"]
+            assert len(hoarder.get("/api/conversations").json()) == 5
+            assert other.post("/api/conversations", json={}).status_code == 201
+            assert hoarder.get("/api/conversations").headers["cache-control"] == "no-store"
 
 
 @pytest.mark.fault(
