@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 from fakes import REPO
+from openai_stub import OpenAIStub
 
 SAMPLE = REPO / "examples" / "sample_wiki"
 
@@ -23,3 +24,18 @@ def wiki_stores(tmp_path_factory) -> dict:
     for source, store in ((SAMPLE, stores["wiki"]), (onboarding, stores["onboarding"])):
         assert main(["index", str(source), "--store", str(store), "--quiet"]) == 0
     return stores
+
+
+@pytest.fixture(scope="module")
+def stub():
+    """An OpenAI-compatible stub on loopback for one test module's server (its LLM ``stub``)."""
+    with OpenAIStub() as stub:
+        yield stub
+
+
+@pytest.fixture
+def clean_stub(stub):
+    """``stub`` with an empty script before and after the test."""
+    stub.clear_script()
+    yield stub
+    stub.clear_script()

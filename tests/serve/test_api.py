@@ -5,16 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from openai_stub import OpenAIStub, server_error
+from openai_stub import server_error
 from processes import running_server
 
 from llama_index_ragonite.chat.engine import MAX_MESSAGE_CHARS
-
-
-@pytest.fixture(scope="module")
-def stub():
-    with OpenAIStub() as stub:
-        yield stub
 
 
 @pytest.fixture(scope="module")

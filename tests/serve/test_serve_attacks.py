@@ -20,7 +20,7 @@ from typing import Dict, List, Tuple
 
 import httpx
 import pytest
-from openai_stub import OpenAIStub, http_error, reply
+from openai_stub import http_error, reply
 from processes import running_server
 
 TOKEN_A, TOKEN_B = "attack-token-alpha-0123", "attack-token-bravo-4567"
@@ -33,12 +33,6 @@ TRACEBACK = re.compile(r"Traceback|File \"|line \d+, in ")
 
 def serve_fault(name: str, expected: str):
     return pytest.mark.fault(name, expected, area="serve")
-
-
-@pytest.fixture(scope="module")
-def stub():
-    with OpenAIStub() as stub:
-        yield stub
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +61,6 @@ def token_server(wiki_stores, tmp_path_factory):
         server.tmp = tmp
         server.port = int(server.url.rsplit(":", 1)[1])
         yield server
-
-
-@pytest.fixture
-def clean_stub(stub):
-    stub.clear_script()
-    yield stub
-    stub.clear_script()
 
 
 def bearer(token: str) -> Dict[str, str]:

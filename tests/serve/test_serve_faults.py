@@ -15,19 +15,13 @@ from typing import List, Optional
 
 import httpx
 import pytest
-from openai_stub import OpenAIStub, delay, ending_stream, slow_stream
+from openai_stub import delay, ending_stream, slow_stream
 from processes import running_server
 from sse_client import Stream, wait_until
 
 from llama_index_ragonite.cli import main
 
 PER_USER, TOTAL, DEADLINE = 2, 3, 8.0
-
-
-@pytest.fixture(scope="module")
-def stub():
-    with OpenAIStub() as stub:
-        yield stub
 
 
 @pytest.fixture(scope="module")
@@ -42,13 +36,6 @@ def server(wiki_stores, stub, tmp_path_factory):
     with running_server(tmp, *args) as server:
         server.history = tmp / "history.sqlite"
         yield server
-
-
-@pytest.fixture
-def clean_stub(stub):
-    stub.clear_script()
-    yield stub
-    stub.clear_script()
 
 
 def user(server) -> httpx.Client:

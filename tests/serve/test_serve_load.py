@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from openai_stub import OpenAIStub, slow_stream
+from openai_stub import slow_stream
 from processes import running_server
 from sse_client import Stream, wait_until
 
@@ -27,12 +27,6 @@ def threads(pid: int) -> int:
         if line.startswith("Threads:"):
             return int(line.split()[1])
     raise AssertionError("no thread count")
-
-
-@pytest.fixture(scope="module")
-def stub():
-    with OpenAIStub() as stub:
-        yield stub
 
 
 @pytest.fixture(scope="module")
