@@ -107,11 +107,13 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 
 class FailingLLM(OpenAIStub):
-    """The OpenAI-compatible stub, answering every request with HTTP 500 (an LLM outage)."""
+    """The OpenAI-compatible stub, answering every request with HTTP 500 (an LLM outage) unless a
+    test scripted what comes next."""
 
     def _record(self, request: RecordedRequest):
-        super()._record(request)
-        return server_error()
+        scripted = self.pending > 0
+        behaviour = super()._record(request)
+        return behaviour if scripted else server_error()
 
 
 def _build_store(folder: Path, sources: list[Path]) -> Path:

@@ -321,6 +321,24 @@ def test_llm_failure_shows_an_error_and_the_conversation_stays_usable(app, serve
     assert current_conversation(app)["settings"]["llm"] == "extractive"
 
 
+def test_an_answer_that_broke_off_is_shown_marked_incomplete(app, server):
+    from openai_stub import ending_stream
+
+    page = app.page
+    page.get_by_test_id("settings-toggle").click()
+    page.get_by_test_id("setting-llm").select_option("stub")
+    expect(page.get_by_test_id("settings-status")).not_to_be_empty()
+    server.stub.script(ending_stream("The OTA server is owned by", "none"))  # no finish reason, no [DONE]
+    try:
+        turn = ask(app, "Who owns the OTA server?")
+    finally:
+        server.stub.clear_script()
+    expect(turn.get_by_test_id("truncated")).to_be_visible()
+    expect(turn.get_by_test_id("truncated")).to_contain_text("incomplete")
+    expect(turn.get_by_test_id("answer")).to_have_class(re.compile(r"\btruncated\b"))
+    assert current_conversation(app)["turns"][0]["truncated"] is True
+
+
 def test_markup_in_evidence_shows_as_text_and_never_runs(app):
     page = app.page
     turn = ask(app, "Which footer snippet did the Zorblax legacy renderer print?")
