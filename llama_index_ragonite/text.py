@@ -294,3 +294,10 @@ def is_fragment(text: str) -> bool:
     if len(tokens) > 1 and tokens[0] in _LEADING_PREPOSITIONS:
         tokens = tokens[1:]
     return bool(tokens) and tokens[0] not in _QUESTION_START and len(content_terms(text)) <= 3
+
+
+def is_request(text: str) -> bool:
+    """A question or a request: it ends with a question mark or opens with a question word or an
+    imperative ("What…", "Wer…", "List…", "Nenne…"). An answer ("Dogs cost 120 EUR.") is neither."""
+    tokens = words(text)
+    return text.rstrip().endswith("?") or (bool(tokens) and tokens[0] in _QUESTION_START)

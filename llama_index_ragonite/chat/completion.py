@@ -36,7 +36,9 @@ from llama_index_ragonite.text import (
     COMPLETION_STOPWORDS,
     carried_terms,
     content_terms,
+    detect_language,
     is_fragment,
+    is_request,
     refers_back,
     salient_terms,
     words,
@@ -47,12 +49,15 @@ dispatcher = get_dispatcher(__name__)
 
 __all__ = [
     "COMPLETION_STOPWORDS",
+    "Completion",
     "DEFAULT_COMPLETION_PROMPT",
     "LLMQuestionCompleter",
     "OfflineQuestionCompleter",
     "QuestionCompleter",
     "carried_terms",
+    "checked_rephrasing",
     "content_terms",
+    "rephrasing_problem",
 ]
 
 
@@ -177,7 +182,7 @@ class LLMQuestionCompleter(QuestionCompleter):
             return _garbled(err, message)
         except Exception as err:
             raise llm_error(err) from err
-        return clean_completion(response.text) or message
+        return checked_rephrasing(message, clean_completion(response.text))
 
     async def _acomplete(self, history: List[ChatMessage], message: str) -> str:
         try:
@@ -186,7 +191,49 @@ class LLMQuestionCompleter(QuestionCompleter):
             return _garbled(err, message)
         except Exception as err:
             raise llm_error(err) from err
-        return clean_completion(response.text) or message
+        return checked_rephrasing(message, clean_completion(response.text))
+
+
+class Completion(str):
+    """A completed question that carries a ``warning`` for the turn (the engine shows it)."""
+
+    warning: Optional[str] = None
+
+    def __new__(cls, text: str, warning: Optional[str] = None) -> "Completion":
+        completed = super().__new__(cls, text)
+        completed.warning = warning
+        return completed
+
+
+_CITATION = re.compile(r"\[\s*(?:source|quelle)\s*\d+", re.I)
+
+
+def rephrasing_problem(message: str, reply: str) -> Optional[str]:
+    """Why an LLM's reply to the rephrasing prompt is no rephrased request, or None when it is one.
+
+    The signals: it cites sources (``[Source 1]``: it answered from a context), it is in another
+    language than the turn, or the turn asks or requests something and the reply does neither
+    (it is an answer: "Dogs cost 120 EUR.")."""
+    if _CITATION.search(reply):
+        return "it cites sources"
+    asked, written = detect_language(message, tie=""), detect_language(reply, tie="")
+    if asked and written and asked != written:
+        return f"it is in another language ({written}) than the turn ({asked})"
+    if is_request(message) and not is_request(reply):
+        return "it answers instead of asking"
+    return None
+
+
+def checked_rephrasing(message: str, reply: str) -> str:
+    """``reply`` when it is a rephrased request; else the turn as asked, with a warning saying why."""
+    if not reply:
+        return message
+    problem = rephrasing_problem(message, reply)
+    if problem is None:
+        return reply
+    warning = f"The LLM's rephrasing of the turn was not used ({problem}); the turn was searched as asked."
+    logger.warning("%s Reply: %r", warning, reply[:200])
+    return Completion(message, warning)
 
 
 def _garbled(err: Exception, message: str) -> str:

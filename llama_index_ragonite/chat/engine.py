@@ -289,7 +289,7 @@ class RagoniteChatEngine(BaseChatEngine):
         message = _checked(message)
         history = self._history(chat_history)
         completed = self._completer.complete(history, message) if self._needs_completion(history) else message
-        turn = TurnResult(completed_question=completed, language=_language(message, completed))
+        turn = _turn_for(message, completed)
         if self._conversation is None or not self._needs_completion(history):
             return message, history, turn, self._select(completed, self._retriever.retrieve(completed))
         hits = self._conversation.retrieve(self._retriever, history, message, completed)
@@ -360,7 +360,7 @@ class RagoniteChatEngine(BaseChatEngine):
         history = self._history(chat_history)
         needs = self._needs_completion(history)
         completed = await self._completer.acomplete(history, message) if needs else message
-        turn = TurnResult(completed_question=completed, language=_language(message, completed))
+        turn = _turn_for(message, completed)
         if self._conversation is None or not needs:
             return message, history, turn, await self._aselect(completed, await self._retriever.aretrieve(completed))
         hits = await self._conversation.aretrieve(self._retriever, history, message, completed)
@@ -402,6 +402,16 @@ class RagoniteChatEngine(BaseChatEngine):
             marked = ChatMessage(role=MessageRole.ASSISTANT, content=text, additional_kwargs={TRUNCATED_KEY: True})
             yield ChatResponse(message=marked, delta="")
         response.metadata = turn_metadata(turn, nodes)
+
+
+def _turn_for(message: str, completed: str) -> TurnResult:
+    """The turn's result so far: its completed question, its language, and the completer's warning if any
+    (``Completion.warning``: an LLM's rephrasing that was not used)."""
+    turn = TurnResult(completed_question=str(completed), language=_language(message, completed))
+    warning = getattr(completed, "warning", None)
+    if warning:
+        turn.warn(warning)
+    return turn
 
 
 def _user_message(message: str, nodes: Sequence[NodeWithScore]) -> ChatMessage:

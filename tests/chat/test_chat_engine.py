@@ -16,7 +16,7 @@ from llama_index.core.schema import Document, NodeWithScore, QueryBundle
 
 from llama_index_ragonite import RagoniteChatEngine, SQLiteChatStore
 from llama_index_ragonite.chat.chat_store import UnknownConversationError
-from llama_index_ragonite.chat.completion import QuestionCompleter
+from llama_index_ragonite.chat.completion import LLMQuestionCompleter, QuestionCompleter
 from llama_index_ragonite.chat.engine import LLMCallError
 from llama_index_ragonite.chat.trace import TraceRecorder
 from llama_index_ragonite.index.store import EvidenceStore
@@ -107,6 +107,15 @@ def test_first_turn_is_not_completed_follow_ups_are(store):
         .completed_question
         == "x y"
     )
+
+
+def test_an_llm_rephrasing_that_answers_is_not_used_and_the_turn_says_so(store):
+    llm = ScriptedLLM(prompts=[], answer="Alice parses wiki pages [Source 1].")
+    chat = RagoniteChatEngine(HybridRetriever.from_store(store), llm=llm, completer=LLMQuestionCompleter(llm=llm))
+    chat.chat("Who parses wiki pages?")
+    follow_up = chat.chat("And who ranks them?")
+    assert follow_up.completed_question == "And who ranks them?"  # the raw turn, not the LLM's answer
+    assert "rephrasing of the turn was not used (it cites sources)" in follow_up.turn.warning
 
 
 def test_citations_map_back_to_the_nodes_in_prompt_order(store):

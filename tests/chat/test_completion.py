@@ -316,10 +316,43 @@ def test_llm_output_is_cleaned_and_empty_output_falls_back():
 
 
 def test_llm_async_path_uses_acomplete():
-    llm = RecordingLLM(prompts=[])
+    llm = RecordingLLM(prompts=[], reply="Wo liegen die Logs des Falcon 3 Buildservers?")
     completed = asyncio.run(LLMQuestionCompleter(llm=llm).acomplete(DE, "Wo liegen dort die Logs?"))
-    assert completed == "What does the Falcon 3 build server log?"
+    assert completed == "Wo liegen die Logs des Falcon 3 Buildservers?"
     assert "User: Welche Hypervisor-Version läuft auf dem Falcon 3 Buildserver?" in llm.prompts[0]
+
+
+@pytest.mark.parametrize(
+    "message, reply, why",
+    [
+        ("How much does it cost for dogs?", "Dogs cost 120 EUR [Source 1].", "cites sources"),
+        ("How much does it cost for dogs?", "Adopting a dog costs 120 EUR.", "answers instead of asking"),
+        ("Und für Katzen?", "How much does adopting a cat cost at the shelter?", "another language"),
+    ],
+)
+@pytest.mark.parametrize("path", ["sync", "async"])
+def test_a_reply_that_is_no_rephrased_request_is_not_used(message, reply, why, path, caplog):
+    completer = LLMQuestionCompleter(llm=RecordingLLM(prompts=[], reply=reply))
+    if path == "sync":
+        completed = completer.complete(EN, message)
+    else:
+        completed = asyncio.run(completer.acomplete(EN, message))
+    assert completed == message and why in completed.warning and "searched as asked" in completed.warning
+    assert why in caplog.text
+
+
+@pytest.mark.parametrize(
+    "message, reply",
+    [
+        ("Which firmware does it run?", "Which firmware does the Lenovo T14 run?"),
+        ("Und für Katzen?", "Wie viel kostet die Adoption einer Katze?"),
+        ("List its steps", "List the steps of the Falcon 3 build."),
+        ("the kernel?", "What is the kernel version of the Falcon 3 build server?"),
+    ],
+)
+def test_a_rephrased_request_is_used(message, reply):
+    completed = LLMQuestionCompleter(llm=RecordingLLM(prompts=[], reply=reply)).complete(EN, message)
+    assert completed == reply and getattr(completed, "warning", None) is None
 
 
 # ---------------------------------------------------------------- base class and events
