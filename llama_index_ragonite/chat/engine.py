@@ -35,10 +35,10 @@ from llama_index_ragonite.chat.completion import OfflineQuestionCompleter, Quest
 from llama_index_ragonite.chat.conversation_retrieval import TOPIC_KEY, ConversationRetrieval, topic_of
 from llama_index_ragonite.chat.llm_calls import acall_llm, aiter_items, astream_llm, call_llm, close_stream, stream_llm
 from llama_index_ragonite.chat.responses import (
-    TRUNCATED_KEY,
     RagoniteChatResponse,
     RagoniteStreamingChatResponse,
     TurnResult,
+    truncated_message,
     turn_metadata,
     without_truncated,
 )
@@ -326,15 +326,14 @@ class RagoniteChatEngine(BaseChatEngine):
                 turn.truncated = True
                 turn.warn("The turn was stopped before the answer was finished: the answer is incomplete.")
                 break
-        suggested = None
-        if not turn.truncated:
-            suggested = self._suggester.ask(nodes, turn.completed_question, turn.language, turn.prompts)
+        suggested = (
+            None if turn.truncated else self._suggester.ask(nodes, turn.completed_question, turn.language, turn.prompts)
+        )
         answer = self._finish(turn, text, nodes, suggested)  # what was streamed keeps invalid markers
         if not text.strip():  # empty stream -> the out-of-scope sentence
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=answer), delta=answer)
         if turn.truncated:  # the message memory stores: marked, so later turns do not build on it
-            marked = ChatMessage(role=MessageRole.ASSISTANT, content=text, additional_kwargs={TRUNCATED_KEY: True})
-            yield ChatResponse(message=marked, delta="")
+            yield ChatResponse(message=truncated_message(text), delta="")
         response.metadata = turn_metadata(turn, nodes)
 
     # -- async ------------------------------------------------------------------
@@ -392,15 +391,13 @@ class RagoniteChatEngine(BaseChatEngine):
         async for delta in deltas:
             text += delta
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=delta)
-        suggested = None
-        if not turn.truncated:
-            suggested = await self._suggester.aask(nodes, turn.completed_question, turn.language, turn.prompts)
+        asked = (nodes, turn.completed_question, turn.language, turn.prompts)
+        suggested = None if turn.truncated else await self._suggester.aask(*asked)
         answer = self._finish(turn, text, nodes, suggested)
         if not text.strip():
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=answer), delta=answer)
         if turn.truncated:
-            marked = ChatMessage(role=MessageRole.ASSISTANT, content=text, additional_kwargs={TRUNCATED_KEY: True})
-            yield ChatResponse(message=marked, delta="")
+            yield ChatResponse(message=truncated_message(text), delta="")
         response.metadata = turn_metadata(turn, nodes)
 
 
@@ -408,9 +405,8 @@ def _turn_for(message: str, completed: str) -> TurnResult:
     """The turn's result so far: its completed question, its language, and the completer's warning if any
     (``Completion.warning``: an LLM's rephrasing that was not used)."""
     turn = TurnResult(completed_question=str(completed), language=_language(message, completed))
-    warning = getattr(completed, "warning", None)
-    if warning:
-        turn.warn(warning)
+    if getattr(completed, "warning", None):
+        turn.warn(completed.warning)
     return turn
 
 

@@ -16,6 +16,7 @@ __all__ = [
     "RagoniteChatResponse",
     "RagoniteStreamingChatResponse",
     "TurnResult",
+    "truncated_message",
     "turn_metadata",
     "without_truncated",
 ]
@@ -105,6 +106,11 @@ def turn_metadata(turn: TurnResult, nodes: Sequence[NodeWithScore]) -> Dict[str,
 
 
 TRUNCATED_KEY = "truncated"  # on an assistant message's additional_kwargs: an answer that broke off
+
+
+def truncated_message(text: str) -> ChatMessage:
+    """The assistant message of an answer that broke off, marked so that memory leaves it out."""
+    return ChatMessage(role=MessageRole.ASSISTANT, content=text, additional_kwargs={TRUNCATED_KEY: True})
 
 
 def without_truncated(history: Sequence[ChatMessage]) -> List[ChatMessage]:

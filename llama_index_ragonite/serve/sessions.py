@@ -18,12 +18,12 @@ from pathlib import Path
 from queue import Empty
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.base.llms.types import MessageRole
 
 from llama_index_ragonite.chat.chat_store import SQLiteChatStore, UnknownConversationError
 from llama_index_ragonite.chat.completion import LLMQuestionCompleter, OfflineQuestionCompleter
 from llama_index_ragonite.chat.engine import RagoniteChatEngine
-from llama_index_ragonite.chat.responses import TRUNCATED_KEY
+from llama_index_ragonite.chat.responses import truncated_message
 from llama_index_ragonite.errors import ChatStoreError
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.models.extractive import ExtractiveAnswerer
@@ -345,8 +345,7 @@ class Sessions:
         turn = response.turn
         turn.truncated = True
         turn.warn("The turn was stopped before the answer was finished: the answer is incomplete.")
-        marked = ChatMessage(role=MessageRole.ASSISTANT, content=streamed, additional_kwargs={TRUNCATED_KEY: True})
-        self.chat_store.add_message(conversation_id, marked)
+        self.chat_store.add_message(conversation_id, truncated_message(streamed))
         return streamed
 
     def stored_turn(self, owner: str, conversation_id: str, number: int):
