@@ -55,9 +55,6 @@ def ask(store, *questions):
     return [engine.chat(q) for q in questions]
 
 
-@pytest.mark.xfail(
-    reason=NOT_YET + ": 'Who is the vet?' quotes the opening hours, the passage's first sentence", strict=True
-)
 def test_the_sentence_that_answers_is_quoted_wherever_it_stands(stores):
     (answer,) = ask(stores["shelter"], "Who is the vet?")
     assert "Okafor" in answer.response
