@@ -23,8 +23,10 @@ SECRET_VARIABLES = (
     "RAGONITE_TOKEN",
 )
 MASK = "[redacted]"
-_AUTH = re.compile(r"(?i)\b(bearer|basic|token)(\s+|=)[A-Za-z0-9._~+/=-]{6,}")
-_URL_USER = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+_AUTH = re.compile(
+    r"(?i)\b((?:bearer|basic)\s+|(?:token|api[_-]?key|x-api-key|password|secret)\s*[:=]\s*)[A-Za-z0-9._~+/=-]{6,}"
+)
+_URL_USER = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s]*@")
 _KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
 _BIDI = {"\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f"}
 
@@ -35,7 +37,7 @@ def redacted(text: str, secrets: Iterable[str] = ()) -> str:
     for secret in (*secrets, *(os.environ.get(name) or "" for name in SECRET_VARIABLES)):
         if secret and len(secret) >= 6:
             text = text.replace(secret, MASK)
-    text = _AUTH.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    text = _AUTH.sub(lambda m: f"{m.group(1)}{MASK}", text)
     text = _URL_USER.sub(lambda m: f"{m.group(1)}{MASK}@", text)
     return _KEY.sub("sk-" + MASK, text)
 

@@ -12,7 +12,8 @@ import gc
 import json
 import logging
 import threading
-from typing import Any, AsyncGenerator, Callable, Generator, Optional, Sequence
+import time
+from typing import Any, AsyncGenerator, Callable, Generator, Iterator, Optional, Sequence
 
 from llama_index.core.llms.llm import LLM
 
@@ -54,6 +55,9 @@ def llm_error(err: Exception) -> Exception:
     return err
 
 
+COLLECT_INTERVAL = 1.0  # seconds between two collections, however many answers are stopped
+
+
 class _Collector:
     """Runs ``gc.collect()`` on a thread of its own when asked; requests made meanwhile share one run.
 
@@ -76,19 +80,25 @@ class _Collector:
         self._wanted.set()
 
     def _run(self) -> None:
+        last = 0.0
         while True:
             self._wanted.wait()
+            time.sleep(max(0.0, last + COLLECT_INTERVAL - time.monotonic()))  # a full collection holds the GIL
             self._wanted.clear()
             gc.collect()
+            last = time.monotonic()
 
 
 _collector = _Collector()
 
 
-def close_stream(deltas: Generator) -> None:
-    """Stop an answer's stream early: close its generator and have its HTTP response collected."""
-    deltas.close()
-    _collector.request()
+def close_stream(deltas: Iterator[str]) -> None:
+    """Stop an answer's stream early: close its generator (a plain iterator has nothing to close) and
+    have its HTTP response collected."""
+    close = getattr(deltas, "close", None)
+    if close is not None:
+        close()
+        _collector.request()
 
 
 def _malformed(turn: TurnResult, err: Exception) -> str:
@@ -128,6 +138,7 @@ def stream_llm(llm: LLM, prompt: str, turn: TurnResult) -> Generator[str, None, 
                 yield valid_unicode(chunk.delta)
     except MALFORMED as err:  # keep what arrived; the warning says the rest was garbled
         _malformed(turn, err)
+        turn.truncated = True
         return
     except Exception as err:
         raise llm_error(err) from err
@@ -144,6 +155,7 @@ async def astream_llm(llm: LLM, prompt: str, turn: TurnResult) -> AsyncGenerator
                 yield valid_unicode(chunk.delta)
     except MALFORMED as err:
         _malformed(turn, err)
+        turn.truncated = True
         return
     except Exception as err:
         raise llm_error(err) from err

@@ -79,8 +79,9 @@ class RagoniteChatResponse(_TurnView, AgentChatResponse):
 class RagoniteStreamingChatResponse(_TurnView, StreamingAgentChatResponse):
     """Streams the answer; ``turn`` (citations, follow-ups) is complete once the stream is consumed.
 
-    ``cancel()`` (from any thread) stops the answer at the next delta: the LLM's stream is closed,
-    which closes its HTTP connection, and the partial answer is kept with ``turn.truncated``.
+    ``cancel()`` (from any thread) stops a ``stream_chat`` answer at the next delta: the LLM's stream
+    is closed, which closes its HTTP connection, and the partial answer is kept with ``turn.truncated``.
+    An ``astream_chat`` answer is stopped the asyncio way, by cancelling the task that reads it.
     """
 
     turn: TurnResult = field(default_factory=TurnResult)

@@ -171,13 +171,13 @@ def sync_confluence(
     if not isinstance(store, EvidenceStore):
         store = EvidenceStore(store, **store_kwargs)
     client = ConfluenceClient(url, **(limits or {}))
-    reader = ConfluenceStorageReader(
-        client=client, space_key=space_key, page_ids=list(page_ids), cql=cql, include_children=include_children
-    )
     try:
+        reader = ConfluenceStorageReader(
+            client=client, space_key=space_key, page_ids=list(page_ids), cql=cql, include_children=include_children
+        )
         return ConfluenceSync(store, reader).run(show_progress, allow_removal, remove_missing)
     finally:
-        reader.client.close()
+        client.close()
 
 
 # -- `ragonite index confluence` ----------------------------------------------------------------
@@ -235,6 +235,11 @@ def confluence_index_command(args: Any, parser: Any, contextualizer: Any, **stor
     limits = dict(
         request_deadline=args.request_deadline, run_deadline=args.run_deadline, max_requests=args.max_requests
     )
+    for option, value in (("--request-deadline", args.request_deadline), ("--run-deadline", args.run_deadline)):
+        if value is not None and not 0 < value < float("inf"):  # nan too
+            raise ValueError(f"{option} must be a positive number of seconds, not {value}")
+    if args.max_requests < 1:
+        raise ValueError("--max-requests must be at least 1")
     report = sync_confluence(
         args.store,
         **scope,

@@ -22,6 +22,7 @@ from typing import Iterable, List, Set, Union
 from llama_index.core.schema import Document
 
 from llama_index_ragonite.errors import PageLoadError
+from llama_index_ragonite.text import valid_unicode
 
 logger = logging.getLogger(__name__)
 
@@ -78,13 +79,15 @@ def load_json_page(path: StrPath) -> Document:
         record = json.loads(read_text(path))
     except json.JSONDecodeError as err:
         raise PageLoadError(f"{display_path(path)}: not valid JSON ({err})") from None
+    except RecursionError:
+        raise PageLoadError(f"{display_path(path)}: JSON nested too deeply to be a page") from None
     if not isinstance(record, dict) or not isinstance(record.get("content"), str):
         raise PageLoadError(
             f"{display_path(path)}: expected a JSON object with a string 'content' field (page HTML); not a page"
         )
     metadata = {k: clean_text(str(record[k])) for k in _PAGE_METADATA if record.get(k) is not None}
     doc_id = clean_text(str(record.get("id") or "")) or display_path(path.stem)
-    return Document(id_=doc_id, text=record["content"], metadata=metadata)
+    return Document(id_=doc_id, text=valid_unicode(record["content"]), metadata=metadata)
 
 
 def load_html_page(path: StrPath, root: Union[StrPath, None] = None) -> Document:

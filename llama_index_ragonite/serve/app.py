@@ -108,9 +108,7 @@ def create_app(config: ServeConfig, sessions: Optional[Sessions] = None) -> Any:
 
     if STATIC.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    return SecurityMiddleware(
-        app, config.tokens, docs_csp=lambda: _docs_page()[1], host_names=config.host_names(), port=config.port
-    )
+    return SecurityMiddleware(app, config.tokens, docs_csp=lambda: _docs_page()[1], host_names=config.host_names())
 
 
 def serve(config: ServeConfig, log_level: str = "info") -> None:

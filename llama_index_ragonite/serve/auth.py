@@ -59,24 +59,18 @@ class SecurityMiddleware:
         tokens: List[str],
         docs_csp: Callable[[], str],
         host_names: Iterable[str] = LOOPBACK_NAMES,
-        port: Optional[int] = None,
     ) -> None:
         self.app, self.tokens, self.docs_csp = app, list(tokens), docs_csp
-        self.host_names, self.port = frozenset(host_names), port
+        self.host_names = frozenset(host_names)
 
-    def known_origin(self, origin: str) -> bool:
-        """Whether an ``Origin`` header is a page of this server: a known name and, for a loopback
-        name, this server's port (another program on the same machine is another site)."""
+    def known_origin(self, origin: str, host: str) -> bool:
+        """Whether an ``Origin`` header is a page of this server: a known name and, on a loopback name,
+        the very origin the request went to (its Host header: another program on the same machine is
+        another site, while a tunnel or port mapping keeps Origin and Host alike)."""
         parts = urlsplit(origin) if "//" in origin else None
         if parts is None or not self.known_host(parts.netloc):
             return False
-        if self.port is None or not _is_loopback(parts.hostname):
-            return True
-        try:
-            port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-        except ValueError:
-            return False
-        return port == self.port
+        return not _is_loopback(parts.hostname) or parts.netloc.lower() == host.strip().lower()
 
     def known_host(self, header: str) -> bool:
         """Whether a Host header (``name[:port]``, ``[v6]:port``) names this server."""
@@ -106,7 +100,7 @@ class SecurityMiddleware:
             await _error(send, 400, "Unknown Host header: this server answers only to its own names", "host")
             return
         origin = headers.get("origin")
-        if origin is not None and not self.known_origin(origin):
+        if origin is not None and not self.known_origin(origin, headers.get("host", "")):
             await _error(send, 403, "Requests from another site's pages are refused (Origin header)", "host")
             return
         cookies = _cookies(headers.get("cookie", ""))

@@ -221,7 +221,9 @@ class ServeConfig:
         return Path(self.history) if self.history else default_history_file(self.domains[self.default_domain])
 
 
-_HOST_NAME = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[0-9a-fA-F:]*:[0-9a-fA-F:.]+|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$")
+_HOST_NAME = re.compile(
+    r"^(\[[0-9a-fA-F:.]+\]|[0-9a-fA-F:]*:[0-9a-fA-F:.]+|[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?)$"
+)
 
 
 def check_token(token: str) -> None:

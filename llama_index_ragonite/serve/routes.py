@@ -170,6 +170,8 @@ async def stream_message(request: Request, conversation_id: ConversationId, body
         except Exception as err:  # the stream has started: the error is its last event
             await queue.put(("error", error_payload(err)[1]))
         finally:
+            while stop.abandoned is not None and stop.abandoned.is_alive():  # it still holds a thread and the LLM
+                await asyncio.sleep(0.2)
             turn_slots.give_back(owner)
 
     async def watch_disconnect() -> None:

@@ -23,7 +23,7 @@ from llama_index.core.base.llms.types import MessageRole
 from llama_index_ragonite.chat.chat_store import SQLiteChatStore, UnknownConversationError
 from llama_index_ragonite.chat.completion import LLMQuestionCompleter, OfflineQuestionCompleter
 from llama_index_ragonite.chat.engine import RagoniteChatEngine
-from llama_index_ragonite.chat.responses import truncated_message
+from llama_index_ragonite.chat.responses import truncated_message, without_truncated
 from llama_index_ragonite.errors import ChatStoreError
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.models.extractive import ExtractiveAnswerer
@@ -48,7 +48,7 @@ class TooManyConversations(ValueError):
 
 def public_spec(spec: str) -> str:
     """An LLM spec as users may see it: no credentials in its URL, no query string."""
-    return re.sub(r"\?[^@\s]*$", "", redacted(spec)) if "://" in spec else spec
+    return re.sub(r"[?#].*$", "", redacted(spec)) if "://" in spec else spec
 
 
 class HistoryGoneError(ChatStoreError):
@@ -170,13 +170,14 @@ class Sessions:
         self.check_files()
         settings = self.check_settings(self.default_settings(domain))
         cap = self.config.max_conversations_per_user
-        if self.records.count(owner) >= cap:
-            raise TooManyConversations(
-                f"You have {cap:,} conversations, as many as this server keeps per user: purge some first"
-            )
         conversation_id = uuid.uuid4().hex
-        self.chat_store.set_messages(conversation_id, [])  # listed from now on
-        self.records.add(conversation_id, owner, settings)
+        with self._lock:  # count and add together: concurrent creates cannot pass the cap
+            if self.records.count(owner) >= cap:
+                raise TooManyConversations(
+                    f"You have {cap:,} conversations, as many as this server keeps per user: purge some first"
+                )
+            self.chat_store.set_messages(conversation_id, [])  # listed from now on
+            self.records.add(conversation_id, owner, settings)
         return self.conversation(owner, conversation_id)
 
     def owned(self, owner: str, conversation_id: str) -> Dict[str, Any]:
@@ -278,7 +279,7 @@ class Sessions:
         settings = self.owned(owner, conversation_id)["settings"]
         with self.conversation_lock(conversation_id):
             engine, completer = self.engine(conversation_id, settings)
-            history = engine.memory.get()
+            history = without_truncated(engine.memory.get())  # what the engine itself reads
             started = time.perf_counter()
             with TurnTrace.collecting() as events:
                 if on_delta is None:
@@ -311,8 +312,12 @@ class Sessions:
             while True:
                 if stop.should_stop():
                     response.cancel()  # the writer stops at the next delta, closing the LLM's stream
-                if response.cancelled.is_set() and stop.grace_over():
-                    return response, self._abandon(engine, conversation_id, response, streamed)
+                if (
+                    response.cancelled.is_set()
+                    and stop.grace_over()
+                    and self._abandoned(engine, response, streamed, stop)
+                ):
+                    return response, streamed
                 try:
                     delta = response.queue.get(timeout=0.05)
                 except Empty:
@@ -334,19 +339,26 @@ class Sessions:
             raise
         return response, response.response or streamed
 
-    def _abandon(self, engine: RagoniteChatEngine, conversation_id: str, response, streamed: str) -> str:
-        """Store ``streamed`` as the truncated answer of an LLM that stalled after the turn was stopped.
+    def _abandoned(self, engine: RagoniteChatEngine, response, streamed: str, stop: TurnStop) -> bool:
+        """Store ``streamed`` as the truncated answer of an LLM that stalled after the turn was stopped;
+        False when the writer thread stored its answer meanwhile (the turn then ends as usual).
 
-        The writer thread may still be waiting for the LLM (its connection closes at the next
-        chunk or at the LLM's read timeout): its memory is shut so that it can never append to
-        the conversation after the next turn began.
+        The writer may still be waiting for the LLM (its connection closes at the next chunk or at the
+        LLM's read timeout): its memory is shut so that it can never append to the conversation after
+        the next turn began, and ``stop.abandoned`` names it, so the route holds the user's turn slot
+        until it has ended.
         """
-        engine.memory.shut()
-        turn = response.turn
-        turn.truncated = True
-        turn.warn("The turn was stopped before the answer was finished: the answer is incomplete.")
-        self.chat_store.add_message(conversation_id, truncated_message(streamed))
-        return streamed
+        conversation_id = engine.memory.chat_store_key
+
+        def store() -> None:
+            self.chat_store.add_message(conversation_id, truncated_message(streamed))
+
+        if not engine.memory.shut_unless_written(2, store):  # 1: the question, 2: the writer's answer
+            return False
+        stop.abandoned = response.write_response_to_history_thread
+        response.turn.truncated = True
+        response.turn.warn("The turn was stopped before the answer was finished: the answer is incomplete.")
+        return True
 
     def stored_turn(self, owner: str, conversation_id: str, number: int):
         """(turn JSON, evidences, settings) of a stored turn."""

@@ -15,7 +15,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import PrivateAttr
@@ -41,6 +41,7 @@ class TurnStop:
     grace: float = STOP_GRACE_SECONDS
     timed_out: bool = False
     stopped_at: Optional[float] = None
+    abandoned: Optional[threading.Thread] = None  # a writer thread still waiting for a stalled LLM
 
     @classmethod
     def within(cls, seconds: float) -> "TurnStop":
@@ -61,25 +62,38 @@ class TurnStop:
 
 
 class TurnMemory(ChatMemoryBuffer):
-    """``ChatMemoryBuffer`` that ignores writes once ``shut()`` (reads keep working)."""
+    """``ChatMemoryBuffer`` whose writes can be shut off: ``shut_unless_written(n, then)`` runs ``then``
+    and ignores every later write, unless ``n`` writes were made already (one lock for both, so a
+    writer thread can never slip an answer in beside the one ``then`` stores). Reads keep working."""
 
     _shut: bool = PrivateAttr(default=False)
+    _writes: int = PrivateAttr(default=0)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @classmethod
     def class_name(cls) -> str:
         return "TurnMemory"
 
-    def shut(self) -> None:
-        self._shut = True
+    def shut_unless_written(self, writes: int, then: Callable[[], None]) -> bool:
+        """Shut the memory and run ``then``; False (nothing done) when ``writes`` writes happened already."""
+        with self._lock:
+            if self._writes >= writes:
+                return False
+            self._shut = True
+            then()
+            return True
+
+    def _write(self, write: Callable[[], None]) -> None:
+        with self._lock:
+            if not self._shut:
+                write()
+                self._writes += 1
 
     def put(self, message: ChatMessage) -> None:
-        if not self._shut:
-            super().put(message)
+        self._write(lambda: super(TurnMemory, self).put(message))
 
     def put_messages(self, messages: List[ChatMessage]) -> None:
-        if not self._shut:
-            super().put_messages(messages)
+        self._write(lambda: super(TurnMemory, self).put_messages(messages))
 
     def set(self, messages: List[ChatMessage]) -> None:
-        if not self._shut:
-            super().set(messages)
+        self._write(lambda: super(TurnMemory, self).set(messages))

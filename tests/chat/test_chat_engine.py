@@ -3,6 +3,7 @@
 import asyncio
 import json
 import re
+import time
 from typing import Any, List, Sequence
 
 import pytest
@@ -225,6 +226,36 @@ def test_streaming_yields_tokens_and_the_same_final_metadata(store):
     assert streamed.turn.cited == expected.turn.cited == [2]
     assert streamed.metadata["cited_node_ids"] == expected.metadata["cited_node_ids"]
     assert [m.content for m in chat.chat_history] == ["Who ranks evidences?", expected.response]
+
+
+class SlowLLM(ScriptedLLM):
+    """ScriptedLLM whose stream waits 50 ms between words."""
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
+        text = ""
+        for word in self._text(prompt).split(" "):
+            time.sleep(0.05)
+            text += word if not text else " " + word
+            yield CompletionResponse(text=text, delta=word if text == word else " " + word)
+
+
+def test_a_cancelled_stream_keeps_what_was_written_as_truncated_and_out_of_memory(store):
+    cancelled = RagoniteChatEngine(NothingRetriever(), llm=ScriptedLLM()).stream_chat("Anything?")
+    cancelled.cancel()  # an out-of-scope answer streams from a plain iterator: nothing to close, no error
+    "".join(cancelled.response_gen)
+    assert cancelled.exception is None
+    chat = engine(store, llm=SlowLLM(prompts=[], answer="Alice parses wiki pages and Bob ranks them [Source 1]."))
+    streamed = chat.stream_chat("Who parses wiki pages?")
+    words = streamed.response_gen
+    first = next(words)
+    streamed.cancel()
+    rest = "".join(words)
+    assert streamed.turn.truncated and "stopped before the answer was finished" in streamed.turn.warning
+    assert "ranks them" not in first + rest
+    assert chat.chat_history[-1].additional_kwargs.get("truncated") is True
+    follow_up = chat.chat("And who ranks?")
+    assert follow_up.turn.prompts["answer"].count("User:") == 1  # the broken-off exchange is no memory
 
 
 def test_streaming_with_no_evidence_streams_the_out_of_scope_sentence():

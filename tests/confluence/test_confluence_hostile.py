@@ -216,7 +216,7 @@ def test_a_pagination_loop_ends_the_listing(stub, shape):
 
     stub.hostile = on_listings(change)
     c = client(stub)
-    seen = "the same results again" if shape == "itself" else "a listing page already read"  # ids, or the URL
+    seen = "a listing page already read"  # the URL repeats (a page of ids listed before may be a wiki being edited)
     raises(f"space AUR: pagination loop: .*{seen}", list, c.space_pages("AUR", "version"))
     assert c.requests["list"] == 3
 

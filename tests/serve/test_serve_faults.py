@@ -92,6 +92,8 @@ def test_a_request_from_another_sites_page_is_refused(server):
             assert refused.status_code == 403 and refused.json()["kind"] == "host", origin
         assert client.get("/api/conversations").json() == []
         assert client.post("/api/conversations", json={}, headers={"Origin": server.url}).status_code == 201
+        tunnel = {"Host": "localhost:9999", "Origin": "http://localhost:9999"}  # ssh -L 9999:127.0.0.1:PORT
+        assert client.post("/api/conversations", json={}, headers=tunnel).status_code == 201
 
 
 @pytest.mark.fault(
@@ -349,8 +351,17 @@ def test_a_turn_whose_llm_stalls_is_given_up_when_the_client_leaves(server, clea
         wait_until(lambda: len(stored_turns(client, cid)) == 1, 5)
         assert time.monotonic() - started < 2.0
         assert stored_turns(client, cid)[0]["truncated"] is True
-        answered = client.post(f"/api/conversations/{cid}/messages", json={"message": "Who owns the OTA server?"})
-        assert answered.status_code == 200, answered.text
+        # the stalled LLM request still holds a thread: the user's slot stays taken until it ends
+        clean_stub.script(slow_stream(200, 0.05))
+        other = conversation(client, llm="stub")
+        held = Stream(client, other, "Who owns the OTA server?")  # the user's second (last) slot
+        try:
+            assert held.status == 200
+            assert client.post(f"/api/conversations/{cid}/messages", json={"message": "x?"}).status_code == 429
+        finally:
+            held.close()
+        ask = lambda: client.post(f"/api/conversations/{cid}/messages", json={"message": "Who owns the OTA server?"})  # noqa: E731
+        wait_until(lambda: ask().status_code == 200, 10)  # the closed stream's slot comes back when its turn ends
     wait_until(lambda: clean_stub.open_requests == 0, 15)  # a stalled LLM's connection ends when it answers
 
 

@@ -302,13 +302,13 @@ class ConfluenceClient:
         ``start``/``limit`` until a short page.
 
         Each result must be an object with a numeric ``id``. A listing ends with a
-        ``ConfluenceError`` when it loops (a ``next`` that leads to a page already read, or a page
-        whose results were all listed before: a server that ignores ``start``) or runs past
-        ``max_listing_pages`` pages."""
+        ``ConfluenceError`` when it loops (a ``next`` that leads to a page already read, or two pages
+        in a row whose results were all listed before: a server that ignores ``start``) or runs past
+        ``max_listing_pages`` pages. A result listed before is not yielded again."""
         what = what or "Confluence"
         params = {"limit": self.page_limit, "start": 0, **params}
         url: Optional[str] = self._absolute(path)
-        read, listed = set(), set()
+        read, listed, repeats = set(), set(), 0
         while url:
             key = str(httpx.URL(url, params=params)) if params else url
             if key in read:
@@ -322,10 +322,11 @@ class ConfluenceClient:
             self._note_base(data, what)
             results = get_field(data, "results", list, what, [])
             ids = [content_id(result, what, f"results[{i}]") for i, result in enumerate(results)]
-            if ids and listed.issuperset(ids):
+            repeats = repeats + 1 if ids and listed.issuperset(ids) else 0  # once: an edit shifted the listing
+            if repeats >= 2:
                 raise ConfluenceError(f"{what}: pagination loop: {self.url} answered the same results again")
+            yield from (result for result, i in zip(results, ids) if i not in listed)
             listed.update(ids)
-            yield from results
             next_link = get_field(data, "_links.next", str, what)
             full = bool(results) and len(results) >= get_field(data, "limit", int, what, 0)
             if next_link:
