@@ -312,6 +312,33 @@ def test_a_dripping_answer_meets_the_request_deadline(stub):
 
 
 @fault(
+    "Confluence drips its status line and headers (one byte every 0.2 s: neither read timeout fires)",
+    "ConfluenceError naming the request deadline, within the deadline plus a moment; the client stays usable",
+)
+def test_dripping_headers_meet_the_request_deadline(stub):
+    def drip(handler, status, payload):
+        handler.close_connection = True
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + b"X-Padding: " + b"x" * 500 + b"\r\n\r\n"
+        try:
+            for byte in head:
+                if stub.stopping.wait(0.2):
+                    return SENT
+                handler.wfile.write(bytes([byte]))
+                handler.wfile.flush()
+        except OSError:
+            pass  # the client gave up
+        return SENT
+
+    stub.hostile = drip
+    c = client(stub, timeout=1.0, request_deadline=1.5)
+    began = time.monotonic()
+    raises(r"page 1002: .* did not finish its answer within the request deadline \(1.5 s\)", c.page, "1002", "")
+    assert time.monotonic() - began < 1.5 + 0.5 and c.requests["page"] == 1  # not retried
+    stub.hostile = None
+    assert c.page("1003", "")["id"] == "1003"  # the client goes on
+
+
+@fault(
     "Confluence accepts the connection and never answers",
     "read timeout, bounded retries, then ConfluenceError naming the timeout",
 )

@@ -22,7 +22,6 @@ loop-checked, requests and runs have deadlines, bodies a size cap, and every fie
 from __future__ import annotations
 
 import base64
-import email.utils
 import json
 import logging
 import os
@@ -33,8 +32,15 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import httpx
 
 from llama_index_ragonite.errors import ConfluenceAuthError, ConfluenceError, ConfluenceNotFoundError
-from llama_index_ragonite.parsing.confluence.shapes import checked_page_id, content_id, expect, get_field
-from llama_index_ragonite.redaction import one_line
+from llama_index_ragonite.parsing.confluence.shapes import (
+    checked_page_id,
+    content_id,
+    expect,
+    get_field,
+    retry_after_seconds,
+    server_message,
+)
+from llama_index_ragonite.parsing.confluence.watchdog import Watchdog
 
 logger = logging.getLogger(__name__)
 
@@ -207,25 +213,33 @@ class ConfluenceClient:
             deadline, which = run_end, f"run deadline ({self.run_deadline:g} s)"
         timeout = min(self.timeout, max(deadline - time.monotonic(), 0.001))
         request = self._http.build_request("GET", url, params=params, timeout=timeout)
-        response = self._http.send(request, stream=True)
-        try:
-            declared = response.headers.get("Content-Length", "")
-            if declared.isdigit() and int(declared) > self.max_response_bytes:
-                raise self._too_big(what, f"announced {int(declared):,} bytes")
-            chunks: List[bytes] = []
-            size = 0
-            for chunk in _decoded(response, what, self.url):
-                size += len(chunk)
-                if size > self.max_response_bytes:
-                    raise self._too_big(what, "sent more")
-                if time.monotonic() > deadline:
-                    raise ConfluenceError(
-                        f"{what}: {self.url} did not finish its answer within the {which}; given up "
-                        f"after {size:,} bytes"
-                    )
-                chunks.append(chunk)
-        finally:
-            response.close()
+        late = ConfluenceError(f"{what}: {self.url} did not finish its answer within the {which}; given up")
+        with Watchdog(self._http, deadline - time.monotonic()) as watchdog:  # the headers, however slow
+            try:
+                response = self._http.send(request, stream=True)
+            except (httpx.TransportError, RuntimeError):
+                if watchdog.fired:
+                    raise late from None
+                raise
+            try:
+                declared = response.headers.get("Content-Length", "")
+                if declared.isdigit() and int(declared) > self.max_response_bytes:
+                    raise self._too_big(what, f"announced {int(declared):,} bytes")
+                chunks: List[bytes] = []
+                size = 0
+                for chunk in _decoded(response, what, self.url):
+                    if time.monotonic() > deadline:
+                        raise late
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size > self.max_response_bytes:
+                        raise self._too_big(what, "sent more")
+            except (httpx.TransportError, ConfluenceError):
+                if watchdog.fired:
+                    raise late from None
+                raise
+            finally:
+                response.close()
         return response, b"".join(chunks)
 
     def _too_big(self, what: str, how: str) -> ConfluenceError:
@@ -256,7 +270,7 @@ class ConfluenceClient:
             )
 
     def _wait(self, attempt: int, retry_after: Optional[str], why: str, what: str = "Confluence") -> None:
-        seconds = _retry_after_seconds(retry_after)
+        seconds = retry_after_seconds(retry_after)
         if seconds is None or seconds != seconds:  # absent, unreadable or NaN
             seconds = self.backoff * 2**attempt
         seconds = min(max(seconds, 0.0), self.max_wait)
@@ -283,7 +297,7 @@ class ConfluenceClient:
         if status == 404:
             raise ConfluenceNotFoundError(f"{what}: not found at {self.url} (HTTP 404), or not visible to you")
         if status >= 300:
-            raise ConfluenceError(f"{what}: {self.url} answered HTTP {status}{_server_message(body, self._secrets)}")
+            raise ConfluenceError(f"{what}: {self.url} answered HTTP {status}{server_message(body, self._secrets)}")
         try:
             return json.loads(body)
         except UnicodeDecodeError:
@@ -423,28 +437,3 @@ def _decoded(response: httpx.Response, what: str, site: str) -> Iterator[bytes]:
     except httpx.DecodingError:
         encoding = response.headers.get("Content-Encoding", "")
         raise ConfluenceError(f"{what}: {site} sent a body that cannot be decoded as {encoding!r}") from None
-
-
-def _retry_after_seconds(value: Optional[str]) -> Optional[float]:
-    """``Retry-After`` as seconds: a number, or an HTTP date (None when absent or unreadable)."""
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return when.timestamp() - time.time()
-
-
-def _server_message(body: bytes, secrets: Sequence[str]) -> str:
-    """The server's own ``message``, as one printable line with the credentials redacted (a server
-    may echo the request's headers; its text must not forge log lines or drive a terminal)."""
-    try:
-        message = json.loads(body).get("message")
-    except (ValueError, AttributeError, RecursionError):
-        return ""
-    return f": {one_line(str(message), secrets, limit=200)}" if message else ""

@@ -1,4 +1,5 @@
-"""Checked reads of Confluence's JSON answers: every field the connector uses, of the type it needs.
+"""Checked reads of Confluence's answers: every JSON field the connector uses, of the type it needs,
+the ``Retry-After`` header, and the server's own error message made safe to show.
 
 Why one module: a server, or a proxy in front of it, can answer JSON of any shape. Every field
 the connector reads goes through ``get_field`` (or ``content_id``), so a wrong shape is a
@@ -7,12 +8,16 @@ the connector reads goes through ``get_field`` (or ``content_id``), so a wrong s
 
 from __future__ import annotations
 
+import email.utils
+import json
 import re
-from typing import Any
+import time
+from typing import Any, Optional, Sequence
 
 from llama_index_ragonite.errors import ConfluenceError
+from llama_index_ragonite.redaction import one_line
 
-__all__ = ["checked_page_id", "content_id", "expect", "get_field"]
+__all__ = ["checked_page_id", "content_id", "expect", "get_field", "retry_after_seconds", "server_message"]
 
 _KINDS = {dict: "an object", list: "a list", str: "a string", int: "an integer"}
 _ID = re.compile(r"[0-9]{1,30}")
@@ -77,3 +82,28 @@ def checked_page_id(value: object) -> str:
     if not _ID.fullmatch(text):
         raise ValueError(f"Confluence page id {text[:40]!r}: a page id is digits (e.g. 123456)")
     return text
+
+
+def retry_after_seconds(value: Optional[str]) -> Optional[float]:
+    """``Retry-After`` as seconds: a number, or an HTTP date (None when absent or unreadable)."""
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return when.timestamp() - time.time()
+
+
+def server_message(body: bytes, secrets: Sequence[str]) -> str:
+    """The server's own ``message``, as one printable line with the credentials redacted (a server
+    may echo the request's headers; its text must not forge log lines or drive a terminal)."""
+    try:
+        message = json.loads(body).get("message")
+    except (ValueError, AttributeError, RecursionError):
+        return ""
+    return f": {one_line(str(message), secrets, limit=200)}" if message else ""
