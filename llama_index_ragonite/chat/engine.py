@@ -1,12 +1,12 @@
 """``RagoniteChatEngine``: complete the question, retrieve, answer with cited sources.
 
-One turn: the new message is completed into an intent-explicit question from the
-conversation (skipped on the first turn), the completed question is retrieved, the node
-postprocessors run, the top evidences are numbered ``### Source i ###`` in the answer
-prompt, and the answer cites ``[Source i]``. Citations are mapped back to the nodes they
-name. When no evidence is left, the answer is the exact out-of-scope sentence (never
-"Empty Response"). Every step fires an instrumentation event, so a trace shows
-the completed question, the lexical, dense and fused hits, the prompt and the answer.
+One turn: the new message is completed into an intent-explicit question from the conversation
+(skipped on the first turn), the completed question is retrieved, the node postprocessors run, the
+top evidences are numbered ``### Source i ###`` in the answer prompt (offline, the extractive
+synthesizer reads the nodes themselves: ``answering.py``), and the answer cites ``[Source i]``,
+mapped back to the nodes. With no evidence left the answer is the exact out-of-scope sentence
+(never "Empty Response"). Every step fires an instrumentation event, so a trace shows the
+completed question, the lexical, dense and fused hits, the prompt and the answer.
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.settings import Settings
 
+from llama_index_ragonite.chat.answering import Answering
 from llama_index_ragonite.chat.completion import OfflineQuestionCompleter, QuestionCompleter
 from llama_index_ragonite.chat.conversation_retrieval import TOPIC_KEY, ConversationRetrieval, topic_of
-from llama_index_ragonite.chat.llm_calls import acall_llm, aiter_items, astream_llm, call_llm, close_stream, stream_llm
+from llama_index_ragonite.chat.llm_calls import aiter_items, close_stream
 from llama_index_ragonite.chat.responses import (
     RagoniteChatResponse,
     RagoniteStreamingChatResponse,
@@ -125,6 +126,7 @@ class RagoniteChatEngine(BaseChatEngine):
         self._answer_prompt = answer_prompt
         self._top_k, self._complete_questions, self._follow_ups = top_k, complete_questions, follow_ups
         self._suggester = FollowUpSuggester(llm=None if _is_offline(self._llm) else self._llm, limit=follow_ups)
+        self._answering = Answering(self._llm)
         self._node_postprocessors = list(node_postprocessors or [])
         for postprocessor in self._node_postprocessors:
             postprocessor.callback_manager = self.callback_manager
@@ -196,9 +198,7 @@ class RagoniteChatEngine(BaseChatEngine):
     answer_prompt = property(attrgetter("_answer_prompt"), doc="The prompt the evidences are numbered in.")
     memory = property(attrgetter("_memory"), doc="The conversation so far (token-limited).")
 
-    @property
-    def chat_history(self) -> List[ChatMessage]:
-        return self._memory.get_all()
+    chat_history = property(lambda self: self._memory.get_all(), doc="Every message of the conversation.")
 
     def reset(self) -> None:
         self._memory.reset()
@@ -274,7 +274,7 @@ class RagoniteChatEngine(BaseChatEngine):
         with self._synthesize_event(turn) as event:
             if nodes:
                 turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-                text = call_llm(self._llm.complete, turn.prompts["answer"], turn)
+                text = self._answering.text(turn, nodes)
                 suggested = self._suggester.ask(nodes, turn.completed_question, turn.language, turn.prompts)
                 answer = self._finish(turn, text, nodes, suggested)
             else:
@@ -305,7 +305,7 @@ class RagoniteChatEngine(BaseChatEngine):
         with self._synthesize_event(turn):  # ends when the stream is set up, as core's streaming synthesizers
             if nodes:
                 turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-                deltas = stream_llm(self._llm, turn.prompts["answer"], turn)
+                deltas = self._answering.deltas(turn, nodes)
             else:
                 deltas = iter([OUT_OF_SCOPE])
         self._memory.put(_user_message(message, nodes))
@@ -344,7 +344,7 @@ class RagoniteChatEngine(BaseChatEngine):
         with self._synthesize_event(turn) as event:
             if nodes:
                 turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-                text = await acall_llm(self._llm.acomplete, turn.prompts["answer"], turn)
+                text = await self._answering.atext(turn, nodes)
                 suggested = await self._suggester.aask(nodes, turn.completed_question, turn.language, turn.prompts)
                 answer = self._finish(turn, text, nodes, suggested)
             else:
@@ -375,7 +375,7 @@ class RagoniteChatEngine(BaseChatEngine):
         with self._synthesize_event(turn):
             if nodes:
                 turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-                deltas = astream_llm(self._llm, turn.prompts["answer"], turn)
+                deltas = self._answering.adeltas(turn, nodes)
             else:
                 deltas = aiter_items([OUT_OF_SCOPE])
         await self._memory.aput(_user_message(message, nodes))

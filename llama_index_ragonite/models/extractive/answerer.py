@@ -1,10 +1,9 @@
 """``ExtractiveAnswerer``: the offline, deterministic answerer of the embedded default.
 
-Why it exists: a new user must get cited answers with no API key and no model download.
-It is a LlamaIndex ``CustomLLM`` that reads the answer prompt, picks the evidence units
-(table rows, list items, sentences) that best answer the question and quotes them, after a
-label that says the answer is extractive (``label``, default "Extractive answer: "). When the
-units match the question too weakly the answer is exactly ``prompts.OUT_OF_SCOPE``.
+Why it exists: a new user must get cited answers with no API key and no model download. It is a
+LlamaIndex ``CustomLLM`` that reads the answer prompt, picks the evidence units (table rows, list
+items, sentences) that best answer the question and quotes them, after a label that says the
+answer is extractive (``label``). Units that match too weakly give exactly ``prompts.OUT_OF_SCOPE``.
 
 Which prompts it reads:
 
@@ -24,21 +23,21 @@ Which prompts it reads:
   ``OfflineQuestionCompleter``).
 
 Response synthesizers call ``predict``/``stream`` with the template and its variables; the
-answerer keeps those variables for the call (a context variable, so concurrent calls never
-mix) and reads them directly; ``chat`` reads its messages the same way. Plain strings
-(``complete``) are matched against the stock templates and the ones given in ``templates``.
+answerer keeps those variables for the call (a context variable, so concurrent calls never mix)
+and reads them directly; ``chat`` reads its messages the same way. Plain strings (``complete``)
+are matched against the stock templates and ``templates``. With nodes at hand no prompt is
+needed: ``ExtractiveSynthesizer`` reads them and calls ``answer_sources``, where every path ends.
 
 The algorithm, one module per step, with one small class around them:
 
 1. ``prompt.parse_prompt`` / ``templates``: the sources (topic: ``Page:``/``Section:`` lines;
    raw evidence) and the question.
-2. ``units.split_units``: each evidence into rows, list items and sentences; a lead-in that
-   ends its evidence ("… including:") is quoted with the list it announces (``continued_lead_ins``).
+2. ``units.split_units``: evidences into rows, list items and sentences; a lead-in ("… including:") is
+   quoted with the list it announces (``continued_lead_ins``).
 3. ``scoring.score_units``: IDF-weighted share of the question's content words in a unit,
    plus identifiers matched verbatim, damped for units that restate the question.
-   Optionally mixed with the cosine similarity of question and unit embeddings
-   (``embed_model``), which lifts German questions over English pages (measured on
-   ConfQuestions; it costs one embedding per new unit).
+   Optionally mixed with the cosine similarity of question and unit embeddings (``embed_model``),
+   which lifts German questions over English pages (ConfQuestions; one embedding per new unit).
    A question in another language than the sources mixes in the embedded multilingual
    default for its best candidates (``cross_lingual``); context sentences weigh ``context_weight``;
    units without the date, duration or number a question asks for weigh ``type_weight``
@@ -111,7 +110,7 @@ _TOPIC_CACHE_SIZE = 4_096  # topics of recent answers: a refine or tree_summariz
 _VARIABLES: ContextVar[Optional[Dict[str, Any]]] = ContextVar("ragonite_template_variables", default=None)
 
 
-def _stream_pieces(text: str) -> Iterator[str]:
+def stream_pieces(text: str) -> Iterator[str]:
     """Word-by-word deltas (each word with its following whitespace), concatenating to ``text``."""
     yield from re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
 
@@ -222,10 +221,13 @@ class ExtractiveAnswerer(CustomLLM):
         sources = [self._with_topic(s) if s.earlier_answer else s for s in request.sources]
         if request.existing_answer:
             return self._refine(request, sources)
-        units, chosen = self._select(request.question, sources)
-        if not chosen:
-            return OUT_OF_SCOPE
-        return self._compose(units, chosen, request)
+        return self.answer_sources(request.question, sources, request.numbered)
+
+    def answer_sources(self, question: str, sources: Sequence[PromptSource], numbered: bool = True) -> str:
+        """The answer to ``question`` from ``sources`` (numbered: cited ``[Source i]``), or ``OUT_OF_SCOPE``."""
+        units, chosen = self._select(question, sources)
+        request = TemplateRequest(question, list(sources), numbered)
+        return self._compose(units, chosen, request) if chosen else OUT_OF_SCOPE
 
     def read_request(self, prompt: str, variables: Optional[Dict[str, Any]] = None) -> TemplateRequest:
         """What the prompt asks: from the template variables, our ``### Source`` format, or a known template."""
@@ -443,6 +445,6 @@ async def _async(responses: Iterator[Any]) -> AsyncIterator[Any]:
 
 def _streamed(text: str) -> CompletionResponseGen:
     so_far = ""
-    for piece in _stream_pieces(text):
+    for piece in stream_pieces(text):
         so_far += piece
         yield CompletionResponse(text=so_far, delta=piece)

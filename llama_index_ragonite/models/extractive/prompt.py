@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import List, Tuple
 
 from llama_index_ragonite.parsing.contextualizer import NEIGHBOUR_LABELS
-from llama_index_ragonite.prompts import unquote_evidence
+from llama_index_ragonite.prompts import quote_evidence, unquote_evidence
 
 _HEADER_LINE = re.compile(r"^###\s*Source\s+(\d+)\s*###\s*$")
 _SEPARATOR = re.compile(r"^-{3,}\s*$")
@@ -94,6 +94,17 @@ def _source(number: int, text: str) -> PromptSource:
     )
 
 
+def plain_question(text: str) -> str:
+    """A question as the answerer reads it: terminal codes as spaces, whitespace collapsed."""
+    return " ".join(_TERMINAL_CODES.sub(" ", text).split())
+
+
+def node_source(number: int, view: str) -> PromptSource:
+    """Source ``number`` read from a node's LLM view, exactly as from that node numbered in a prompt
+    (``prompts.format_sources`` quotes the view; the source is read back from it)."""
+    return _source(number, quote_evidence(view.strip()))
+
+
 def _header_lines(lines: List[str]) -> List[int]:
     """Indices of the ``### Source N ###`` lines numbered 1, 2, 3, … in sequence."""
     starts: List[int] = []
@@ -138,5 +149,5 @@ def parse_prompt(prompt: str) -> ParsedPrompt:
     if not users:
         return ParsedPrompt(sources=sources, question="")
     history = [lines[j].strip() for j, _ in turns if end <= j < q_line]
-    question = " ".join(_TERMINAL_CODES.sub(" ", _TURN.match(lines[q_line]).group(2)).split())
+    question = plain_question(_TURN.match(lines[q_line]).group(2))
     return ParsedPrompt(sources=sources, question=question, history=history)

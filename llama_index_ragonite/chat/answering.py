@@ -1,0 +1,56 @@
+"""The answer step of a turn: nodes in, answer out.
+
+With the offline default the ``ExtractiveSynthesizer`` reads the retrieved nodes themselves; an LLM
+gets the answer prompt (the paper's, with the numbered sources), through ``llm_calls`` (clear
+errors, garbled output warned, broken-off streams marked). Either way the prompt is kept in the
+turn's trace: it is what an LLM reads, and what the offline answer is equivalent to.
+"""
+
+from __future__ import annotations
+
+from typing import AsyncIterator, Iterator, Optional, Sequence
+
+from llama_index.core.llms.llm import LLM
+from llama_index.core.schema import MetadataMode, NodeWithScore
+
+from llama_index_ragonite.chat.llm_calls import acall_llm, aiter_items, astream_llm, call_llm, stream_llm
+from llama_index_ragonite.chat.responses import TurnResult
+from llama_index_ragonite.models.extractive import ExtractiveAnswerer
+from llama_index_ragonite.models.extractive.answerer import stream_pieces
+from llama_index_ragonite.models.extractive.synthesizer import ExtractiveSynthesizer
+
+__all__ = ["Answering"]
+
+
+class Answering:
+    """How one engine answers: ``text``/``deltas`` (and their async forms) for a turn and its nodes."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+        self.synthesizer: Optional[ExtractiveSynthesizer] = (
+            ExtractiveSynthesizer(answerer=llm) if isinstance(llm, ExtractiveAnswerer) else None
+        )
+
+    def _offline(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> str:
+        views = [n.node.get_content(metadata_mode=MetadataMode.LLM) for n in nodes]
+        return self.synthesizer.answer(turn.completed_question, views)
+
+    def text(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> str:
+        if self.synthesizer is not None:
+            return self._offline(turn, nodes)
+        return call_llm(self.llm.complete, turn.prompts["answer"], turn)
+
+    async def atext(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> str:
+        if self.synthesizer is not None:
+            return self._offline(turn, nodes)
+        return await acall_llm(self.llm.acomplete, turn.prompts["answer"], turn)
+
+    def deltas(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> Iterator[str]:
+        if self.synthesizer is not None:
+            return stream_pieces(self._offline(turn, nodes))
+        return stream_llm(self.llm, turn.prompts["answer"], turn)
+
+    def adeltas(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> AsyncIterator[str]:
+        if self.synthesizer is not None:
+            return aiter_items(list(stream_pieces(self._offline(turn, nodes))))
+        return astream_llm(self.llm, turn.prompts["answer"], turn)
