@@ -51,10 +51,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--max-turns-per-user",
         type=int,
         default=4,
+        metavar="N",
         help="turns one user may run at once (default: %(default)s; 429 beyond)",
     )
     limits.add_argument(
-        "--max-turns", type=int, default=32, help="turns all users may run at once (default: %(default)s; 429 beyond)"
+        "--max-turns",
+        type=int,
+        default=32,
+        metavar="N",
+        help="turns all users may run at once (default: %(default)s; 429 beyond)",
     )
     limits.add_argument(
         "--turn-deadline",
