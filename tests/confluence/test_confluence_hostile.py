@@ -333,7 +333,7 @@ def test_dripping_headers_meet_the_request_deadline(stub):
     c = client(stub, timeout=1.0, request_deadline=1.5)
     began = time.monotonic()
     raises(r"page 1002: .* did not finish its answer within the request deadline \(1.5 s\)", c.page, "1002", "")
-    assert time.monotonic() - began < 1.5 + 0.5 and c.requests["page"] == 1  # not retried
+    assert time.monotonic() - began < 1.5 + 1.0 and c.requests["page"] == 1  # not retried (without the watchdog: 100 s)
     stub.hostile = None
     assert c.page("1003", "")["id"] == "1003"  # the client goes on
 
