@@ -12,8 +12,10 @@ the attribution measures the evidences, not a change of prompt. The result goes 
 
 (``as_query_engine`` reads ``Settings.llm`` unless ``llm=`` is given, even with a synthesizer.)
 
-Refused at construction, with what to do instead: a streaming synthesizer (attribution needs
-the whole answer) and a synthesizer whose templates take the question but not the evidences
+A synthesizer that answers from the nodes without a template (``answers_from_nodes``, as
+``ExtractiveSynthesizer``) is taken as it is. Refused at construction, with what to do instead: a
+streaming synthesizer (attribution needs the whole answer) and a synthesizer whose templates take
+the question but not the evidences
 (a template without ``{context_str}``/``{context_msg}``, or no template at all as in ``no_text``:
 its answers cannot depend on them).
 """
@@ -46,6 +48,8 @@ def check_synthesizer(synthesizer: BaseSynthesizer) -> None:
             "AttributedSynthesizer needs the whole answer: use a synthesizer with streaming=False "
             "(or explain a streamed response afterwards with explain_response)"
         )
+    if getattr(synthesizer, "answers_from_nodes", False):  # no template: it reads the nodes themselves
+        return
     prompts = synthesizer.get_prompts()
     blind = [name for name, t in prompts.items() if not set(t.template_vars) & _CONTEXT_VARIABLES]
     if blind or not prompts:

@@ -50,3 +50,13 @@ def test_a_stock_query_engine_takes_it_sync_async_and_streaming():
     assert asyncio.run(engine.aquery("Who is the vet?")).response == answer.response
     streaming = RetrieverQueryEngine(Fixed(), response_synthesizer=ExtractiveSynthesizer(streaming=True))
     assert "".join(streaming.query("Who is the vet?").response_gen) == answer.response
+
+
+def test_it_is_attributed_inside_a_query_engine():
+    from llama_index_ragonite import AttributedSynthesizer
+
+    engine = RetrieverQueryEngine(Fixed(), response_synthesizer=AttributedSynthesizer(ExtractiveSynthesizer()))
+    answer = engine.query("Who is the vet?")
+    shares = [n.node.metadata["attribution_share"] for n in answer.source_nodes]
+    assert "Okafor" in answer.response and answer.metadata["attribution"]["complete"]
+    assert max(shares) == shares[1] > 0.9  # the counterfactual answers came from the same synthesizer

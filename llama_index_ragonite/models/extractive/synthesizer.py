@@ -25,6 +25,8 @@ __all__ = ["ExtractiveSynthesizer"]
 class ExtractiveSynthesizer(BaseSynthesizer):
     """``ExtractiveAnswerer`` over nodes (``answerer=``: a configured one; default: the embedded default's)."""
 
+    answers_from_nodes = True  # no template to inspect: its answers depend on the nodes (AttributedSynthesizer)
+
     def __init__(
         self,
         answerer: Optional[ExtractiveAnswerer] = None,
