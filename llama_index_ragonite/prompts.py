@@ -108,10 +108,12 @@ def _unquoted_line(line: str) -> str:
 
 def format_sources(nodes: Sequence[NodeWithScore]) -> str:
     """Number the evidences ``### Source i ###`` (1-based, in the given order) with their LLM view, quoted."""
-    return "\n\n".join(
-        f"{SOURCE_HEADER.format(i=i)}\n{quote_evidence(n.node.get_content(MetadataMode.LLM).strip())}"
-        for i, n in enumerate(nodes, 1)
-    )
+    return format_views([n.node.get_content(MetadataMode.LLM) for n in nodes])
+
+
+def format_views(views: Sequence[str]) -> str:
+    """``format_sources`` for the nodes' LLM views (what a response synthesizer is handed)."""
+    return "\n\n".join(f"{SOURCE_HEADER.format(i=i)}\n{quote_evidence(v.strip())}" for i, v in enumerate(views, 1))
 
 
 def format_stock_context(nodes: Sequence[NodeWithScore]) -> str:

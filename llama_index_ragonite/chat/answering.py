@@ -17,7 +17,7 @@ from llama_index_ragonite.chat.llm_calls import acall_llm, aiter_items, astream_
 from llama_index_ragonite.chat.responses import TurnResult
 from llama_index_ragonite.models.extractive import ExtractiveAnswerer
 from llama_index_ragonite.models.extractive.answerer import stream_pieces
-from llama_index_ragonite.models.extractive.synthesizer import ExtractiveSynthesizer
+from llama_index_ragonite.models.synthesizers import ExtractiveSynthesizer
 
 __all__ = ["Answering"]
 

@@ -2,7 +2,7 @@
 
 ``answerer.ExtractiveAnswerer`` is the LlamaIndex ``CustomLLM``; ``prompt`` parses the answer
 prompt, ``units`` cuts evidences into answer units, ``scoring`` scores and selects them,
-``compose`` quotes and cites them; ``synthesizer.ExtractiveSynthesizer`` answers from nodes, no prompt.
+``compose`` quotes and cites them (``models.synthesizers.ExtractiveSynthesizer`` answers from nodes).
 """
 
 from __future__ import annotations
@@ -18,13 +18,11 @@ from llama_index_ragonite.models.extractive.scoring import (
     select_units,
     similarity,
 )
-from llama_index_ragonite.models.extractive.synthesizer import ExtractiveSynthesizer
 from llama_index_ragonite.models.extractive.units import Unit, split_units
 
 __all__ = [
     "DEFAULT_LABEL",
     "ExtractiveAnswerer",
-    "ExtractiveSynthesizer",
     "ParsedPrompt",
     "PromptSource",
     "Unit",

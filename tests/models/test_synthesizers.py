@@ -1,15 +1,19 @@
-"""``ExtractiveSynthesizer``: the offline answer from nodes, in stock LlamaIndex query engines too."""
+"""The answer synthesizers, nodes in, answer out: offline (``ExtractiveSynthesizer``) and for any LLM
+(``CitedSynthesizer``), in stock LlamaIndex query engines too."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import List
+from typing import Any, List
 
 from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.llms import CompletionResponse, CompletionResponseGen, CustomLLM, LLMMetadata
+from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from llama_index_ragonite import ExtractiveAnswerer, ExtractiveSynthesizer
+from llama_index_ragonite import CitedSynthesizer, ExtractiveAnswerer, ExtractiveSynthesizer
 from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, format_history, format_sources
 
 NODES = [
@@ -60,3 +64,47 @@ def test_it_is_attributed_inside_a_query_engine():
     shares = [n.node.metadata["attribution_share"] for n in answer.source_nodes]
     assert "Okafor" in answer.response and answer.metadata["attribution"]["complete"]
     assert max(shares) == shares[1] > 0.9  # the counterfactual answers came from the same synthesizer
+
+
+class Cites(CustomLLM):
+    """Answers with a fixed text, remembering its prompts."""
+
+    text: str = "Dr. Okafor is the vet [Source 2] [Source 9]."
+    prompts: List[str] = []
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="cites")
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        self.prompts.append(prompt)
+        return CompletionResponse(text=self.text)
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
+        self.prompts.append(prompt)
+        for word in self.text.split(" "):
+            yield CompletionResponse(text=word, delta=word + " ")
+
+
+def test_the_cited_synthesizer_sends_the_chat_engines_prompt_and_checks_citations():
+    llm = Cites(prompts=[])
+    history = [ChatMessage(role=MessageRole.USER, content="Who runs the clinic?")]
+    synthesizer = CitedSynthesizer(llm=llm)
+    views = [n.node.get_content(metadata_mode="llm") for n in NODES]
+    assert synthesizer.prompt("Who is the vet?", views, history) == ANSWER_PROMPT.format(
+        sources=format_sources(NODES), history=format_history(history), question="Who is the vet?"
+    )
+    engine = RetrieverQueryEngine(Fixed(), response_synthesizer=synthesizer)
+    answer = engine.query("Who is the vet?")
+    assert answer.response == "Dr. Okafor is the vet [Source 2]."  # [Source 9] names no node: removed
+    assert (
+        "### Source 3 ###" in llm.prompts[-1]
+        and asyncio.run(engine.aquery("Who is the vet?")).response == answer.response
+    )
+    streamed = RetrieverQueryEngine(Fixed(), response_synthesizer=CitedSynthesizer(llm=llm, streaming=True))
+    assert "".join(streamed.query("Who is the vet?").response_gen).strip() == llm.text
+    from llama_index_ragonite import AttributedSynthesizer
+
+    AttributedSynthesizer(CitedSynthesizer(llm=llm))  # answers from the nodes: accepted

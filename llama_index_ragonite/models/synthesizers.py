@@ -1,0 +1,117 @@
+"""The two answer synthesizers, nodes in, answer out: ``ExtractiveSynthesizer`` (offline) and
+``CitedSynthesizer`` (any LLM, the paper's answer prompt).
+
+Why: whoever holds the retrieved nodes (a stock ``RetrieverQueryEngine``, our chat engine) should not
+have to number them into a prompt for the offline answerer to parse them back. ``ExtractiveSynthesizer``
+reads each node's LLM view (what a prompt numbers as a source: the contextualizer's page, section and
+neighbour lines, then the evidence), in the order given, and hands the sources to
+``ExtractiveAnswerer.answer_sources``, where the prompt path ends too: both answer alike, citing
+``[Source i]`` for the i-th node. ``CitedSynthesizer`` gives an LLM exactly the prompt the chat engine
+sends (``prompts.ANSWER_PROMPT``: numbered sources, history, question) and checks the answer's
+citations against the nodes it was given (markers naming no node are removed).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.llms.llm import LLM
+from llama_index.core.prompts import BasePromptTemplate
+from llama_index.core.response_synthesizers.base import BaseSynthesizer
+from llama_index.core.types import RESPONSE_TEXT_TYPE
+
+from llama_index_ragonite.models.defaults import resolve_llm
+from llama_index_ragonite.models.extractive.answerer import ExtractiveAnswerer, stream_pieces
+from llama_index_ragonite.models.extractive.prompt import node_source, plain_question
+from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, check_citations, format_history, format_views
+
+__all__ = ["CitedSynthesizer", "ExtractiveSynthesizer"]
+
+
+class ExtractiveSynthesizer(BaseSynthesizer):
+    """``ExtractiveAnswerer`` over nodes (``answerer=``: a configured one; default: the embedded default's)."""
+
+    answers_from_nodes = True  # no template to inspect: its answers depend on the nodes (AttributedSynthesizer)
+
+    def __init__(
+        self,
+        answerer: Optional[ExtractiveAnswerer] = None,
+        streaming: bool = False,
+        callback_manager: Optional[CallbackManager] = None,
+    ) -> None:
+        self._answerer = answerer or ExtractiveAnswerer()
+        super().__init__(llm=self._answerer, streaming=streaming, callback_manager=callback_manager)
+
+    @property
+    def answerer(self) -> ExtractiveAnswerer:
+        return self._answerer
+
+    def _get_prompts(self) -> dict:
+        return {}
+
+    def _update_prompts(self, prompts: dict) -> None:
+        """No prompt: the answer is read from the nodes."""
+
+    def answer(self, question: str, views: Sequence[str]) -> str:
+        """The answer text to ``question`` from the nodes' LLM views, the i-th cited ``[Source i]``."""
+        sources = [node_source(i, view) for i, view in enumerate(views, 1)]
+        return self._answerer.answer_sources(plain_question(question), sources)
+
+    def get_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> RESPONSE_TEXT_TYPE:
+        text = self.answer(query_str, text_chunks)
+        return stream_pieces(text) if self._streaming else text
+
+    async def aget_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> RESPONSE_TEXT_TYPE:
+        return self.get_response(query_str, text_chunks, **kwargs)
+
+
+class CitedSynthesizer(BaseSynthesizer):
+    """Any LLM (``llm=``, else ``Settings.llm``, else the offline answerer) on the paper's answer prompt.
+
+    ``get_response`` takes ``history`` (``ChatMessage``s) as a keyword, as ``synthesize(..., history=…)``
+    passes it. Streamed answers are not checked (their markers arrive piece by piece)."""
+
+    answers_from_nodes = True  # its answers depend on the nodes, through {sources} (AttributedSynthesizer)
+
+    def __init__(
+        self,
+        llm: Optional[LLM] = None,
+        answer_prompt: BasePromptTemplate = ANSWER_PROMPT,
+        streaming: bool = False,
+        callback_manager: Optional[CallbackManager] = None,
+    ) -> None:
+        super().__init__(llm=resolve_llm(llm), streaming=streaming, callback_manager=callback_manager)
+        self._answer_prompt = answer_prompt
+
+    def _get_prompts(self) -> dict:
+        return {"answer_prompt": self._answer_prompt}
+
+    def _update_prompts(self, prompts: dict) -> None:
+        self._answer_prompt = prompts.get("answer_prompt", self._answer_prompt)
+
+    def prompt(self, question: str, views: Sequence[str], history: Sequence[ChatMessage] = ()) -> str:
+        """The answer prompt for ``question`` over the nodes' LLM views, numbered ``### Source i ###``."""
+        return self._answer_prompt.format(
+            sources=format_views(views), history=format_history(history), question=question
+        )
+
+    def _checked(self, text: str, n_sources: int) -> str:
+        return check_citations((text or "").strip(), n_sources).answer or OUT_OF_SCOPE
+
+    def get_response(
+        self, query_str: str, text_chunks: Sequence[str], history: Sequence[ChatMessage] = (), **kwargs: Any
+    ) -> RESPONSE_TEXT_TYPE:
+        prompt = self.prompt(query_str, text_chunks, history)
+        if self._streaming:
+            return (chunk.delta for chunk in self._llm.stream_complete(prompt) if chunk.delta)
+        return self._checked(self._llm.complete(prompt).text, len(text_chunks))
+
+    async def aget_response(
+        self, query_str: str, text_chunks: Sequence[str], history: Sequence[ChatMessage] = (), **kwargs: Any
+    ) -> RESPONSE_TEXT_TYPE:
+        if self._streaming:
+            return self.get_response(query_str, text_chunks, history)
+        prompt = self.prompt(query_str, text_chunks, history)
+        return self._checked((await self._llm.acomplete(prompt)).text, len(text_chunks))
