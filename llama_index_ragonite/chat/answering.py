@@ -19,7 +19,12 @@ from llama_index_ragonite.models.extractive import ExtractiveAnswerer
 from llama_index_ragonite.models.extractive.answerer import stream_pieces
 from llama_index_ragonite.models.synthesizers import ExtractiveSynthesizer
 
-__all__ = ["Answering"]
+__all__ = ["Answering", "is_offline"]
+
+
+def is_offline(llm: LLM) -> bool:
+    """Whether ``llm`` is the offline extractive answerer (no LLM to call: the nodes are read)."""
+    return isinstance(llm, ExtractiveAnswerer)
 
 
 class Answering:
@@ -28,7 +33,7 @@ class Answering:
     def __init__(self, llm: LLM) -> None:
         self.llm = llm
         self.synthesizer: Optional[ExtractiveSynthesizer] = (
-            ExtractiveSynthesizer(answerer=llm) if isinstance(llm, ExtractiveAnswerer) else None
+            ExtractiveSynthesizer(answerer=llm) if is_offline(llm) else None
         )
 
     def _offline(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> str:

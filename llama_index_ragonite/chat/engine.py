@@ -31,7 +31,7 @@ from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.settings import Settings
 
-from llama_index_ragonite.chat.answering import Answering
+from llama_index_ragonite.chat.answering import Answering, is_offline
 from llama_index_ragonite.chat.completion import OfflineQuestionCompleter, QuestionCompleter
 from llama_index_ragonite.chat.conversation_retrieval import TOPIC_KEY, ConversationRetrieval, topic_of
 from llama_index_ragonite.chat.llm_calls import aiter_items, close_stream
@@ -125,7 +125,7 @@ class RagoniteChatEngine(BaseChatEngine):
         self._memory = memory if memory is not None else ChatMemoryBuffer.from_defaults(token_limit=token_limit)
         self._answer_prompt = answer_prompt
         self._top_k, self._complete_questions, self._follow_ups = top_k, complete_questions, follow_ups
-        self._suggester = FollowUpSuggester(llm=None if _is_offline(self._llm) else self._llm, limit=follow_ups)
+        self._suggester = FollowUpSuggester(llm=None if is_offline(self._llm) else self._llm, limit=follow_ups)
         self._answering = Answering(self._llm)
         self._node_postprocessors = list(node_postprocessors or [])
         for postprocessor in self._node_postprocessors:
@@ -323,8 +323,7 @@ class RagoniteChatEngine(BaseChatEngine):
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=delta)
             if response.cancelled.is_set():
                 close_stream(deltas)  # closes the LLM's HTTP response too
-                turn.truncated = True
-                turn.warn("The turn was stopped before the answer was finished: the answer is incomplete.")
+                turn.stop_early()
                 break
         suggested = (
             None if turn.truncated else self._suggester.ask(nodes, turn.completed_question, turn.language, turn.prompts)
@@ -416,17 +415,11 @@ def _user_message(message: str, nodes: Sequence[NodeWithScore]) -> ChatMessage:
     return ChatMessage(role=MessageRole.USER, content=message, additional_kwargs={TOPIC_KEY: topic} if topic else {})
 
 
-def _is_offline(llm: LLM) -> bool:
-    from llama_index_ragonite.models.extractive import ExtractiveAnswerer
-
-    return isinstance(llm, ExtractiveAnswerer)
-
-
 def _default_completer(llm: LLM) -> QuestionCompleter:
     """The offline completer for the extractive answerer, the paper's LLM completion for a real LLM."""
     from llama_index_ragonite.chat.completion import LLMQuestionCompleter
 
-    return OfflineQuestionCompleter() if _is_offline(llm) else LLMQuestionCompleter(llm=llm)
+    return OfflineQuestionCompleter() if is_offline(llm) else LLMQuestionCompleter(llm=llm)
 
 
 def _language(message: str, completed: str) -> str:

@@ -38,6 +38,11 @@ class TurnResult:
     retrieval: Dict[str, Any] = field(default_factory=dict)  # conversation retrieval: choice, query, reason
     truncated: bool = False  # the answer ended early (the LLM's stream broke off, or the turn was cancelled)
 
+    def stop_early(self) -> None:
+        """The turn was stopped (its client left, its deadline passed) before the answer was finished."""
+        self.truncated = True
+        self.warn("The turn was stopped before the answer was finished: the answer is incomplete.")
+
     def warn(self, message: str) -> None:
         """Add ``message`` to ``warning`` (earlier warnings, such as a garbled reply, stay) and log it."""
         self.warning = message if not self.warning else f"{self.warning} {message}"

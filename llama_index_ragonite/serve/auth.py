@@ -70,7 +70,7 @@ class SecurityMiddleware:
         parts = urlsplit(origin) if "//" in origin else None
         if parts is None or not self.known_host(parts.netloc):
             return False
-        return not _is_loopback(parts.hostname) or parts.netloc.lower() == host.strip().lower()
+        return not is_loopback(parts.hostname or "") or parts.netloc.lower() == host.strip().lower()
 
     def known_host(self, header: str) -> bool:
         """Whether a Host header (``name[:port]``, ``[v6]:port``) names this server."""
@@ -152,10 +152,6 @@ class SecurityMiddleware:
             await send(message)
 
         await self.app(scope, receive, secured)
-
-
-def _is_loopback(host: Optional[str]) -> bool:
-    return bool(host) and is_loopback(host)
 
 
 def _cookies(header: str) -> Dict[str, str]:

@@ -20,13 +20,13 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from llama_index.core.base.llms.types import MessageRole
 
+from llama_index_ragonite.chat.answering import is_offline
 from llama_index_ragonite.chat.chat_store import SQLiteChatStore, UnknownConversationError
 from llama_index_ragonite.chat.completion import LLMQuestionCompleter, OfflineQuestionCompleter
 from llama_index_ragonite.chat.engine import RagoniteChatEngine
 from llama_index_ragonite.chat.responses import truncated_message, without_truncated
 from llama_index_ragonite.errors import ChatStoreError
 from llama_index_ragonite.index.store import EvidenceStore
-from llama_index_ragonite.models.extractive import ExtractiveAnswerer
 from llama_index_ragonite.models.specs import embedding_from_spec, llm_from_spec
 from llama_index_ragonite.redaction import redacted
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
@@ -250,7 +250,7 @@ class Sessions:
     def engine(self, conversation_id: str, settings: Dict[str, Any]) -> Tuple[RagoniteChatEngine, Any]:
         """The chat engine for one turn with these settings, and its question completer."""
         llm = self.llms[settings["llm"]]
-        completer = OfflineQuestionCompleter() if isinstance(llm, ExtractiveAnswerer) else LLMQuestionCompleter(llm=llm)
+        completer = OfflineQuestionCompleter() if is_offline(llm) else LLMQuestionCompleter(llm=llm)
         memory = TurnMemory.from_defaults(token_limit=3000, chat_store=self.chat_store, chat_store_key=conversation_id)
         engine = RagoniteChatEngine(
             self.retriever(settings["domain"], settings["fusion"]),
@@ -356,8 +356,7 @@ class Sessions:
         if not engine.memory.shut_unless_written(2, store):  # 1: the question, 2: the writer's answer
             return False
         stop.abandoned = response.write_response_to_history_thread
-        response.turn.truncated = True
-        response.turn.warn("The turn was stopped before the answer was finished: the answer is incomplete.")
+        response.turn.stop_early()
         return True
 
     def stored_turn(self, owner: str, conversation_id: str, number: int):
