@@ -88,7 +88,14 @@ async def turn_thread(request: Request, fn, *args):
 @router.get("/health")
 async def health(request: Request) -> Dict[str, Any]:
     state = sessions(request)
-    return {"status": "ok", "domains": list(state.stores), "version": request.app.version, "fusions": state.fusions}
+    running = slots(request).in_use  # turns and explanations holding a slot (the server's load)
+    return {
+        "status": "ok",
+        "domains": list(state.stores),
+        "version": request.app.version,
+        "fusions": state.fusions,
+        "turns_running": running,
+    }
 
 
 @router.get("/domains")

@@ -52,6 +52,12 @@ def conversation(client: httpx.Client, llm: Optional[str] = None) -> str:
     return cid
 
 
+def idle(server) -> None:
+    """Wait (bounded) until no turn of an earlier test holds a slot."""
+    with server.client() as client:
+        wait_until(lambda: client.get("/api/health").json()["turns_running"] == 0, 15)
+
+
 def stored_turns(client: httpx.Client, cid: str) -> list:
     opened = client.get(f"/api/conversations/{cid}")
     assert opened.status_code == 200, opened.text
@@ -257,6 +263,7 @@ def test_explaining_a_missing_turn_is_404(server, clean_stub):
     "429 kind busy with Retry-After for that user beyond --max-turns-per-user; other users are served",
 )
 def test_one_user_beyond_the_per_user_limit_gets_429(server, clean_stub):
+    idle(server)
     clean_stub.script(*[slow_stream(200, 0.05) for _ in range(PER_USER)])
     with user(server) as greedy, user(server) as other:
         cids = [conversation(greedy, llm="stub") for _ in range(PER_USER + 1)]
@@ -285,6 +292,7 @@ def test_one_user_beyond_the_per_user_limit_gets_429(server, clean_stub):
     "429 kind busy beyond --max-turns; the slots come back when the turns end",
 )
 def test_users_together_beyond_the_total_limit_get_429(server, clean_stub):
+    idle(server)
     clean_stub.script(*[slow_stream(200, 0.05) for _ in range(TOTAL)])
     clients = [user(server) for _ in range(TOTAL + 1)]
     streams = []

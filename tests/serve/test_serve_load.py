@@ -68,6 +68,7 @@ def test_fifty_streams_of_one_user_do_not_starve_another(server, stub):
             stream.close()
         stored = lambda cid: greedy.get(f"/api/conversations/{cid}").json()["turns"]  # noqa: E731
         wait_until(lambda: stub.open_requests == 0 and all(len(stored(cid)) == 1 for cid in cids[:PER_USER]), 10)
+        wait_until(lambda: other.get("/api/health").json()["turns_running"] == 0, 10)  # every warm-up turn ended
         idle_threads = threads(pid)
 
         streams = []
