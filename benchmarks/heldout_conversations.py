@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 ROOT = Path(__file__).resolve().parents[1]
-SET = ROOT / "benchmarks" / "heldout_wiki"
+SET = ROOT / "benchmarks" / "heldout_wiki"  # --set heldout_wiki_b: the second held-out set
 
 
 def play(pages: Path, conversations: List[Dict[str, Any]], work: Path) -> List[Dict[str, Any]]:
@@ -70,7 +70,7 @@ def play(pages: Path, conversations: List[Dict[str, Any]], work: Path) -> List[D
     return records
 
 
-def _side(package_parent: Path, label: str) -> List[Dict[str, Any]]:
+def _side(package_parent: Path, label: str, folder: Path = SET) -> List[Dict[str, Any]]:
     """``play`` in a subprocess whose ``sys.path`` starts with ``package_parent``."""
     with tempfile.TemporaryDirectory(prefix=f"heldout-{label}-") as tmp:
         out = Path(tmp) / "records.json"
@@ -78,8 +78,8 @@ def _side(package_parent: Path, label: str) -> List[Dict[str, Any]]:
             "import json, sys; from pathlib import Path; "
             f"sys.path.insert(0, {str(package_parent)!r}); sys.path.insert(1, {str(ROOT / 'benchmarks')!r}); "
             "import heldout_conversations as h; "
-            f"conversations = json.loads(Path({str(SET / 'conversations.json')!r}).read_text()); "
-            f"records = h.play(Path({str(SET / 'pages')!r}), conversations, Path({tmp!r})); "
+            f"conversations = json.loads(Path({str(folder / 'conversations.json')!r}).read_text()); "
+            f"records = h.play(Path({str(folder / 'pages')!r}), conversations, Path({tmp!r})); "
             f"Path({str(out)!r}).write_text(json.dumps(records))"
         )
         subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp)
@@ -138,11 +138,12 @@ def score(conversations: List[Dict[str, Any]], records: List[Dict[str, Any]]) ->
     }
 
 
-def report(args, base_commit: str, base: Dict[str, Any], now: Dict[str, Any], seconds: Dict[str, float]) -> List[str]:
+def report(args, chosen: Path, base_commit: str, base: Dict[str, Any], now: Dict[str, Any], seconds: Dict[str, float]) -> List[str]:
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     dirty = subprocess.run(["git", "status", "--porcelain", "llama_index_ragonite"], cwd=ROOT, capture_output=True)
     revision = head.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
     command = "python benchmarks/heldout_conversations.py" + (f" --base-rev {args.base_rev}" if args.base_rev else "")
+    command += f" --set {args.set}" if args.set != "heldout_wiki" else ""
     lines = [
         "# Held-out conversations: a wiki nobody tuned on",
         "",
@@ -152,8 +153,8 @@ def report(args, base_commit: str, base: Dict[str, Any], now: Dict[str, Any], se
         f"{base_commit} (`git archive`). Each side indexed the pages and played the conversations in a "
         f"subprocess of its own ({seconds['base']:.0f} s and {seconds['now']:.0f} s, model loading and indexing included).",
         "",
-        "Set: [benchmarks/heldout_wiki](heldout_wiki/README.md), written before the first change of issue 45 "
-        "and never tuned on. Offline default: the offline question completer and the extractive answerer.",
+        f"Set: [benchmarks/{chosen.name}]({chosen.name}/README.md) (its README says when it was written and what it "
+        "was used for). Offline default: the offline question completer and the extractive answerer.",
         "",
         "| measure | goal (issue 45) | baseline | this checkout |",
         "|---|---|---|---|",
@@ -227,20 +228,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base-rev", default="HEAD", help="the baseline commit (default HEAD)")
     ap.add_argument("--out", type=Path, help="write the markdown report here")
+    ap.add_argument("--set", default="heldout_wiki", help="the set's folder under benchmarks/ (default heldout_wiki)")
     args = ap.parse_args(argv)
+    chosen = ROOT / "benchmarks" / args.set
     sys.path.insert(0, str(ROOT))
     from llama_index_ragonite.bench.scripts import finish_report, package_at
 
-    conversations = json.loads((SET / "conversations.json").read_text())
+    conversations = json.loads((chosen / "conversations.json").read_text())
     with tempfile.TemporaryDirectory(prefix="heldout-base-") as base_dir:
         base_commit = package_at(args.base_rev, Path(base_dir), ROOT)
         started = time.perf_counter()
-        base_records = _side(Path(base_dir), "base")
+        base_records = _side(Path(base_dir), "base", chosen)
         seconds = {"base": time.perf_counter() - started}
     started = time.perf_counter()
-    now_records = _side(ROOT, "now")
+    now_records = _side(ROOT, "now", chosen)
     seconds["now"] = time.perf_counter() - started
-    lines = report(args, base_commit, score(conversations, base_records), score(conversations, now_records), seconds)
+    lines = report(args, chosen, base_commit, score(conversations, base_records), score(conversations, now_records), seconds)
     return finish_report(lines, args.out.resolve() if args.out else None)
 
 

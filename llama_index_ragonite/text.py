@@ -214,8 +214,6 @@ _CLAUSE_END = frozenset(
     "und oder aber denn damit wenn weil dass ob als wird würde kann könnte muss müsste soll sollte darf wollen".split()
 )
 _NOUN_OPENERS = frozenset("\"'„“‚‘«")
-_QUOTED = re.compile(r"""['"„“‘]([^'"„“”‘’]{2,})['"“”’]""")
-_SENTENCE_START = re.compile(r"(?:^|[.?!:;,]\s+)\W*(\w+)")
 
 
 def refers_back(text: str) -> bool:
@@ -226,19 +224,22 @@ def refers_back(text: str) -> bool:
     "das Host-Szenario" (an article before a noun), the polite "Sie", or "sein" ending a clause
     ("Wie heiß muss der Ofen sein?": the verb; the possessive precedes its noun).
     """
-    if _ELLIPSIS.match(text):
-        return True
+    return bool(_ELLIPSIS.match(text)) or pointing_word(text) is not None
+
+
+def pointing_word(text: str) -> Optional[str]:
+    """The first word of ``text`` that points back ("it", "these", "dort", "das" before no noun), or None."""
     tokens = re.findall(r"\w+|[^\w\s]", _EXPLETIVE_IT.sub(" ", text))
     for i, token in enumerate(tokens):
         low, before = token.lower(), tokens[i - 1].lower() if i else ""
         after = tokens[i + 1] if i + 1 < len(tokens) else ""
         if low in ANAPHORA_WORDS and not (token == "Sie" and i > 0) and not (low == "sein" and _ends_clause(after)):
-            return True
+            return token
         if low == "that" and (not before or before in _THAT_BEFORE):
-            return True
+            return token
         if low in ("das", "dem") and before and not after[:1].isupper():  # "Ist das vorgeschrieben?"
-            return True
-    return False
+            return token
+    return None
 
 
 def _ends_clause(after: str) -> bool:
@@ -246,46 +247,6 @@ def _ends_clause(after: str) -> bool:
     return not after or (
         after in _CLAUSE_END if after.isalpha() else after not in _NOUN_OPENERS and not after.isdigit()
     )
-
-
-def salient_terms(text: str, extra: Iterable[str] = ()) -> List[str]:
-    """The turn's own names: what lets it stand alone ("OXT-243", "9.0.2", "TPM", "BuildBot",
-    "Forward Seal Test", a quoted title), told from their shape, with no model and no corpus.
-
-    A term is salient when it holds a digit or an identifier joint (``- . _ /``), has two capitals
-    (acronyms, CamelCase), is quoted, or is capitalised inside an English sentence. German
-    capitalises every noun, so there a capitalised word counts only next to another one ("Forward
-    Seal", "Gast VMs") or right after a preposition, where a common noun would take an article
-    ("von Frankreich", "für Haskell"): single nouns ("die Konfiguration") are not names.
-    """
-    terms = content_terms(text, extra)
-    if not terms:
-        return []
-    starts = {m.group(1) for m in _SENTENCE_START.finditer(text)}
-    quoted = {w.lower() for phrase in _QUOTED.findall(text) for w in words(phrase)}
-    german = detect_language(text) == "de"
-    tokens = _TERM.findall(text)
-    named = set()
-    for i, token in enumerate(tokens):
-        if not token[:1].isupper() or token in starts or token.lower() in _dropped(COMPLETION_STOPWORDS):
-            continue
-        if (
-            not german
-            or (i and tokens[i - 1].lower() in _GERMAN_PREPOSITIONS)  # "von Frankreich": a name takes no article
-            or any(0 <= j < len(tokens) and tokens[j][:1].isupper() and tokens[j] not in starts for j in (i - 1, i + 1))
-        ):
-            named.add(token)
-    out = []
-    for term in terms:
-        if (
-            any(c.isdigit() for c in term)
-            or any(c in "-._/" for c in term.strip("-._/"))
-            or sum(c.isupper() for c in term) >= 2
-            or term.lower() in quoted
-            or term in named
-        ):
-            out.append(term)
-    return out
 
 
 def is_fragment(text: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import AsyncIterator, Iterator, Optional, Sequence
 
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms.llm import LLM
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
@@ -27,14 +28,23 @@ def is_offline(llm: LLM) -> bool:
     return isinstance(llm, ExtractiveAnswerer)
 
 
+def _with_embedding(answerer: ExtractiveAnswerer, embed_model: Optional[BaseEmbedding]) -> ExtractiveAnswerer:
+    """``answerer``, or a copy scoring by ``embed_model`` when it has none and scores by meaning."""
+    if embed_model is None or answerer.embed_model is not None or not answerer.by_meaning:
+        return answerer
+    return answerer.model_copy(update={"embed_model": embed_model})
+
+
 class Answering:
     """How one engine answers: ``text``/``deltas`` (and their async forms) for a turn and its nodes."""
 
-    def __init__(self, llm: LLM) -> None:
+    def __init__(self, llm: LLM, embed_model: Optional[BaseEmbedding] = None) -> None:
+        """``embed_model``: the store's (the retriever's), which the offline answer scores units with when
+        the answerer has none of its own: no second model loaded, one space for retrieval and answer."""
         self.llm = llm
-        self.synthesizer: Optional[ExtractiveSynthesizer] = (
-            ExtractiveSynthesizer(answerer=llm) if is_offline(llm) else None
-        )
+        self.synthesizer: Optional[ExtractiveSynthesizer] = None
+        if is_offline(llm):
+            self.synthesizer = ExtractiveSynthesizer(answerer=_with_embedding(llm, embed_model))
 
     def _offline(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> str:
         views = [n.node.get_content(metadata_mode=MetadataMode.LLM) for n in nodes]

@@ -8,10 +8,9 @@ vs 0.658 with human completion). Two completers share one interface:
   lines, the new turn, "Rephrase the user's last statement into an independent
   question or statement.") on any LlamaIndex ``LLM``.
 * ``OfflineQuestionCompleter`` — the embedded default: no model, no network,
-  deterministic. It puts the content words of the conversation's first user turn
-  (the topic) and of the previous user turn in front of the new turn. The output is
-  a retrieval query more than a fluent question — what a retriever (BM25 + dense)
-  needs; ``benchmarks/completion_confquestions.py`` measures it against gold completions.
+  deterministic. It leaves a turn that names its subject as asked and gives a turn that
+  points back its referent (the previous turn's page), in parentheses;
+  ``benchmarks/completion_confquestions.py`` measures it against gold completions.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import BaseComponent
 
+from llama_index_ragonite.chat.conversation_retrieval import TOPIC_KEY
 from llama_index_ragonite.chat.llm_calls import MALFORMED, llm_error
 from llama_index_ragonite.events import QuestionCompletedEvent
 from llama_index_ragonite.models.defaults import settings_llm
@@ -39,9 +39,8 @@ from llama_index_ragonite.text import (
     detect_language,
     is_fragment,
     is_request,
+    pointing_word,
     refers_back,
-    salient_terms,
-    words,
 )
 
 logger = logging.getLogger(__name__)
@@ -58,6 +57,7 @@ __all__ = [
     "checked_rephrasing",
     "content_terms",
     "rephrasing_problem",
+    "with_referent",
 ]
 
 
@@ -246,98 +246,82 @@ def _garbled(err: Exception, message: str) -> str:
 
 
 class OfflineQuestionCompleter(QuestionCompleter):
-    """Deterministic, model-free completion: add the conversation's topic to a turn that needs it.
+    """Deterministic, model-free completion: name what a turn points back to, and nothing else.
 
-    A turn needs its conversation when it points back (a pronoun or demonstrative: "it",
-    "these tests", "dessen", "dort", "dafür"; an ellipsis: "And the kernel?", "What about
-    TPM?", "Und die Firmware?"), is a short fragment ("TPM?"), or names nothing of its own
-    (no number, version, identifier, acronym or name: "What is the recommended
-    configuration?"); see ``text.refers_back`` / ``salient_terms``. A pointer is taken as
-    resolved when the turn itself repeats two of the topic's names ("this upgrade from 8.0.1
-    to 9.0"). Every other turn is self-contained and passes unchanged: "What is the capital of
-    France?" after a turn about the OTA server stays as asked, and so does the next topic.
+    A turn is completed only when it cannot be understood alone: it points back (a pronoun or
+    demonstrative: "it", "these tests", "dessen", "dort", "dafür"; an ellipsis: "And the kernel?",
+    "What about TPM?", "Und die Firmware?") or is a short fragment ("TPM?"); see
+    ``text.refers_back`` / ``is_fragment``. Every other turn is shown and answered as the user wrote
+    it: one that names its own subject needs no words of earlier turns (retrieval still consults the
+    conversation: ``ConversationRetrieval``, which the chat engine runs with this completer).
 
-    A completed turn gets the topic's terms, then the previous turn's, then itself verbatim:
-    ``"Where is it located?"`` after ``"What color does the XT shield become after an
-    upgrade?"`` becomes ``"color XT shield become upgrade Where is it located?"``. The topic is
-    the last self-contained turn (the first turn to begin with); a self-contained turn that
-    shares a term with the topic narrows it (its terms first, the older topic's names after),
-    one that shares none replaces it. Only user turns are read: assistant answers are long and
-    may be wrong. That is ``every_turn=False``. The default, ``every_turn=True``, is still the
-    completer before issue 16 (every follow-up gets the first and the previous turn's terms):
-    on ConfQuestions most follow-ups that name something of their own ("What is VirtIO?") still
-    need the first turn's page, and no rule on the turn's wording tells them from the truly
-    self-contained ones, so the strict rule costs 0.13 P@1 (0.705 vs 0.833);
-    ``benchmarks/completion_confquestions.py`` measures both against gold completions.
+    A turn with a word that points back gets its referent after that word, in parentheses: the title of
+    the page the previous turn was answered from (the engine records it on that user message,
+    ``TOPIC_KEY``), else the previous user turn's content words: "Who's in charge of it (IT
+    equipment)?". An ellipsis or a fragment leaves out what is asked, so its referent is the previous
+    question, after the turn, without the numbers the turn brings its own of ("And in Aurora 1.9?
+    (Which platform failed the UEFI OTA upgrade in Aurora?)"), and with its page when it pointed back
+    itself. The user's words stay as written; no bag of earlier keywords is put in front of them.
+
+    ``every_turn=True`` is the completer of earlier releases: every follow-up gets the content words of
+    the first and the previous user turn in front (``text.carried_terms``), a retrieval query more than a
+    question; ``benchmarks/completion_confquestions.py`` measures both.
     """
 
     max_terms: int = Field(default=20, ge=0, description="Most terms carried over from the history.")
     context_first: bool = Field(
-        default=True, description="Carried terms before the new turn (True) or after it (False)."
+        default=True, description="every_turn: carried terms before the new turn (True) or after it (False)."
     )
     extra_stopwords: List[str] = Field(
         default_factory=list, description="More words never to carry (domain filler such as the wiki's name)."
     )
     every_turn: bool = Field(
         default=False,
-        description="True: complete every follow-up from the first and the previous turn, self-contained or not "
-        "(the completer before issue 16). False (default): only the turns that need it; the chat engine's "
-        "conversation retrieval recovers the conversation's page for the others "
-        "(benchmarks/results/completion_confquestions.md).",
+        description="True: complete every follow-up with the first and the previous turn's words (earlier "
+        "releases). False (default): only a turn that points back, with its referent.",
     )
 
     @classmethod
     def class_name(cls) -> str:
         return "OfflineQuestionCompleter"
 
-    def needs_context(self, message: str, topic: Sequence[str] = ()) -> bool:
-        """Does ``message`` lack what it is about? ``topic``: the terms the conversation is on."""
-        named = salient_terms(message, self.extra_stopwords)
-        if not named or is_fragment(message):
-            return True
-        if not refers_back(message):
-            return False
-        known = {t.lower() for t in topic}
-        return sum(t.lower() in known for t in named) < 2  # "this upgrade from 8.0.1 to 9.0" names it again
+    def needs_context(self, message: str) -> bool:
+        """Does ``message`` lack what it is about (it points back, or is a fragment)?"""
+        return refers_back(message) or is_fragment(message)
 
-    def topic(self, user_turns: Sequence[str]) -> List[str]:
-        """The terms to complete a follow-up with after ``user_turns``: the turn that opened the
-        topic, the topic's latest self-contained turn, the previous turn; each term once."""
-        extra = self.extra_stopwords
-        opened = topic = content_terms(user_turns[0], extra) if user_turns else []
-        previous: List[str] = []
-        for turn in user_turns[1:]:
-            terms = content_terms(turn, extra)
-            if self.needs_context(turn, _unique(opened + topic + previous)):
-                previous = terms
-                continue
-            if not _words(terms) & _words(opened + topic):
-                opened = terms  # shares no word with the topic: a new one
-            topic, previous = terms, []
-        return _unique(opened + topic + previous)
+    def referent(self, history: Sequence[ChatMessage], message: str = "") -> str:
+        """What ``message`` after ``history`` points back to (class doc); "" when there is no earlier turn."""
+        users = [m for m in history if m.role == MessageRole.USER]
+        if not users:
+            return ""
+        previous = users[-1].content or ""
+        title = " ".join(str((users[-1].additional_kwargs or {}).get(TOPIC_KEY) or "").split())
+        topic = title or " ".join(content_terms(previous, self.extra_stopwords)[: self.max_terms])
+        if pointing_word(message) is not None:
+            return topic
+        asked = previous.strip()
+        if any(c.isdigit() for c in message):  # the turn's own number replaces the previous one's
+            asked = " ".join(w for w in asked.split() if not any(c.isdigit() for c in w))
+        return f"{asked} – {title}" if title and self.needs_context(previous) else asked
 
     def _complete(self, history: List[ChatMessage], message: str) -> str:
-        turns = _user_turns(history)
+        message = message.strip()
         if self.every_turn:
-            terms = carried_terms(turns, message, self.max_terms, self.extra_stopwords)
-        else:
-            topic = self.topic(turns)
-            if not self.needs_context(message, topic):
+            terms = carried_terms(_user_turns(history), message, self.max_terms, self.extra_stopwords)
+            if not terms:
                 return message
-            known = {t.lower() for t in content_terms(message, self.extra_stopwords)}
-            terms = [t for t in topic if t.lower() not in known][: self.max_terms]
-        if not terms:
+            context = " ".join(terms)
+            return f"{context} {message}" if self.context_first else f"{message} {context}"
+        referent = self.referent(history, message) if self.needs_context(message) else ""
+        if not referent or referent.lower() in message.lower():
             return message
-        context = " ".join(terms)
-        return f"{context} {message.strip()}" if self.context_first else f"{message.strip()} {context}"
+        return with_referent(message, referent)
 
 
-def _words(terms: Sequence[str]) -> set:
-    """The lower-cased words of ``terms``, identifiers split ("OTA-Server": ota, server)."""
-    return {w for term in terms for w in words(term)}
-
-
-def _unique(terms: Sequence[str]) -> List[str]:
-    """``terms`` without repeats (case-insensitive), first occurrence kept."""
-    seen: set = set()
-    return [t for t in terms if not (t.lower() in seen or seen.add(t.lower()))]
+def with_referent(message: str, referent: str) -> str:
+    """``message`` with ``(referent)`` after its word that points back, else after the whole turn."""
+    word = pointing_word(message)
+    found = re.search(rf"\b{re.escape(word)}\b", message) if word else None
+    if found is None:
+        return f"{message} ({referent})"
+    return f"{message[: found.end()]} ({referent}){message[found.end() :]}"

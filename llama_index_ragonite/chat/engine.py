@@ -126,7 +126,7 @@ class RagoniteChatEngine(BaseChatEngine):
         self._answer_prompt = answer_prompt
         self._top_k, self._complete_questions, self._follow_ups = top_k, complete_questions, follow_ups
         self._suggester = FollowUpSuggester(llm=None if is_offline(self._llm) else self._llm, limit=follow_ups)
-        self._answering = Answering(self._llm)
+        self._answering = Answering(self._llm, getattr(retriever, "embed_model", None))
         self._node_postprocessors = list(node_postprocessors or [])
         for postprocessor in self._node_postprocessors:
             postprocessor.callback_manager = self.callback_manager

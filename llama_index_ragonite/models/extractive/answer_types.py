@@ -44,18 +44,28 @@ TYPES: Dict[str, Tuple["re.Pattern[str]", "re.Pattern[str]"]] = {
         re.compile(rf"(?i){_DATE}|{_DURATION}"),  # "one week prior to the call" says when too
     ),
     "count": (
-        re.compile(r"(?i)\b(?:how many|wie viele?)\b"),
+        re.compile(r"(?i)\b(?:how many|wie viele?|number|nummer|telefonnummer)\b"),
         re.compile(rf"(?i)\b(?:\d+|{_NUMBER_WORDS})\b"),
     ),
     "duration": (
         re.compile(r"(?i)\b(?:how long|how often|wie lange?|wie oft)\b"),
         re.compile(rf"(?i){_DURATION}"),
     ),
+    "amount": (
+        re.compile(r"(?i)\b(?:how much|wie viel|wieviel|costs?|kostet|kosten|price|preis)\b"),
+        re.compile(r"\d"),
+    ),
+    # a person (a title, two capitalised words: "Dr. Okafor", "Lena Hoffmann") or a team ("Facility
+    # Management", "HR"); a weight on ranking, never a filter: German capitalises every noun
+    "person": (
+        re.compile(r"(?i)\b(?:who|whom|wer|wen|wem)\b"),
+        re.compile(r"\b(?:Dr|Prof|Mr|Mrs|Ms|Frau|Herr)\.?\s+[A-ZÄÖÜ]|\b[A-ZÄÖÜ][a-zäöüß]+\s+[A-ZÄÖÜ][a-zäöüß]+|\b[A-Z]{2,}\b"),
+    ),
 }
 
 
 def asked_type(question: str) -> str:
-    """ "date", "count" or "duration" when the user's own words ask for one, else ""."""
+    """ "date", "count", "duration", "amount" or "person" when the user's own words ask for one, else ""."""
     own = asked_part(question).strip()
     return next((kind for kind, (asks, _) in TYPES.items() if asks.search(own)), "")
 

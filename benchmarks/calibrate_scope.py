@@ -1,0 +1,149 @@
+"""Fit the offline answerer's out-of-scope decision (``models/extractive/scope.py``) for an embedding model.
+
+Usage:
+    python benchmarks/calibrate_scope.py [--data DIR] [--store DIR] [--out FILE.md]
+
+The procedure (issue 45: one calibrated score, one set of weights per embedding model, chosen on a
+set that then does not judge it):
+
+* calibration set, all ConfQuestions-side: in scope, the 600 ConfQuestions questions asked as their
+  gold completed question; out of scope, ``benchmarks/unanswerable_questions.json`` (48) and every
+  off-topic list of ``benchmarks/completion_confquestions.py``. Each question is retrieved alone
+  (hybrid retriever over the cached ALL store, top 10) and assessed by ``ExtractiveAnswerer.assess``
+  over those nodes, as the chat engine's ``ExtractiveSynthesizer`` reads them, scoring by meaning with
+  the store's embedding model (and once by words only, for the lexical model);
+* a logistic regression on ``ScopeFeatures`` (standardised, L2 1e-2, both classes weighed equally,
+  full-batch gradient descent), mapped back to raw weights; in scope at probability ≥ 0.5;
+* the weights are copied into ``scope.SCOPE_MODELS`` under the model's ``model_name`` (by hand, so the
+  change is a reviewed commit), and ``LEXICAL_SCOPE``.
+
+Judged elsewhere, never here: the held-out wikis (``benchmarks/heldout_conversations.py``) and
+``benchmarks/unanswerable_questions_heldout.json`` (``benchmarks/out_of_scope_confquestions.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import List, Sequence, Tuple
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from completion_confquestions import (  # noqa: E402
+    FRESH_OFF_TOPIC,
+    HELD_OUT_OFF_TOPIC,
+    LAST_OFF_TOPIC,
+    LATER_OFF_TOPIC,
+    OFF_TOPIC,
+    UNSEEN_OFF_TOPIC,
+)
+
+from llama_index_ragonite.bench.confquestions import load_questions  # noqa: E402
+from llama_index_ragonite.bench.scripts import default_data, finish_report, shown  # noqa: E402
+from llama_index_ragonite.bench.store import ALL_STORE, open_all_store  # noqa: E402
+from llama_index_ragonite.models.extractive.answerer import ExtractiveAnswerer  # noqa: E402
+from llama_index_ragonite.models.extractive.prompt import node_source, plain_question  # noqa: E402
+from llama_index_ragonite.models.extractive.scope import ScopeModel, feature_names  # noqa: E402
+from llama_index_ragonite.retrieval.retriever import HybridRetriever  # noqa: E402
+
+UNANSWERABLE = ROOT / "benchmarks" / "unanswerable_questions.json"
+OFF_TOPIC_LISTS = (OFF_TOPIC, HELD_OUT_OFF_TOPIC, FRESH_OFF_TOPIC, UNSEEN_OFF_TOPIC, LATER_OFF_TOPIC, LAST_OFF_TOPIC)
+
+
+def features(answerer: ExtractiveAnswerer, retriever, questions: Sequence[str]) -> np.ndarray:
+    """One row of ``ScopeFeatures`` per question (its retrieved nodes assessed as the synthesizer reads them)."""
+    from llama_index.core.schema import MetadataMode
+
+    rows = []
+    for question in questions:
+        nodes = retriever.retrieve(question)
+        views = [n.node.get_content(metadata_mode=MetadataMode.LLM) for n in nodes]
+        sources = [node_source(i, view) for i, view in enumerate(views, 1)]
+        assessed = answerer.assess(plain_question(question), sources)
+        rows.append(assessed.features.vector() if assessed.features else (0.0,) * len(feature_names()))
+    return np.array(rows, dtype=float)
+
+
+def fit(x: np.ndarray, y: np.ndarray, used: Sequence[int], steps: int = 4000) -> Tuple[np.ndarray, float]:
+    """Class-balanced L2 logistic regression on the ``used`` feature columns; raw-scale weights and bias."""
+    cols = list(used)
+    xs = x[:, cols]
+    mean, std = xs.mean(axis=0), xs.std(axis=0) + 1e-9
+    z = (xs - mean) / std
+    weight = np.where(y == 1, 0.5 / y.mean(), 0.5 / (1 - y.mean()))
+    w, b = np.zeros(len(cols)), 0.0
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-(z @ w + b)))
+        g = (p - y) * weight
+        w -= 0.5 * (z.T @ g / len(y) + 1e-2 * w)
+        b -= 0.5 * g.mean()
+    raw = np.zeros(x.shape[1])
+    raw[cols] = w / std
+    return raw, float(b - (w * mean / std).sum())
+
+
+def rates(x: np.ndarray, y: np.ndarray, model: ScopeModel) -> Tuple[float, float]:
+    """(in scope among answerable, out of scope among unanswerable) on the calibration set itself."""
+    from llama_index_ragonite.models.extractive.scope import ScopeFeatures
+
+    inside = np.array([model.in_scope(ScopeFeatures(*row)) for row in x])
+    return float(inside[y == 1].mean()), float((~inside[y == 0]).mean())
+
+
+def main(argv: List[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=default_data(ROOT))
+    ap.add_argument("--store", type=Path, default=ROOT / "benchmarks" / ".cache" / ALL_STORE)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    started = time.perf_counter()
+    store = open_all_store(args.store, args.data)
+    retriever = HybridRetriever.from_store(store, k_lexical=10, k_dense=10, top_n=10)
+    answerable = [q.completed for q in load_questions(args.data)]
+    unanswerable = [q["question"] for q in json.loads(UNANSWERABLE.read_text(encoding="utf-8"))["questions"]]
+    unanswerable += [q for lists in OFF_TOPIC_LISTS for by_lang in lists.values() for q in by_lang]
+    questions = answerable + unanswerable
+    y = np.array([1] * len(answerable) + [0] * len(unanswerable), dtype=float)
+    model = retriever.embed_model
+    names = feature_names()
+    lines = [
+        "# Calibrating the out-of-scope decision (offline answerer)",
+        "",
+        f"Command: `python benchmarks/calibrate_scope.py{' --out ' + str(args.out) if args.out else ''}`  ",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}. "
+        f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        f"Store: `{shown(args.store, ROOT)}` ({len(store)} evidences), embedding model `{model.model_name}`; "
+        f"hybrid retriever top 10. Calibration set: {len(answerable)} answerable (ConfQuestions, gold completed) "
+        f"and {len(unanswerable)} unanswerable or off-topic questions ({UNANSWERABLE.name} and the off-topic "
+        "lists of completion_confquestions.py). Procedure: the module doc of this script.",
+        "",
+        "| scope model | " + " | ".join(names) + " | bias | answerable in scope | unanswerable out of scope |",
+        "|---|" + "---:|" * (len(names) + 3),
+    ]
+    for label, answerer, used in (
+        ("by meaning", ExtractiveAnswerer(embed_model=model), range(len(names))),
+        ("lexical only", ExtractiveAnswerer(by_meaning=False), [0, 3, 4, 5]),
+    ):
+        x = features(answerer, retriever, questions)
+        w, b = fit(x, y, used)
+        scope = ScopeModel(weights=tuple(round(float(v), 3) for v in w), bias=round(b, 3), fitted_on=label)
+        inside, outside = rates(x, y, scope)
+        lines.append(
+            f"| {label} | " + " | ".join(f"{v:.3f}" for v in scope.weights) + f" | {scope.bias:.3f} | "
+            f"{inside:.3f} | {outside:.3f} |"
+        )
+        print(f"{label}: ScopeModel(weights={scope.weights}, bias={scope.bias})", file=sys.stderr)
+    lines += ["", f"Wall time {time.perf_counter() - started:.0f} s."]
+    return finish_report(lines, args.out.resolve() if args.out else None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
