@@ -302,7 +302,6 @@ class ExtractiveAnswerer(CustomLLM):
         scores = by_asked_type(question, [u.quote for u in units], scores, self.type_weight)
         chosen = select_units(units, scores, 0.0, self.rank_prior, self.max_units, self.close_ratio, question)
         best = chosen[0]
-        n = max(u.rank for u in units) + 1
         prose = "\n".join(f"{s.topic}\n{s.context}\n{s.evidence}" for s in sources)
         q_lang, s_lang = language(question), language(" ".join(u.text for u in units[:200]))
         known = [c for c in cosines if c is not None]
@@ -310,7 +309,7 @@ class ExtractiveAnswerer(CustomLLM):
             lexical=lexical[best],
             meaning=cosines[best] if cosines[best] is not None else 0.0,
             best_meaning=max(known, default=0.0),
-            rank=(n - units[best].rank) / n,
+            rank=1.0 / (1 + units[best].rank),
             foreign=float(bool(q_lang and s_lang and q_lang != s_lang)),
             missing_ids=missing_identifiers(question, prose),
         )
