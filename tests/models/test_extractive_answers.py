@@ -7,6 +7,7 @@ from llama_index_ragonite import ExtractiveAnswerer
 from llama_index_ragonite.models.extractive.answer_types import asked_type, holds_type
 from llama_index_ragonite.models.extractive.cells import answer_cells, row_cells
 from llama_index_ragonite.models.extractive.compose import drop_echo, row_answer
+from llama_index_ragonite.models.extractive.scope import ScopeModel
 from llama_index_ragonite.models.extractive.scoring import (
     asked_part,
     is_yes_no,
@@ -130,16 +131,13 @@ def test_context_text_answers_what_the_row_lacks():
     assert "QEMU 1.4" in answer.text and cited_sources(answer.text, 1) == [1]
 
 
-def test_a_completed_german_follow_up_whose_own_words_are_unlike_the_best_evidence_is_out_of_scope():
+def test_a_german_question_over_english_pages_is_judged_by_meaning_not_by_name_rules():
     ota = source("OTA Upgrades", "Bob owns the OTA server. Devices poll the OTA server every six hours for upgrades.")
-    carried = "OTA-Server zuständig "  # what the completer carries after "Wer ist für den OTA-Server zuständig?"
-    answerer = ExtractiveAnswerer()  # a German question over English pages: the embedded multilingual model
-    assert answerer.complete(prompt(carried + "Wie backe ich einen Schokoladenkuchen?", ota)).text == OUT_OF_SCOPE
-    for own_words in ("Wie oft suchen Geräte nach Upgrades?", "Wie oft prüfen die Geräte auf Aktualisierungen?"):
-        assert "six hours" in answerer.complete(prompt(carried + own_words, ota)).text
-    assert "six hours" in answerer.complete(prompt(carried + "Wie oft fragen die Geräte ihn ab?", ota)).text
-    unchecked = ExtractiveAnswerer(check_names=False)  # the rule, not the score, refuses the cake
-    assert unchecked.complete(prompt(carried + "Wie backe ich einen Schokoladenkuchen?", ota)).text != OUT_OF_SCOPE
+    answerer = ExtractiveAnswerer()  # the embedded multilingual model, its calibrated scope
+    assert answerer.complete(prompt("Wie backe ich einen Schokoladenkuchen?", ota)).text == OUT_OF_SCOPE
+    assert answerer.complete(prompt("What is the capital of France?", ota)).text == OUT_OF_SCOPE
+    assert "six hours" in answerer.complete(prompt("Wie oft fragen die Geräte ihn (OTA Upgrades) ab?", ota)).text
+    assert "six hours" in answerer.complete(prompt("How often do devices poll the OTA server?", ota)).text
 
 
 def test_a_clause_that_only_restates_the_question_is_left_out_of_the_quote():
@@ -171,7 +169,9 @@ def test_a_near_copy_of_the_first_unit_from_another_source_is_left_out():
     first = "The website resides in a GitHub repository and is changed under the source code process."
     copy = "The website resides in a GitHub repository and is changed under the source code process described."
     question = "How is the website changed or contributed to?"  # "or": a comparison may quote two pages
-    answer = ExtractiveAnswerer().complete(prompt(question, source("Website", first), source("Website (copy)", copy)))
+    always = ScopeModel(weights=(0.0,) * 6, bias=10.0)  # which units are quoted, not whether to answer
+    answerer = ExtractiveAnswerer(scope=always)
+    answer = answerer.complete(prompt(question, source("Website", first), source("Website (copy)", copy)))
     assert cited_sources(answer.text, 2) == [1]
 
 
@@ -248,5 +248,3 @@ def test_the_asked_type_ranks_units_but_never_decides_out_of_scope():
     unrelated = source("Build machines", "The build machine needs 100GB of disk space since 2019.")
     for question in ("When was the office canteen renovated?", "Wann wurde die Kantine renoviert?"):
         assert answerer.complete(prompt(question, unrelated)).text == OUT_OF_SCOPE
-
-

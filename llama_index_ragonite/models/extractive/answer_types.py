@@ -56,10 +56,10 @@ TYPES: Dict[str, Tuple["re.Pattern[str]", "re.Pattern[str]"]] = {
         re.compile(r"\d"),
     ),
     # a person (a title, two capitalised words: "Dr. Okafor", "Lena Hoffmann") or a team ("Facility
-    # Management", "HR"); a weight on ranking, never a filter: German capitalises every noun
+    # Management"); a weight on ranking, never a filter: German capitalises every noun
     "person": (
         re.compile(r"(?i)\b(?:who|whom|wer|wen|wem)\b"),
-        re.compile(r"\b(?:Dr|Prof|Mr|Mrs|Ms|Frau|Herr)\.?\s+[A-ZÄÖÜ]|\b[A-ZÄÖÜ][a-zäöüß]+\s+[A-ZÄÖÜ][a-zäöüß]+|\b[A-Z]{2,}\b"),
+        re.compile(r"\b(?:Dr|Prof|Mr|Mrs|Ms|Frau|Herr)\.?\s+[A-ZÄÖÜ]|\b[A-ZÄÖÜ][a-zäöüß]+\s+[A-ZÄÖÜ][a-zäöüß]+"),
     ),
 }
 

@@ -86,6 +86,7 @@ from llama_index_ragonite.models.extractive.scoring import (
     context_instead,
     cosine,
     language,
+    prefer_item,
     rank_bonus,
     score_units,
     select_units,
@@ -276,7 +277,7 @@ class ExtractiveAnswerer(CustomLLM):
             for text in ([s.evidence] if s.earlier_answer else split_units(s.evidence))  # an answer stays whole
         ]
         units += [
-            Unit(source=s.number, rank=r, text=text, topic=s.topic)
+            Unit(source=s.number, rank=r, text=text, topic=s.topic, whole_list=True)
             for r, s in enumerate(sources)
             if not s.earlier_answer and (text := whole_list(s.evidence)) and text not in {u.text for u in units}
         ]
@@ -301,6 +302,11 @@ class ExtractiveAnswerer(CustomLLM):
             scores, cosines = self._mix_embeddings(question, units, lexical, model)
         scores = by_asked_type(question, [u.quote for u in units], scores, self.type_weight)
         chosen = select_units(units, scores, 0.0, self.rank_prior, self.max_units, self.close_ratio, question)
+        if chosen and units[chosen[0]].whole_list:  # compare how much of the question list and item hold
+            coverage = score_units(
+                question, units, self.header_weight, self.identifier_weight, self.unmatched_weight, 0.0
+            )
+            chosen = prefer_item(units, coverage, chosen)
         best = chosen[0]
         prose = "\n".join(f"{s.topic}\n{s.context}\n{s.evidence}" for s in sources)
         q_lang, s_lang = language(question), language(" ".join(u.text for u in units[:200]))

@@ -373,3 +373,21 @@ def context_instead(question: str, units: Sequence[Unit], chosen: List[int], sco
         if u.topic == best.topic and not ROW.match(u.text) and lacking & set(identifiers(u.text))
     ]
     return [max(options, key=lambda i: (units[i].source == best.source, scores[i]))] if options else chosen
+
+
+def prefer_item(units: Sequence[Unit], lexical: Sequence[float], chosen: List[int]) -> List[int]:
+    """A whole list chosen first gives way to its best item unless the list holds more of the question's
+    words (``lexical``, without the novelty damping): in its lead-in ("To volunteer you need:") or spread over its items. One item that
+    answers is the smaller quote ("What should be rebooted after the upgrade?")."""
+    if not chosen or not units[chosen[0]].whole_list:
+        return chosen
+    whole = units[chosen[0]]
+    items = [
+        i
+        for i, u in enumerate(units)
+        if u.source == whole.source and not u.whole_list and not u.from_context and u.text in whole.text
+    ]
+    best = max(items, key=lambda i: lexical[i], default=None)
+    if best is None or lexical[best] < lexical[chosen[0]]:
+        return chosen
+    return [best, *chosen[1:]]

@@ -31,6 +31,7 @@ class Unit:
         False  # an answer of the answerer fed back (refine, tree_summarize): already cut to the point
     )
     follow: str = ""  # what a lead-in announces ("including:" → the list), quoted with it, not scored
+    whole_list: bool = False  # a list with its lead-in, every item (``whole_list``)
 
     @property
     def quote(self) -> str:
@@ -55,17 +56,22 @@ def split_units(evidence: str) -> List[str]:
     Rows (``Row i in Table j: …``) are never split; other lines are split into sentences, so a
     one-sentence list item stays whole; bullets ("- ", "* ") are dropped. A lead-in that ends
     with a colon ("The properties are:") says nothing by itself, so it is joined to the unit
-    that follows it.
+    that follows it; before a list of two or more items it is left out: ``whole_list`` quotes it
+    with every item (joined to the first item alone, it would lift that one over the others).
     """
     units: List[str] = []
-    for line in evidence.split("\n"):
-        line = _BULLET.sub("", line.strip())
+    listed = whole_list(evidence)
+    for raw in evidence.split("\n"):
+        line = _BULLET.sub("", raw.strip())
         if not line:
             continue
         pieces = [line] if ROW.match(line) else [s for s in _split_sentences(line) if _WORD.search(s)]
         for piece in pieces:
             if units and units[-1].endswith(":") and not ROW.match(units[-1]):
-                units[-1] = f"{units[-1]} {piece}"
+                if listed.startswith(units[-1]) and _ITEM.match(raw.strip()):
+                    units[-1] = piece  # the lead-in of a list: whole_list's
+                else:
+                    units[-1] = f"{units[-1]} {piece}"
             else:
                 units.append(piece)
     return units
