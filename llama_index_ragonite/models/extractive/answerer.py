@@ -22,9 +22,8 @@ Which prompts it reads:
   with the conversation's topic terms in front (``text.carried_terms``, the rule of
   ``OfflineQuestionCompleter``).
 
-Response synthesizers call ``predict``/``stream`` with the template and its variables; the
-answerer keeps those variables for the call (a context variable, so concurrent calls never mix)
-and reads them directly; ``chat`` reads its messages the same way. Plain strings (``complete``)
+Response synthesizers call ``predict``/``stream`` with the template and its variables, kept for
+the call (a context variable: concurrent calls never mix); ``chat`` reads its messages alike. Plain strings (``complete``)
 are matched against the stock templates and ``templates``. With nodes at hand no prompt is
 needed: ``ExtractiveSynthesizer`` reads them and calls ``answer_sources``, where every path ends.
 
@@ -34,14 +33,12 @@ The algorithm, one module per step, with one small class around them:
    raw evidence) and the question.
 2. ``units.split_units``: evidences into rows, list items and sentences; a lead-in ("… including:") is
    quoted with the list it announces (``continued_lead_ins``).
-3. ``scoring.score_units``: IDF-weighted share of the question's content words in a unit,
-   plus identifiers matched verbatim, damped for units that restate the question; mixed with
-   the cosine of question and unit in an embedding model's space (by meaning: ``embed_model``,
-   the store's model when the chat engine answers, else the embedded multilingual default,
-   ``by_meaning``), for the ``embed_candidates`` best units in one batched call. German
-   questions over English pages are scored the same way. Context sentences weigh
-   ``context_weight``; units without what the question asks for (a person for "who", a date for
-   "when", an amount for "how much") weigh ``type_weight`` (``answer_types.py``).
+3. ``scoring.score_units`` (IDF-weighted share of the question's words in a unit, identifiers
+   matched verbatim, units that restate the question damped), mixed with the cosine of question
+   and unit by an embedding model (``embed_model``: the store's in the chat engine, else the
+   embedded multilingual default) for the ``embed_candidates`` best units in one batch; German
+   questions over English pages alike. Units without what the question asks for (a person, a
+   date, an amount) weigh ``type_weight`` (``answer_types.py``).
 4. ``scoring.select_units``: ranked with a small prior for earlier sources (retrieval rank),
    the best unit wherever it stands in its passage, plus further items of the same enumeration
    (rows of the same table) that score close (``max_units``, ``close_ratio``). Whether it
@@ -59,7 +56,7 @@ import re
 from collections import OrderedDict
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, AsyncIterator, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -81,11 +78,10 @@ from llama_index.core.prompts import BasePromptTemplate
 from llama_index_ragonite.models.extractive.answer_types import by_asked_type
 from llama_index_ragonite.models.extractive.compose import compose_answer
 from llama_index_ragonite.models.extractive.prompt import PromptSource, parse_prompt
-from llama_index_ragonite.models.extractive.scope import ScopeFeatures, ScopeModel, missing_identifiers, scope_model_for
+from llama_index_ragonite.models.extractive.scope import Assessment, ScopeModel, scope_features, scope_model_for
 from llama_index_ragonite.models.extractive.scoring import (
     context_instead,
     cosine,
-    language,
     prefer_item,
     rank_bonus,
     score_units,
@@ -117,16 +113,6 @@ _EMBED_CACHE_SIZE = 20_000  # unit embeddings kept per answerer: turns of a conv
 _TOPIC_CACHE_SIZE = 4_096  # topics of recent answers: a refine or tree_summarize step reads them back
 # The template variables of the predict/stream call in progress (per task/thread: concurrent calls never mix).
 _VARIABLES: ContextVar[Optional[Dict[str, Any]]] = ContextVar("ragonite_template_variables", default=None)
-
-
-@dataclass
-class Assessment:
-    """What ``ExtractiveAnswerer.assess`` found: the units, those that answer, and the scope decision."""
-
-    units: List[Unit]
-    chosen: List[int]
-    features: Optional[ScopeFeatures] = None
-    probability: float = 0.0
 
 
 def stream_pieces(text: str) -> Iterator[str]:
@@ -268,7 +254,7 @@ class ExtractiveAnswerer(CustomLLM):
         assessed = self.assess(question, sources)
         return assessed.units, assessed.chosen
 
-    def assess(self, question: str, sources: Sequence[PromptSource]) -> "Assessment":
+    def assess(self, question: str, sources: Sequence[PromptSource]) -> Assessment:
         """The units of ``sources``, the ones that answer ``question`` (empty: out of scope) and the
         out-of-scope decision's features and probability (``benchmarks/calibrate_scope.py`` reads them)."""
         units = [
@@ -307,18 +293,7 @@ class ExtractiveAnswerer(CustomLLM):
                 question, units, self.header_weight, self.identifier_weight, self.unmatched_weight, 0.0
             )
             chosen = prefer_item(units, coverage, chosen)
-        best = chosen[0]
-        prose = "\n".join(f"{s.topic}\n{s.context}\n{s.evidence}" for s in sources)
-        q_lang, s_lang = language(question), language(" ".join(u.text for u in units[:200]))
-        known = [c for c in cosines if c is not None]
-        features = ScopeFeatures(
-            lexical=lexical[best],
-            meaning=cosines[best] if cosines[best] is not None else 0.0,
-            best_meaning=max(known, default=0.0),
-            rank=1.0 / (1 + units[best].rank),
-            foreign=float(bool(q_lang and s_lang and q_lang != s_lang)),
-            missing_ids=missing_identifiers(question, prose),
-        )
+        features = scope_features(question, sources, units, chosen[0], lexical, cosines)
         scope = self.scope or scope_model_for(getattr(model, "model_name", None), model is None)
         probability = scope.probability(features)
         if probability < 0.5:

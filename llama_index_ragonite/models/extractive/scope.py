@@ -30,13 +30,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import astuple, dataclass
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from llama_index.core.bridge.pydantic import BaseModel, Field
 
-from llama_index_ragonite.models.extractive.scoring import identifiers
+from llama_index_ragonite.models.extractive.scoring import identifiers, language
+from llama_index_ragonite.models.extractive.units import Unit
 
-__all__ = ["LEXICAL_SCOPE", "SCOPE_MODELS", "ScopeFeatures", "ScopeModel", "missing_identifiers", "scope_model_for"]
+__all__ = [
+    "Assessment",
+    "LEXICAL_SCOPE",
+    "SCOPE_MODELS",
+    "ScopeFeatures",
+    "ScopeModel",
+    "missing_identifiers",
+    "scope_features",
+    "scope_model_for",
+]
 
 
 @dataclass(frozen=True)
@@ -98,3 +108,35 @@ def scope_model_for(model_name: Optional[str], lexical_only: bool) -> ScopeModel
 
 def feature_names() -> Sequence[str]:
     return [f for f in ScopeFeatures.__dataclass_fields__]
+
+
+def scope_features(
+    question: str,
+    sources: Sequence[Any],
+    units: Sequence[Unit],
+    best: int,
+    lexical: Sequence[float],
+    cosines: Sequence[Optional[float]],
+) -> ScopeFeatures:
+    """The features of ``units[best]`` (module doc); ``cosines``: None for units not embedded."""
+    prose = "\n".join(f"{s.topic}\n{s.context}\n{s.evidence}" for s in sources)
+    q_lang, s_lang = language(question), language(" ".join(u.text for u in units[:200]))
+    known = [c for c in cosines if c is not None]
+    return ScopeFeatures(
+        lexical=lexical[best],
+        meaning=cosines[best] if cosines[best] is not None else 0.0,
+        best_meaning=max(known, default=0.0),
+        rank=1.0 / (1 + units[best].rank),
+        foreign=float(bool(q_lang and s_lang and q_lang != s_lang)),
+        missing_ids=missing_identifiers(question, prose),
+    )
+
+
+@dataclass
+class Assessment:
+    """What ``ExtractiveAnswerer.assess`` found: the units, those that answer, and the scope decision."""
+
+    units: List[Unit]
+    chosen: List[int]
+    features: Optional[ScopeFeatures] = None
+    probability: float = 0.0
