@@ -209,7 +209,7 @@ def worker(data: Path, store_dir: Path, out: Path) -> None:
             title=r.source_nodes[0].node.metadata.get("title") if r.source_nodes else None,
             out_of_scope=OUT_OF_SCOPE.rstrip(".") in r.response,
             choice=(r.metadata.get("retrieval") or {}).get("choice", ""),
-            answer=r.response[:300],
+            answer=r.response[:2000],
         )
 
     for n, ((_, lang), indices) in enumerate(conversations.items()):

@@ -143,6 +143,7 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
             f"| {kept[1]} ({kept[1] / len(later):.1%}) | {done} | {sum(t['out_of_scope'] for t in run['turns'])} "
             f"| {lists} | {run['wall_s']:.0f} s |"
         )
+    summary += ["", *answer_rows(runs, questions)]
     new_run = runs["this tree"]
     choices = Counter(t["choice"] or "no history (turn 1)" for t in new_run["turns"])
     examples = [
@@ -218,3 +219,31 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
         "|---|---:|---|---|---|",
         *[f"| {q.lang} | {q.turn} | {q.question} | {t['completed']} | {t['choice'] or '-'} |" for q, t in examples],
     ]
+
+
+def answer_rows(runs: Dict[str, dict], questions) -> List[str]:
+    """Issue 45's answer figures per engine: answers holding the gold answer (token recall >= 0.5 against
+    it, label and citations stripped), median words of the in-scope answers, answerable turns refused."""
+    from statistics import median
+
+    from llama_index_ragonite.bench.answer_metrics import answer_text, token_recall
+
+    lines = [
+        "| engine | answers holding the gold answer (token recall >= 0.5, of 600) | EN | DE "
+        "| median words (answered turns) | answerable turns answered out of scope |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, run in runs.items():
+        held = [
+            not t["out_of_scope"] and token_recall(answer_text(t["answer"], "Extractive answer: "), [q.answer]) >= 0.5
+            for t, q in zip(run["turns"], questions)
+        ]
+        words = [
+            len(answer_text(t["answer"], "Extractive answer: ").split()) for t in run["turns"] if not t["out_of_scope"]
+        ]
+        by = {code: sum(h for h, q in zip(held, questions) if q.lang == code) for code in ("en", "de")}
+        lines.append(
+            f"| {name} | {sum(held)} | {by['en']} | {by['de']} | {median(words) if words else 0:g} "
+            f"| {sum(t['out_of_scope'] for t in run['turns'])} |"
+        )
+    return lines

@@ -138,7 +138,9 @@ def score(conversations: List[Dict[str, Any]], records: List[Dict[str, Any]]) ->
     }
 
 
-def report(args, chosen: Path, base_commit: str, base: Dict[str, Any], now: Dict[str, Any], seconds: Dict[str, float]) -> List[str]:
+def report(
+    args, chosen: Path, base_commit: str, base: Dict[str, Any], now: Dict[str, Any], seconds: Dict[str, float]
+) -> List[str]:
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     dirty = subprocess.run(["git", "status", "--porcelain", "llama_index_ragonite"], cwd=ROOT, capture_output=True)
     revision = head.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
@@ -243,7 +245,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     started = time.perf_counter()
     now_records = _side(ROOT, "now", chosen)
     seconds["now"] = time.perf_counter() - started
-    lines = report(args, chosen, base_commit, score(conversations, base_records), score(conversations, now_records), seconds)
+    lines = report(
+        args, chosen, base_commit, score(conversations, base_records), score(conversations, now_records), seconds
+    )
     return finish_report(lines, args.out.resolve() if args.out else None)
 
 

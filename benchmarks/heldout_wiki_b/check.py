@@ -20,7 +20,10 @@ KINDS = {"first", "pronoun", "ellipsis", "topic_switch", "table_cell", "list", "
 TURN_FIELDS = {"question", "completed", "gold_page", "answers", "answer_mode", "kind", "language"}
 FLAGS = {"not_first_sentence", "needs_context", "year_specific"}
 # the near-duplicate pair: a year-specific turn's answers must not occur in the sibling
-SIBLING = {"on-call-policy-2025.html": "on-call-policy-2026.html", "on-call-policy-2026.html": "on-call-policy-2025.html"}
+SIBLING = {
+    "on-call-policy-2025.html": "on-call-policy-2026.html",
+    "on-call-policy-2026.html": "on-call-policy-2025.html",
+}
 # the table whose rows depend on the text just above it
 CONTEXT_TABLE_PAGE = "shift-allowances.html"
 

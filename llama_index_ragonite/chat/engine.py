@@ -196,6 +196,10 @@ class RagoniteChatEngine(BaseChatEngine):
     llm = property(attrgetter("_llm"), doc="The LLM that writes the answers.")
     retriever = property(attrgetter("_retriever"), doc="Finds the evidences for the completed question.")
     answer_prompt = property(attrgetter("_answer_prompt"), doc="The prompt the evidences are numbered in.")
+    answer_synthesizer = property(
+        lambda self: self._answering.synthesizer,
+        doc="The synthesizer that answers from the nodes offline (None with an LLM): explainers regenerate through it.",
+    )
     memory = property(attrgetter("_memory"), doc="The conversation so far (token-limited).")
 
     chat_history = property(lambda self: self._memory.get_all(), doc="Every message of the conversation.")

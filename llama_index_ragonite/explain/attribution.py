@@ -122,9 +122,11 @@ class BaseAttributor(BaseExplainer):
 
     @classmethod
     def from_engine(cls, engine: Any, **kwargs: Any) -> "BaseAttributor":
-        """This attributor on a chat engine's own pipeline: its LLM and answer prompt, the retriever's
-        embedding model and the vectors the index already holds for the evidences."""
+        """This attributor on a chat engine's own pipeline: its LLM and answer prompt (offline: the
+        synthesizer it answers with, so counterfactual answers are written as the answer was), the
+        retriever's embedding model and the vectors the index already holds for the evidences."""
         retriever = engine.retriever
+        kwargs.setdefault("synthesizer", getattr(engine, "answer_synthesizer", None))
         return cls(
             llm=engine.llm,
             embed_model=retriever.embed_model if isinstance(retriever, EmbedModelRetriever) else None,

@@ -41,10 +41,8 @@ def explain_turn(sessions: Any, owner: str, conversation_id: str, number: int, m
     if method == "counterfactual":
         attribution = CounterfactualAttributor.from_engine(engine).attribute(question, nodes, answer)
         return _counterfactual(attribution, turn)
-    if method == "combination":
-        explainer = CombinationExplainer(llm=engine.llm, prompt=engine.answer_prompt)
-    else:
-        explainer = PermutationExplainer(llm=engine.llm, prompt=engine.answer_prompt)
+    rage = CombinationExplainer if method == "combination" else PermutationExplainer
+    explainer = rage(llm=engine.llm, prompt=engine.answer_prompt, synthesizer=engine.answer_synthesizer)
     return _rage(method, explainer.explain(question, nodes, answer))
 
 

@@ -169,7 +169,7 @@ def test_a_near_copy_of_the_first_unit_from_another_source_is_left_out():
     first = "The website resides in a GitHub repository and is changed under the source code process."
     copy = "The website resides in a GitHub repository and is changed under the source code process described."
     question = "How is the website changed or contributed to?"  # "or": a comparison may quote two pages
-    always = ScopeModel(weights=(0.0,) * 6, bias=10.0)  # which units are quoted, not whether to answer
+    always = ScopeModel(weights=(0.0,) * 7, bias=10.0)  # which units are quoted, not whether to answer
     answerer = ExtractiveAnswerer(scope=always)
     answer = answerer.complete(prompt(question, source("Website", first), source("Website (copy)", copy)))
     assert cited_sources(answer.text, 2) == [1]

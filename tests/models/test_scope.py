@@ -19,12 +19,12 @@ from llama_index_ragonite.prompts import OUT_OF_SCOPE
 
 
 def features(**kw) -> ScopeFeatures:
-    base = dict(lexical=0.0, meaning=0.0, best_meaning=0.0, rank=1.0, foreign=0.0, missing_ids=0.0)
+    base = dict(lexical=0.0, meaning=0.0, best_meaning=0.0, rank=1.0, foreign=0.0, missing_ids=0.0, missing_names=0.0)
     return ScopeFeatures(**{**base, **kw})
 
 
 def test_the_probability_is_logistic_in_the_features_and_half_decides():
-    model = ScopeModel(weights=(2.0, 0, 0, 0, 0, 0), bias=-1.0)
+    model = ScopeModel(weights=(2.0, 0, 0, 0, 0, 0, 0), bias=-1.0)
     assert model.probability(features(lexical=0.5)) == pytest.approx(0.5)
     assert model.in_scope(features(lexical=0.5)) and not model.in_scope(features(lexical=0.49))
     assert model.probability(features(lexical=1e9)) == pytest.approx(1.0)  # clipped, no overflow
@@ -48,8 +48,8 @@ def test_missing_identifiers_is_the_share_of_the_question_s_identifiers_no_sourc
 
 def test_the_answerer_answers_or_refuses_by_that_one_score():
     sources = [PromptSource(1, "Shelter clinic", "The clinic is open Tuesday. Dr. Okafor is the resident vet.")]
-    sure = ScopeModel(weights=(0, 0, 0, 0, 0, 0), bias=5.0)
-    never = ScopeModel(weights=(0, 0, 0, 0, 0, 0), bias=-5.0)
+    sure = ScopeModel(weights=(0, 0, 0, 0, 0, 0, 0), bias=5.0)
+    never = ScopeModel(weights=(0, 0, 0, 0, 0, 0, 0), bias=-5.0)
     answerer = ExtractiveAnswerer(by_meaning=False)
     assessed = answerer.model_copy(update={"scope": sure}).assess("Who is the vet?", sources)
     assert assessed.chosen and assessed.probability > 0.99 and assessed.features.rank == 1.0

