@@ -160,14 +160,14 @@ TEXTS = {
 }
 
 
-def test_a_new_request_that_names_nothing_is_completed_but_answered_out_of_scope():
+def test_a_new_request_is_shown_as_asked_and_answered_out_of_scope():
     def after_ota(message: str):
         chat = RagoniteChatEngine.from_defaults(TextPagesRetriever(TEXTS), follow_ups=0)
         chat.chat("Who owns the OTA server?")
         return chat.chat(message)
 
     cake = after_ota("How do I bake a chocolate cake?")
-    assert cake.completed_question != "How do I bake a chocolate cake?"  # names nothing: carries the topic
-    assert cake.response == OUT_OF_SCOPE  # but no source holds what its own words ask
+    assert cake.completed_question == "How do I bake a chocolate cake?"  # points back to nothing: as asked
+    assert cake.response == OUT_OF_SCOPE  # no source answers it
     poll = after_ota("How often do devices poll it?")
     assert poll.completed_question != "How often do devices poll it?" and "six hours" in poll.response
