@@ -186,6 +186,32 @@ def test_a_german_turn_and_an_out_of_scope_turn(client):
     assert "cannot be found" in out["answer"]
 
 
+def switch_after_aurora(client, opening: str, switch: str) -> dict:
+    conversation = new_conversation(client)
+    ask(client, conversation, opening)
+    return ask(client, conversation, switch)
+
+
+def test_a_self_contained_topic_switch_is_shown_and_answered_as_asked(client):
+    """Issue 45's trial case through the API: after an Aurora turn, a turn on another subject is its own."""
+    switch = "Who grants access to the build server?"
+    turn = switch_after_aurora(client, "Which platform failed the UEFI OTA upgrade in Aurora 2.0?", switch)
+    assert turn["completed_question"] == switch
+    assert "Dana" in turn["answer"] and not turn["out_of_scope"], turn["answer"]
+
+
+@pytest.mark.xfail(
+    reason="issue 45, not met yet: the German turn is shown as asked, but retrieval ranks the access table "
+    "fifth and the calibrated score answers it out of scope",
+    strict=True,
+)
+def test_a_german_topic_switch_is_answered_as_asked(client):
+    switch = "Wer vergibt den Zugang zum Build-Server?"
+    turn = switch_after_aurora(client, "Welche Plattform ist in Aurora 2.0 beim UEFI-OTA-Upgrade gescheitert?", switch)
+    assert turn["completed_question"] == switch  # holds already
+    assert "Dana" in turn["answer"] and not turn["out_of_scope"], turn["answer"]
+
+
 @pytest.mark.fault(
     "LLM fails during a turn (HTTP 500 after the client's retries)",
     "502 kind llm (an error event when streamed); the question is not stored; the next turn works",
