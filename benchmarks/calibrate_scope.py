@@ -1,7 +1,7 @@
 """Fit the offline answerer's out-of-scope decision (``models/extractive/scope.py``) for an embedding model.
 
 Usage:
-    python benchmarks/calibrate_scope.py [--data DIR] [--store DIR] [--out FILE.md]
+    python benchmarks/calibrate_scope.py [--data DIR] [--store DIR] [--also SET] [--out FILE.md]
 
 The procedure (issue 45: one calibrated score, one set of weights per embedding model, chosen on a
 set that then does not judge it):
@@ -91,11 +91,7 @@ def wiki_set(folder: Path):
     EvidenceStore(store_dir).ingest(load_pages(folder / "pages"), show_progress=False)
     turns = [t for c in json.loads((folder / "conversations.json").read_text()) for t in c["turns"]]
     retriever = HybridRetriever.from_store(store_dir, k_lexical=10, k_dense=10, top_n=10)
-    labels = [int(t["gold_page"] is not None) for t in turns]
-    kinds = [
-        "answerable" if t["gold_page"] else "off-topic" if t["kind"] == "off_topic" else "unanswerable" for t in turns
-    ]
-    return retriever, [t["completed"] for t in turns], labels, kinds
+    return retriever, [t["completed"] for t in turns], [int(t["gold_page"] is not None) for t in turns]
 
 
 def fit(x: np.ndarray, y: np.ndarray, used: Sequence[int], steps: int = 4000) -> Tuple[np.ndarray, float]:

@@ -60,7 +60,8 @@ HELD_OUT_OFF_TOPIC = {
     ],
 }  # fmt: skip
 # Written on 2026-11-24, before the words that name no topic (filler, the measure of "how long") were left out
-# of the scope rule's own words (scope._unsupported_request) on the misses of the lists above: its check.
+# of the scope rule's own words (scope._unsupported_request, deleted in issue 45) on the misses of the lists above: its
+# check. Since issue 45 every list here is calibration data of benchmarks/calibrate_scope.py, not a check.
 FRESH_OFF_TOPIC = {
     "en": [
         "How do I get red wine out of a carpet?", "What time does the sun set in winter?",

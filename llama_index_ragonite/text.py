@@ -232,16 +232,24 @@ def refers_back(text: str) -> bool:
 
 def pointing_word(text: str) -> Optional[str]:
     """The first word of ``text`` that points back ("it", "these", "dort", "das" before no noun), or None."""
-    tokens = re.findall(r"\w+|[^\w\s]", _EXPLETIVE_IT.sub(" ", text))
+    end = pointing_end(text)
+    return re.findall(r"\w+", text[:end])[-1] if end is not None else None
+
+
+def pointing_end(text: str) -> Optional[int]:
+    """Where the first word of ``text`` that points back ends (an offset into ``text``), or None."""
+    blanked = _EXPLETIVE_IT.sub(lambda m: " " * len(m.group(0)), text)  # offsets stay those of ``text``
+    found = list(re.finditer(r"\w+|[^\w\s]", blanked))
+    tokens = [m.group(0) for m in found]
     for i, token in enumerate(tokens):
         low, before = token.lower(), tokens[i - 1].lower() if i else ""
         after = tokens[i + 1] if i + 1 < len(tokens) else ""
-        if low in ANAPHORA_WORDS and not (token == "Sie" and i > 0) and not (low == "sein" and _ends_clause(after)):
-            return token
-        if low == "that" and (not before or before in _THAT_BEFORE):
-            return token
-        if low in ("das", "dem") and before and not after[:1].isupper():  # "Ist das vorgeschrieben?"
-            return token
+        if (
+            (low in ANAPHORA_WORDS and not (token == "Sie" and i > 0) and not (low == "sein" and _ends_clause(after)))
+            or (low == "that" and (not before or before in _THAT_BEFORE))
+            or (low in ("das", "dem") and before and not after[:1].isupper())  # "Ist das vorgeschrieben?"
+        ):
+            return found[i].end()
     return None
 
 

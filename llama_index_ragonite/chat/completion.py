@@ -39,6 +39,7 @@ from llama_index_ragonite.text import (
     detect_language,
     is_fragment,
     is_request,
+    pointing_end,
     pointing_word,
     refers_back,
 )
@@ -320,8 +321,7 @@ class OfflineQuestionCompleter(QuestionCompleter):
 
 def with_referent(message: str, referent: str) -> str:
     """``message`` with ``(referent)`` after its word that points back, else after the whole turn."""
-    word = pointing_word(message)
-    found = re.search(rf"\b{re.escape(word)}\b", message) if word else None
-    if found is None:
+    end = pointing_end(message)
+    if end is None:
         return f"{message} ({referent})"
-    return f"{message[: found.end()]} ({referent}){message[found.end() :]}"
+    return f"{message[:end]} ({referent}){message[end:]}"

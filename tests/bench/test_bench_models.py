@@ -67,7 +67,8 @@ def test_reranker_rows_run_end_to_end_with_the_tiny_cross_encoder(toy, tmp_path,
         assert len(record["retrieved_ids"]) >= 2
         # rerank alone: the evidences come in the cross-encoder's order for the completed question
         scores = scorer.score(record["completed_question"], [texts[i] for i in record["retrieved_ids"]])
-        assert scores == sorted(scores, reverse=True), record["id"]
+        # (scored here in another batch than the bench's: padding moves scores by ~1e-6, so near ties may swap)
+        assert all(a >= b - 1e-5 for a, b in zip(scores, scores[1:])), (record["id"], scores)
     assert summary[both]["slices"]["all"]["n"] == 6
 
 

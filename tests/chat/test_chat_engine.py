@@ -395,3 +395,21 @@ def test_cli_and_api_show_the_citation_warning(store):
     turn = turn_json("Which task does Bob have?", response.response, response.turn, response.source_nodes, [], 0.1)
     assert turn["warning"] == response.turn.warning and turn["invalid_citations"] == ["[Source 99]", "[Source 0]"]
     assert turn["cited"] == response.turn.cited
+
+
+def test_the_offline_answer_scores_with_the_store_s_model_and_explainers_regenerate_through_it():
+    from llama_index.core.embeddings import MockEmbedding
+
+    from llama_index_ragonite import CounterfactualAttributor, ExtractiveAnswerer
+
+    class StoreRetriever(BaseRetriever):
+        embed_model = MockEmbedding(embed_dim=8)
+
+        def _retrieve(self, query_bundle):
+            return []
+
+    answerer = ExtractiveAnswerer()
+    engine = RagoniteChatEngine.from_defaults(StoreRetriever(), llm=answerer, follow_ups=0)
+    assert engine.answer_synthesizer.answerer.embed_model is StoreRetriever.embed_model
+    assert answerer.embed_model is None  # the user's answerer is not changed: the engine uses a copy
+    assert CounterfactualAttributor.from_engine(engine)._synthesizer is engine.answer_synthesizer

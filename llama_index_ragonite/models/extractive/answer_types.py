@@ -1,4 +1,5 @@
-"""What kind of thing a question asks for (a date, a number, a duration) and whether a unit holds one.
+"""What kind of thing a question asks for (a date, a count, a duration, an amount, a person) and whether a
+unit holds one.
 
 Why: "When was the planning meeting held?" is answered by the sentence with a date, not by the
 one that best repeats "planning meeting"; word overlap alone cannot tell them apart.

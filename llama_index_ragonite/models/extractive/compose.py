@@ -73,9 +73,10 @@ def row_answer(text: str, question: str, topic: str = "") -> str:
     if cells is None:
         return text
     kind = asked_type(question)
-    if kind and not any(holds_type(c.value, kind) for c in cells):  # the asked amount or date is in no chosen cell
-        typed = [c for c in row_cells(text) if holds_type(c.value, kind)]
-        return quote_cells([c for c in row_cells(text) if c in cells or c in typed]) if typed else text
+    if kind in ("amount", "count", "date") and not any(holds_type(c.value, kind) for c in cells):
+        every = row_cells(text)  # the asked amount, count or date is in no chosen cell
+        typed = [c for c in every if holds_type(c.value, kind)]
+        return quote_cells([c for c in every if c in cells or c in typed]) if typed else text
     return quote_cells(cells)
 
 

@@ -41,6 +41,7 @@ from llama_index.core.bridge.pydantic import BaseModel, Field, field_validator
 
 from llama_index_ragonite.models.extractive.scoring import identifiers, language, unit_keys, word_keys
 from llama_index_ragonite.models.extractive.units import Unit
+from llama_index_ragonite.text import QUESTION_WORDS, stopwords
 
 __all__ = [
     "Assessment",
@@ -50,6 +51,7 @@ __all__ = [
     "ScopeModel",
     "missing_identifiers",
     "missing_names",
+    "feature_names",
     "scope_features",
     "scope_model_for",
 ]
@@ -106,8 +108,18 @@ def _held(term: str, held_ids: set, held_keys: frozenset) -> bool:
 def missing_names(question: str, source_text: str) -> float:
     """The share of the question's names (capitalised after its first word, or identifiers) that
     ``source_text`` does not hold (``_held``; 0 when it names none)."""
+    starts = {m.group(1) for m in re.finditer(r"(?:^|[.?!:(–]\s*)\W*(\w+)", question)}  # sentence openers
+    common = QUESTION_WORDS | stopwords("en") | stopwords("de")
     tokens = re.findall(r"\w+(?:[.\-_/]\w+)*", question)
-    names = list(dict.fromkeys(t for t in tokens[1:] if t[:1].isupper() or any(c.isdigit() for c in t)))
+    names = list(
+        dict.fromkeys(
+            t
+            for t in tokens
+            if (t[:1].isupper() and t not in starts or any(c.isdigit() for c in t))
+            and len(t) > 1
+            and t.lower() not in common
+        )
+    )
     if not names:
         return 0.0
     ids, keys = set(identifiers(source_text)), unit_keys(source_text)

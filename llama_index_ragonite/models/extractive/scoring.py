@@ -18,7 +18,7 @@ from typing import Dict, FrozenSet, List, Sequence, Set, Tuple
 
 import Stemmer
 
-from llama_index_ragonite.models.extractive.units import ROW, Unit
+from llama_index_ragonite.models.extractive.units import ROW, Unit, list_item_text
 from llama_index_ragonite.text import QUESTION_WORDS, content_words, detect_language
 
 _IDENT = re.compile(r"\w+(?:[.\-_/+:]\w+)*", re.UNICODE)
@@ -385,7 +385,7 @@ def prefer_item(units: Sequence[Unit], lexical: Sequence[float], chosen: List[in
     items = [
         i
         for i, u in enumerate(units)
-        if u.source == whole.source and not u.whole_list and not u.from_context and u.text in whole.text
+        if u.source == whole.source and not u.whole_list and not u.from_context and list_item_text(u.text) in whole.text
     ]
     best = max(items, key=lambda i: lexical[i], default=None)
     if best is None or lexical[best] < lexical[chosen[0]]:

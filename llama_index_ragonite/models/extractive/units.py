@@ -83,13 +83,22 @@ def whole_list(evidence: str) -> str:
     Why: "What do I need to volunteer?" is answered by all three items, not by the best one alone; the
     whole list competes with its items and wins when it answers better as a whole."""
     lines = [line.strip() for line in evidence.split("\n") if line.strip()]
-    items = [i for i, line in enumerate(lines) if _ITEM.match(line)]
-    if len(items) < 2:
+    first = next((i for i, line in enumerate(lines) if _ITEM.match(line)), None)
+    if first is None:
         return ""
-    first = items[0]
+    run = first
+    while run < len(lines) and _ITEM.match(lines[run]):  # the first list: its contiguous items
+        run += 1
+    if run - first < 2:
+        return ""
     lead = lines[first - 1] if first and lines[first - 1].endswith(":") else ""
-    body = [_ITEM.sub("", lines[i]).rstrip(".;,") for i in items]
+    body = [list_item_text(line) for line in lines[first:run]]
     return " ".join(filter(None, [lead, "; ".join(body) + "."]))
+
+
+def list_item_text(line: str) -> str:
+    """A list item as ``whole_list`` quotes it: no bullet or number, no closing punctuation."""
+    return _ITEM.sub("", line.strip()).rstrip(".;,")
 
 
 def context_units(sources: Sequence[Any], units: Sequence[Unit]) -> List[Unit]:
