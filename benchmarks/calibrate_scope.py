@@ -22,6 +22,11 @@ set that then does not judge it):
   not kept: weighing the unanswerable questions that sound like the wiki as much as all the off-topic
   ones (a quarter each): fewer of them answered, but 14% of the calibration's answerable questions
   refused, and the trial cases' "Who grants access to the build server?" with them;
+* the operating point: the bias is lowered until at least 95% of the calibration's answerable questions
+  are in scope (``IN_SCOPE``). An extractive answer cites the page it quotes, so a wrong one is seen for
+  what it is; a refusal of an answerable question leaves the user with nothing. With the balanced fit
+  alone, questions in everyday words on a new wiki sat at the boundary (p ≈ 0.5: "Who grants access
+  to the build server?" over a stock LlamaIndex retriever);
 * the weights are copied into ``scope.SCOPE_MODELS`` under the model's ``model_name`` (by hand, so the
   change is a reviewed commit), and ``LEXICAL_SCOPE``.
 
@@ -112,6 +117,15 @@ def fit(x: np.ndarray, y: np.ndarray, used: Sequence[int], steps: int = 4000) ->
     return raw, float(b - (w * mean / std).sum())
 
 
+IN_SCOPE = 0.95  # the operating point: at least this share of the calibration's answerable questions answered
+
+
+def operating_point(x: np.ndarray, y: np.ndarray, w: np.ndarray, b: float) -> float:
+    """The bias that answers ``IN_SCOPE`` of the answerable questions (a lower one when the fit already does)."""
+    logits = x[y == 1] @ w + b
+    return float(b - min(0.0, np.quantile(logits, 1 - IN_SCOPE)))
+
+
 def rates(x: np.ndarray, y: np.ndarray, model: ScopeModel) -> Tuple[float, float]:
     """(in scope among answerable, out of scope among unanswerable) on the calibration set itself."""
     from llama_index_ragonite.models.extractive.scope import ScopeFeatures
@@ -174,6 +188,7 @@ def main(argv: List[str] | None = None) -> int:
             ys.append(np.array(labels, dtype=float))
         x, y_all = np.vstack(xs), np.concatenate(ys)
         w, b = fit(x, y_all, used)
+        b = operating_point(x, y_all, w, b)
         scope = ScopeModel(weights=tuple(round(float(v), 3) for v in w), bias=round(b, 3), fitted_on=label)
         inside, outside = rates(x, y_all, scope)
         lines.append(

@@ -149,7 +149,7 @@ def test_examples_run_as_is(tmp_path):
     assert out.stdout.count("Completed question:") == 6 and "Extractive answer:" in out.stdout
     follow_up = out.stdout.split("--- Turn 2")[1].split("--- Turn 3")[0]
     completed = follow_up.split("Completed question: ")[1].split("\n")[0]
-    assert "Aurora 2.0" in completed and "UEFI" in completed and completed.endswith("Which firmware does it run?")
+    assert completed.startswith("Which firmware does it (") and "Aurora 2.0" in completed  # its referent, in place
     assert "Firmware is 1.32" in follow_up
     owner = out.stdout.split("--- Turn 3")[1].split("--- Turn 4")[0]
     cited = owner.split("Cited sources:\n  [Source ")[1].split("]")[0]
