@@ -23,11 +23,12 @@ The features of the best unit (``ScopeFeatures``):
 Its weights are fitted per embedding model (the cosines differ from model to model) by
 ``benchmarks/calibrate_scope.py`` on ConfQuestions (answerable: its gold-completed questions;
 unanswerable: ``benchmarks/unanswerable_questions.json`` and the off-topic lists of
-``benchmarks/completion_confquestions.py``), classes weighed equally, and stored in ``SCOPE_MODELS``
-under the model's ``model_name``. The sets that judge it are others: the held-out wikis and
+``benchmarks/completion_confquestions.py``), classes weighed equally, the bias then lowered until 95%
+of the answerable ones are answered, and stored in ``SCOPE_MODELS`` under the model's
+``model_name``. The sets that judge it are others: the held-out wikis and
 ``benchmarks/unanswerable_questions_heldout.json``. A model with no entry gets the lexical-only
-model (``LEXICAL_SCOPE``, fitted the same way without the cosines); ``calibrate_scope.py
---embedding SPEC`` fits one for it.
+model (``LEXICAL_SCOPE``, fitted the same way without the cosines); ``calibrate_scope.py`` run on a
+store built with that model fits one for it.
 """
 
 from __future__ import annotations
@@ -73,6 +74,10 @@ class ScopeFeatures:
         return astuple(self)
 
 
+def feature_names() -> Sequence[str]:
+    return [f for f in ScopeFeatures.__dataclass_fields__]
+
+
 class ScopeModel(BaseModel):
     """Logistic weights over ``ScopeFeatures`` (in field order) and a bias; in scope at probability ≥ 0.5."""
 
@@ -83,8 +88,8 @@ class ScopeModel(BaseModel):
     @field_validator("weights")
     @classmethod
     def _one_per_feature(cls, weights: Tuple[float, ...]) -> Tuple[float, ...]:
-        if len(weights) != len(ScopeFeatures.__dataclass_fields__):
-            raise ValueError(f"weights needs one weight per feature: {', '.join(ScopeFeatures.__dataclass_fields__)}")
+        if len(weights) != len(feature_names()):
+            raise ValueError(f"weights needs one weight per feature: {', '.join(feature_names())}")
         return weights
 
     def probability(self, features: ScopeFeatures) -> float:
@@ -105,13 +110,23 @@ def _held(term: str, held_ids: set, held_keys: frozenset) -> bool:
     return len(parts) > 1 and all(p in held_ids or word_keys(p) & held_keys for p in parts)
 
 
-def missing_names(question: str, source_text: str) -> float:
-    """The share of the question's names (capitalised after its first word, or identifiers) that
-    ``source_text`` does not hold (``_held``; 0 when it names none)."""
+def _source_terms(source_text: str) -> Tuple[set, frozenset]:
+    """What ``_held`` compares with: the identifiers and the match keys of ``source_text``."""
+    return set(identifiers(source_text)), unit_keys(source_text)
+
+
+def _share_missing(asked: Sequence[str], terms: Tuple[set, frozenset]) -> float:
+    """The share of ``asked`` that the sources (``_source_terms``) do not hold; 0 when nothing is asked."""
+    return sum(not _held(t, *terms) for t in asked) / len(asked) if asked else 0.0
+
+
+def _names(question: str) -> List[str]:
+    """The question's names: capitalised words that open no sentence and are no common words, or
+    tokens with a digit."""
     starts = {m.group(1) for m in re.finditer(r"(?:^|[.?!:(–]\s*)\W*(\w+)", question)}  # sentence openers
     common = QUESTION_WORDS | stopwords("en") | stopwords("de")
     tokens = re.findall(r"\w+(?:[.\-_/]\w+)*", question)
-    names = list(
+    return list(
         dict.fromkeys(
             t
             for t in tokens
@@ -120,20 +135,18 @@ def missing_names(question: str, source_text: str) -> float:
             and t.lower() not in common
         )
     )
-    if not names:
-        return 0.0
-    ids, keys = set(identifiers(source_text)), unit_keys(source_text)
-    return sum(not _held(n, ids, keys) for n in names) / len(names)
+
+
+def missing_names(question: str, source_text: str) -> float:
+    """The share of the question's names (capitalised after its first word, or identifiers) that
+    ``source_text`` does not hold (``_held``; 0 when it names none)."""
+    return _share_missing(_names(question), _source_terms(source_text))
 
 
 def missing_identifiers(question: str, source_text: str) -> float:
     """The share of the question's identifiers that ``source_text`` does not hold (``_held``; 0 when it
     names none)."""
-    asked = list(dict.fromkeys(identifiers(question)))
-    if not asked:
-        return 0.0
-    ids, keys = set(identifiers(source_text)), unit_keys(source_text)
-    return sum(not _held(t, ids, keys) for t in asked) / len(asked)
+    return _share_missing(list(dict.fromkeys(identifiers(question))), _source_terms(source_text))
 
 
 # Fitted by benchmarks/calibrate_scope.py (benchmarks/results/calibrate_scope.md); see the module doc.
@@ -156,10 +169,6 @@ def scope_model_for(model_name: Optional[str], lexical_only: bool) -> ScopeModel
     return SCOPE_MODELS.get(model_name, LEXICAL_SCOPE)
 
 
-def feature_names() -> Sequence[str]:
-    return [f for f in ScopeFeatures.__dataclass_fields__]
-
-
 def scope_features(
     question: str,
     sources: Sequence[Any],
@@ -169,7 +178,7 @@ def scope_features(
     cosines: Sequence[Optional[float]],
 ) -> ScopeFeatures:
     """The features of ``units[best]`` (module doc); ``cosines``: None for units not embedded."""
-    prose = "\n".join(f"{s.topic}\n{s.context}\n{s.evidence}" for s in sources)
+    terms = _source_terms("\n".join(f"{s.topic}\n{s.context}\n{s.evidence}" for s in sources))  # once for both
     q_lang, s_lang = language(question), language(" ".join(u.text for u in units[:200]))
     known = [c for c in cosines if c is not None]
     return ScopeFeatures(
@@ -178,8 +187,8 @@ def scope_features(
         best_meaning=max(known, default=0.0),
         rank=1.0 / (1 + units[best].rank),
         foreign=float(bool(q_lang and s_lang and q_lang != s_lang)),
-        missing_ids=missing_identifiers(question, prose),
-        missing_names=missing_names(question, prose),
+        missing_ids=_share_missing(list(dict.fromkeys(identifiers(question))), terms),
+        missing_names=_share_missing(_names(question), terms),
     )
 
 
