@@ -28,7 +28,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import BaseComponent
 
-from llama_index_ragonite.chat.conversation_retrieval import TOPIC_KEY
+from llama_index_ragonite.chat.conversation_retrieval import topic_page
 from llama_index_ragonite.chat.llm_calls import MALFORMED, llm_error
 from llama_index_ragonite.events import QuestionCompletedEvent
 from llama_index_ragonite.models.defaults import settings_llm
@@ -296,7 +296,7 @@ class OfflineQuestionCompleter(QuestionCompleter):
         if not users:
             return ""
         previous = users[-1].content or ""
-        title = " ".join(str((users[-1].additional_kwargs or {}).get(TOPIC_KEY) or "").split())
+        title = " ".join(topic_page(users[-1]).split())
         topic = title or " ".join(content_terms(previous, self.extra_stopwords)[: self.max_terms])
         if pointing_word(message) is not None:
             return topic

@@ -38,7 +38,7 @@ from llama_index.core.schema import BaseComponent, NodeWithScore
 from llama_index_ragonite.events import ConversationRetrievalEvent
 from llama_index_ragonite.text import carried_terms
 
-__all__ = ["TOPIC_KEY", "ConversationHits", "ConversationRetrieval", "topic_of"]
+__all__ = ["TOPIC_KEY", "ConversationHits", "ConversationRetrieval", "topic_of", "topic_page"]
 
 dispatcher = get_dispatcher(__name__)
 
@@ -59,6 +59,12 @@ class ConversationHits:
     def record(self) -> Dict[str, object]:
         return {"choice": self.choice, "query": self.queries.get(self.choice, ""), "reason": self.reason,
                 "queries": dict(self.queries)}  # fmt: skip
+
+
+def topic_page(message: ChatMessage) -> str:
+    """The page title recorded on a user message (``TOPIC_KEY``), stripped; "" when none was."""
+    title = (message.additional_kwargs or {}).get(TOPIC_KEY)
+    return title.strip() if isinstance(title, str) else ""
 
 
 def topic_of(nodes: Sequence[NodeWithScore]) -> Optional[str]:
@@ -98,9 +104,9 @@ class ConversationRetrieval(BaseComponent):
         terms = carried_terms([m.content or "" for m in users], message, self.max_terms) if users else []
         if terms:
             out[CONVERSATION] = f"{' '.join(terms)} {message.strip()}"
-        title = (users[-1].additional_kwargs or {}).get(TOPIC_KEY) if users else None
-        if self.use_topic_page and isinstance(title, str) and title.strip():
-            out[TOPIC] = f"{title.strip()} {completed}"
+        title = topic_page(users[-1]) if users else ""
+        if self.use_topic_page and title:
+            out[TOPIC] = f"{title} {completed}"
         return out
 
     def choose(self, rankings: Dict[str, List[NodeWithScore]]) -> tuple:
