@@ -1,9 +1,10 @@
-"""The answer step of a turn: nodes in, answer out.
+"""The answer step of a turn: nodes in, answer out, through one of the two answer synthesizers.
 
 With the offline default the ``ExtractiveSynthesizer`` reads the retrieved nodes themselves; an LLM
-gets the answer prompt (the paper's, with the numbered sources), through ``llm_calls`` (clear
-errors, garbled output warned, broken-off streams marked). Either way the prompt is kept in the
-turn's trace: it is what an LLM reads, and what the offline answer is equivalent to.
+answers through the ``CitedSynthesizer``: its answer prompt (the paper's, with the numbered sources)
+is sent through ``llm_calls`` (clear errors, garbled output warned, broken-off streams marked).
+Either way the ``CitedSynthesizer`` writes the prompt kept in the turn's trace: it is what an LLM
+reads, and what the offline answer is equivalent to.
 """
 
 from __future__ import annotations
@@ -11,14 +12,18 @@ from __future__ import annotations
 from typing import AsyncIterator, Iterator, Optional, Sequence
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms.llm import LLM
+from llama_index.core.prompts import BasePromptTemplate
+from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from llama_index_ragonite.chat.llm_calls import acall_llm, aiter_items, astream_llm, call_llm, stream_llm
 from llama_index_ragonite.chat.responses import TurnResult
 from llama_index_ragonite.models.extractive import ExtractiveAnswerer
 from llama_index_ragonite.models.extractive.answerer import stream_pieces
-from llama_index_ragonite.models.synthesizers import ExtractiveSynthesizer
+from llama_index_ragonite.models.synthesizers import CitedSynthesizer, ExtractiveSynthesizer
+from llama_index_ragonite.prompts import ANSWER_PROMPT
 
 __all__ = ["Answering", "is_offline"]
 
@@ -38,34 +43,53 @@ def _with_embedding(answerer: ExtractiveAnswerer, embed_model: Optional[BaseEmbe
 class Answering:
     """How one engine answers: ``text``/``deltas`` (and their async forms) for a turn and its nodes."""
 
-    def __init__(self, llm: LLM, embed_model: Optional[BaseEmbedding] = None) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        embed_model: Optional[BaseEmbedding] = None,
+        answer_prompt: BasePromptTemplate = ANSWER_PROMPT,
+    ) -> None:
         """``embed_model``: the store's (the retriever's), which the offline answer scores units with when
         the answerer has none of its own: no second model loaded, one space for retrieval and answer."""
         self.llm = llm
-        self.synthesizer: Optional[ExtractiveSynthesizer] = None
+        self.cited = CitedSynthesizer(llm=llm, answer_prompt=answer_prompt)
+        self.extractive: Optional[ExtractiveSynthesizer] = None
         if is_offline(llm):
-            self.synthesizer = ExtractiveSynthesizer(answerer=_with_embedding(llm, embed_model))
+            self.extractive = ExtractiveSynthesizer(answerer=_with_embedding(llm, embed_model))
+
+    @property
+    def synthesizer(self) -> BaseSynthesizer:
+        """The synthesizer that answers (offline: the extractive one; else the cited one on the LLM)."""
+        return self.extractive if self.extractive is not None else self.cited
+
+    def prompt(self, question: str, history: Sequence[ChatMessage], nodes: Sequence[NodeWithScore]) -> str:
+        """The answer prompt over ``nodes`` (numbered ``### Source i ###``), as the cited synthesizer writes it."""
+        return self.cited.prompt(question, _views(nodes), history)
 
     def _offline(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> str:
-        views = [n.node.get_content(metadata_mode=MetadataMode.LLM) for n in nodes]
-        return self.synthesizer.answer(turn.completed_question, views)
+        return self.extractive.answer(turn.completed_question, _views(nodes))
 
     def text(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> str:
-        if self.synthesizer is not None:
+        if self.extractive is not None:
             return self._offline(turn, nodes)
         return call_llm(self.llm.complete, turn.prompts["answer"], turn)
 
     async def atext(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> str:
-        if self.synthesizer is not None:
+        if self.extractive is not None:
             return self._offline(turn, nodes)
         return await acall_llm(self.llm.acomplete, turn.prompts["answer"], turn)
 
     def deltas(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> Iterator[str]:
-        if self.synthesizer is not None:
+        if self.extractive is not None:
             return stream_pieces(self._offline(turn, nodes))
         return stream_llm(self.llm, turn.prompts["answer"], turn)
 
     def adeltas(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> AsyncIterator[str]:
-        if self.synthesizer is not None:
+        if self.extractive is not None:
             return aiter_items(list(stream_pieces(self._offline(turn, nodes))))
         return astream_llm(self.llm, turn.prompts["answer"], turn)
+
+
+def _views(nodes: Sequence[NodeWithScore]) -> list:
+    """What a prompt numbers as the sources: each node's LLM view."""
+    return [n.node.get_content(metadata_mode=MetadataMode.LLM) for n in nodes]

@@ -47,7 +47,7 @@ from llama_index_ragonite.chat.suggestions import FollowUpSuggester, question_la
 from llama_index_ragonite.errors import LLMCallError
 from llama_index_ragonite.events import AnswerEvent, AnswerPromptEvent
 from llama_index_ragonite.models.defaults import resolve_llm, settings_llm
-from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, check_citations, format_history, format_sources
+from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, check_citations
 
 __all__ = [
     "LLMCallError",
@@ -126,7 +126,7 @@ class RagoniteChatEngine(BaseChatEngine):
         self._answer_prompt = answer_prompt
         self._top_k, self._complete_questions, self._follow_ups = top_k, complete_questions, follow_ups
         self._suggester = FollowUpSuggester(llm=None if is_offline(self._llm) else self._llm, limit=follow_ups)
-        self._answering = Answering(self._llm, getattr(retriever, "embed_model", None))
+        self._answering = Answering(self._llm, getattr(retriever, "embed_model", None), answer_prompt)
         self._node_postprocessors = list(node_postprocessors or [])
         for postprocessor in self._node_postprocessors:
             postprocessor.callback_manager = self.callback_manager
@@ -198,7 +198,8 @@ class RagoniteChatEngine(BaseChatEngine):
     answer_prompt = property(attrgetter("_answer_prompt"), doc="The prompt the evidences are numbered in.")
     answer_synthesizer = property(
         lambda self: self._answering.synthesizer,
-        doc="The synthesizer that answers from the nodes offline (None with an LLM): explainers regenerate through it.",
+        doc="The synthesizer that answers from the nodes (offline: ExtractiveSynthesizer; with an LLM: "
+        "CitedSynthesizer on the answer prompt): explainers regenerate through it.",
     )
     memory = property(attrgetter("_memory"), doc="The conversation so far (token-limited).")
 
@@ -217,9 +218,7 @@ class RagoniteChatEngine(BaseChatEngine):
         return self._complete_questions and any(m.role == MessageRole.USER for m in history)
 
     def _prompt(self, question: str, history: Sequence[ChatMessage], nodes: Sequence[NodeWithScore]) -> str:
-        prompt = self._answer_prompt.format(
-            sources=format_sources(nodes), history=format_history(history), question=question
-        )
+        prompt = self._answering.prompt(question, history, nodes)
         dispatcher.event(AnswerPromptEvent(question=question, prompt=prompt, n_sources=len(nodes)))
         return prompt
 

@@ -149,6 +149,8 @@ class AnswerRegenerator:
         return self.prompt.format(sources=format_sources(nodes), history="", question=question)
 
     async def _reply(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
+        if self.synthesizer is not None and not nodes:  # synthesize() answers nothing without nodes
+            return str(await self.synthesizer.aget_response(question, []) or "")
         if self.synthesizer is not None:
             return str((await self.synthesizer.asynthesize(question, list(nodes))).response or "")
         stock = self._stock_variables(question, nodes)
@@ -169,10 +171,11 @@ class AnswerRegenerator:
         """The LLM's answer with an empty context (RAGE's bottom-up reference), ``None`` when it failed.
 
         Unlike ``aanswer([])`` this asks the LLM: what it says without any evidence is the
-        point. A synthesizer is not asked (LlamaIndex's answer nothing without nodes): the
-        out-of-scope sentence, as the chat engine says when retrieval finds nothing.
+        point. A synthesizer is asked only if it says it can be (``asks_without_sources``, as
+        ``CitedSynthesizer``: the answer prompt with no source); LlamaIndex's answer nothing without
+        nodes: the out-of-scope sentence, as the chat engine says when retrieval finds nothing.
         """
-        if self.synthesizer is not None:
+        if self.synthesizer is not None and not getattr(self.synthesizer, "asks_without_sources", False):
             return OUT_OF_SCOPE
         return (await self._attempts(question, [], ask_empty=True))[0]
 

@@ -74,6 +74,7 @@ class CitedSynthesizer(BaseSynthesizer):
     passes it. Streamed answers are not checked (their markers arrive piece by piece)."""
 
     answers_from_nodes = True  # its answers depend on the nodes, through {sources} (AttributedSynthesizer)
+    asks_without_sources = True  # with no node the LLM is still asked (RAGE's bottom-up reference)
 
     def __init__(
         self,

@@ -413,3 +413,30 @@ def test_the_offline_answer_scores_with_the_store_s_model_and_explainers_regener
     assert engine.answer_synthesizer.answerer.embed_model is StoreRetriever.embed_model
     assert answerer.embed_model is None  # the user's answerer is not changed: the engine uses a copy
     assert CounterfactualAttributor.from_engine(engine)._synthesizer is engine.answer_synthesizer
+
+
+def test_with_an_llm_the_engine_answers_through_the_cited_synthesizer_and_explainers_regenerate_through_it(store):
+    import asyncio as _asyncio
+
+    from llama_index_ragonite import CitedSynthesizer, CounterfactualAttributor
+    from llama_index_ragonite.explain.regeneration import AnswerRegenerator
+
+    llm = ScriptedLLM(prompts=[], answer="Alice parses wiki pages [Source 1].")
+    chat = engine(store, llm=llm)
+    response = chat.chat("Which task does Alice have?")
+    synthesizer = chat.answer_synthesizer
+    assert isinstance(synthesizer, CitedSynthesizer)
+    views = [n.node.get_content(metadata_mode="llm") for n in response.source_nodes]
+    # the prompt the LLM was sent is the one the synthesizer writes for these nodes
+    assert (
+        llm.prompts[0] == response.turn.prompts["answer"] == synthesizer.prompt(response.turn.completed_question, views)
+    )
+    assert CounterfactualAttributor.from_engine(chat)._synthesizer is synthesizer
+    # RAGE's bottom-up reference still asks the LLM with no source through it (not the out-of-scope sentence)
+    regenerator = AnswerRegenerator(llm, synthesizer=synthesizer)
+    llm.prompts.clear()
+    # (its marker names no source, so it is removed)
+    assert (
+        _asyncio.run(regenerator.aanswer_without_sources("Which task does Alice have?")) == "Alice parses wiki pages."
+    )
+    assert len(llm.prompts) == 1 and "### Source" not in llm.prompts[0]
