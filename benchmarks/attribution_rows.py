@@ -11,8 +11,13 @@ the top 10 count. Per side:
 
 - accuracy: the top evidence's page is a gold page (the accuracy of ``attribution_confquestions.py``);
 - quoted row alone on top: of the answers that cite exactly one source and that source is a verbalized
-  table row, the share where that row has the largest share alone (no other evidence ties it);
-- ties at the top: more than one evidence holds the largest share;
+  table row, the share where that row has the largest share alone (no other evidence ties it); also
+  of those whose quoted cells (the answer's ``Header is value`` parts, the offline answerer's form) no
+  other retrieved evidence states (the row's own table aside): when another row or table states them
+  too, removing either alone
+  changes nothing, and the counterfactual finds a tie, which it reports;
+- ties at the top: more than one evidence holds the largest share (members of one cluster included;
+  an answer out of scope is a tie of all: no removal changes it), also among answered questions only;
 - shares summing to 1: explanations whose evidences' shares sum to 1 (within 1e-6).
 
 Each side (this checkout, and the package at ``--base-rev`` extracted with ``git archive``) runs in a
@@ -26,6 +31,7 @@ import asyncio
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -43,7 +49,7 @@ async def _measure(data: Path, cache: Path, limit: Optional[int]) -> List[Dict[s
     from llama_index_ragonite.explain.attribution import CounterfactualAttributor
     from llama_index_ragonite.explain.regeneration import AnswerRegenerator
     from llama_index_ragonite.models.extractive import ExtractiveAnswerer
-    from llama_index_ragonite.prompts import OUT_OF_SCOPE, cited_sources
+    from llama_index_ragonite.prompts import OUT_OF_SCOPE, cited_sources, strip_citations
     from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
     store = open_all_store(cache / ALL_STORE, data)
@@ -66,14 +72,22 @@ async def _measure(data: Path, cache: Path, limit: Optional[int]) -> List[Dict[s
         top = result.top_evidence
         quoted = cited[0] - 1 if len(cited) == 1 else None
         row = quoted is not None and hits[quoted].node.metadata.get("evidence_type") == "table_row"
+        cells = [c for c in re.split(r",? and ", strip_citations(answer).split(": ", 1)[-1].strip(" …")) if c]
+        line = hits[quoted].node.get_content().strip() if row else ""
+        # the row's own table is no other holder: a removal takes the row's line out of it too
+        others = [h.node.get_content() for h in hits if line not in h.node.get_content()]
+        unique = row and not any(all(c in text for c in cells) for text in others)
         records.append(
             {
                 "id": f"{question.conv_id}/{question.turn}",
                 "correct": top is not None and page_key(hits[top].node.metadata.get("url", "")) in gold,
                 "tie": len(result.tied_top) > 1,
+                "out_of_scope": answer.strip() == OUT_OF_SCOPE,
+                "shared_top": top is not None and any(top in c.members and len(c.members) > 1 for c in result.clusters),
                 "sums_to_one": abs(sum(shares) - 1) <= 1e-6,
                 "quoted_row": row,
                 "row_alone": row and result.tied_top == [quoted],
+                "row_unique": unique,
                 "calls": result.llm_calls,
                 "seconds": result.wall_time_s,
             }
@@ -102,13 +116,19 @@ def _side(package_parent: Path, data: Path, cache: Path, limit: Optional[int]) -
 
 def summary(records: List[Dict[str, Any]]) -> Dict[str, Any]:
     rows = [r for r in records if r["quoted_row"]]
+    answered = [r for r in records if not r["out_of_scope"]]
     n = len(records) or 1
     return {
         "questions": len(records),
         "accuracy": sum(r["correct"] for r in records) / n,
         "row_questions": len(rows),
         "row_alone": sum(r["row_alone"] for r in rows) / (len(rows) or 1),
+        "unique_rows": len(unique := [r for r in rows if r.get("row_unique")]),
+        "unique_alone": sum(r["row_alone"] for r in unique) / (len(unique) or 1),
         "ties": sum(r["tie"] for r in records) / n,
+        "answered": len(answered),
+        "answered_ties": sum(r["tie"] for r in answered) / (len(answered) or 1),
+        "shared_top": sum(r.get("shared_top", False) for r in records) / n,
         "sums_to_one": sum(r["sums_to_one"] for r in records),
         "calls": sum(r["calls"] for r in records) / n,
         "ms": 1000 * sum(r["seconds"] for r in records) / n,
@@ -160,7 +180,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         f"{now['accuracy']:.3f} |",
         f"| answers quoting one table row: that row on top alone | ≥ 0.90 | {base['row_alone']:.3f} "
         f"(of {base['row_questions']}) | {now['row_alone']:.3f} (of {now['row_questions']}) |",
+        f"| ... whose quoted cells no other evidence states | | {base['unique_alone']:.3f} (of {base['unique_rows']}) | "
+        f"{now['unique_alone']:.3f} (of {now['unique_rows']}) |",
         f"| ties at the top | ≤ 0.05 | {base['ties']:.3f} | {now['ties']:.3f} |",
+        f"| ties at the top, answered questions only | | {base['answered_ties']:.3f} (of {base['answered']}) | "
+        f"{now['answered_ties']:.3f} (of {now['answered']}) |",
+        f"| top evidence in a cluster of several (they share its share) | | {base['shared_top']:.3f} | "
+        f"{now['shared_top']:.3f} |",
         f"| explanations whose evidences' shares sum to 1 | all | {base['sums_to_one']} of {base['questions']} | "
         f"{now['sums_to_one']} of {now['questions']} |",
         f"| mean LLM calls per explanation | | {base['calls']:.1f} | {now['calls']:.1f} |",
