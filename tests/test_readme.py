@@ -72,3 +72,47 @@ def test_relative_links_point_to_files(doc: Path) -> None:
         if not (doc.parent / path).exists():
             broken.append(target)
     assert not broken, f"{doc.relative_to(REPO)} links to missing files: {broken}"
+
+
+def _package_names() -> dict:
+    """Every name some module of the package lists in ``__all__`` -> that module."""
+    import importlib
+    import pkgutil
+
+    import llama_index_ragonite
+
+    names: dict = {}
+    for info in pkgutil.walk_packages(llama_index_ragonite.__path__, "llama_index_ragonite."):
+        for name in getattr(importlib.import_module(info.name), "__all__", []):
+            names.setdefault(name, info.name)
+    return names
+
+
+def _names_the_docs_use(text: str) -> set:
+    """Names imported from the package in the Python blocks, and names of code spans (`Name`, `name(…)`)."""
+    import ast
+
+    used = set()
+    for block in python_blocks(text):
+        for node in ast.walk(ast.parse(block)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("llama_index_ragonite"):
+                used.update(alias.name for alias in node.names)
+    # a code span starting with a name: a class, constant or function the reader may type
+    used.update(n for n in re.findall(r"`([A-Za-z_]\w*)", text) if "_" in n or not n.islower())
+    return used
+
+
+def test_every_name_the_docs_use_imports_from_the_top_level() -> None:
+    import llama_index_ragonite
+
+    package = _package_names()
+    exported = set(llama_index_ragonite.__all__)
+    missing = {
+        f"{doc.name}: {name} ({package[name]})"
+        for doc in DOC_FILES
+        if doc.name != "ARCHITECTURE.md"  # for contributors: it names internals where they live
+        for name in _names_the_docs_use(doc.read_text())
+        if name in package and name not in exported
+    }
+    assert not missing, "import these from llama_index_ragonite (add them to __all__): " + ", ".join(sorted(missing))
+    assert "aexplain_response" in exported  # the check reads the docs: docs/explain.md documents it

@@ -60,8 +60,7 @@ def explain_response(
     """
     attributor = attributor or CounterfactualAttributor()
     attribution = attributor.attribute(_question(response, question), response.source_nodes, _answer(response))
-    attach_attribution(response, attribution)
-    return attribution
+    return attach_attribution(response, attribution)
 
 
 async def aexplain_response(
@@ -69,8 +68,7 @@ async def aexplain_response(
 ) -> Attribution:
     attributor = attributor or CounterfactualAttributor()
     attribution = await attributor.aattribute(_question(response, question), response.source_nodes, _answer(response))
-    attach_attribution(response, attribution)
-    return attribution
+    return attach_attribution(response, attribution)
 
 
 class AttributedQueryEngine(BaseQueryEngine):

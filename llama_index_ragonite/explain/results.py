@@ -21,7 +21,7 @@ counterfactual attributor) — prompt order only where that signal ties too (``u
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
@@ -30,7 +30,7 @@ from llama_index.core.schema import NodeWithScore
 from llama_index_ragonite.explain.base import JSONResult
 from llama_index_ragonite.explain.charts import attribution_chart
 
-__all__ = ["Attribution", "ClusterAttribution"]
+__all__ = ["AttachedAttribution", "Attribution", "ClusterAttribution"]
 
 
 @dataclass
@@ -274,3 +274,29 @@ class Attribution(JSONResult):
     def plot(self, path: Union[str, Path]) -> Path:
         """A bar chart of the cluster shares with evidence labels; PNG or SVG by the file extension."""
         return attribution_chart(self, path)
+
+
+def _read_only(self: Any, *args: Any, **kwargs: Any) -> None:
+    raise TypeError("an attached Attribution is read-only: its mapping is the attribution's JSON form (to_dict())")
+
+
+class AttachedAttribution(Attribution, dict):
+    """The ``Attribution`` a response carries in ``metadata["attribution"]``: the attribution itself
+    (``to_text()``, ``evidence_shares``, ``plot``) and, read-only, the mapping of its JSON form
+    (``["evidences"]``), so ``json.dumps(response.metadata)`` keeps working and code that read the
+    dict before keeps reading it. Built by ``attach``; pickles as a plain ``Attribution`` re-attached."""
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _read_only
+
+    @classmethod
+    def attach(cls, attribution: Attribution) -> "AttachedAttribution":
+        attached = cls(**{f.name: getattr(attribution, f.name) for f in fields(Attribution)})
+        dict.update(attached, attribution.to_dict())
+        return attached
+
+    def detached(self) -> Attribution:
+        """The plain ``Attribution`` (not a mapping)."""
+        return Attribution(**{f.name: getattr(self, f.name) for f in fields(Attribution)})
+
+    def __reduce__(self):
+        return (AttachedAttribution.attach, (self.detached(),))

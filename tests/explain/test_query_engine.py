@@ -60,6 +60,18 @@ def test_chat_engine_explains_a_turn_with_the_index_vectors(store):
     # attached to the response and to copies of its source nodes
     data = response.metadata["attribution"]
     assert data["evidences"][port]["share"] == attribution.evidence_shares[port]
+    # the metadata holds the Attribution itself, also the read-only mapping of its JSON form
+    import json
+    import pickle
+
+    from llama_index_ragonite import Attribution
+
+    assert data is attribution and isinstance(data, Attribution) and data.to_text().startswith("Attributed")
+    assert json.loads(json.dumps(response.metadata))["attribution"] == json.loads(attribution.to_json())
+    with pytest.raises(TypeError, match="read-only"):
+        data["evidences"] = []
+    again = pickle.loads(pickle.dumps(data))
+    assert again == data and dict(again) == dict(data) and again.to_text() == data.to_text()
     top = response.source_nodes[port].node
     assert top.metadata["attribution_share"] == attribution.evidence_shares[port]
     assert top.metadata["attribution_cluster"] is not None
