@@ -18,7 +18,10 @@ the top 10 count. Per side:
   changes nothing, and the counterfactual finds a tie, which it reports;
 - ties at the top: more than one evidence holds the largest share (members of one cluster included;
   an answer out of scope is a tie of all: no removal changes it), also among answered questions only;
-- shares summing to 1: explanations whose evidences' shares sum to 1 (within 1e-6).
+- shares summing to 1: explanations whose evidences' shares sum to 1 (within 1e-6);
+- claims: of the answers that cite two or more sources, the claims (``explain.spans``) that cite exactly
+  one source, and the share of them whose top evidence is that source (span attribution by the
+  counterfactuals only: the answerer's own citation is the gold, not an input).
 
 Each side (this checkout, and the package at ``--base-rev`` extracted with ``git archive``) runs in a
 subprocess of its own, one after the other, on the same store.
@@ -77,8 +80,11 @@ async def _measure(data: Path, cache: Path, limit: Optional[int]) -> List[Dict[s
         # the row's own table is no other holder: a removal takes the row's line out of it too
         others = [h.node.get_content() for h in hits if line not in h.node.get_content()]
         unique = row and not any(all(c in text for c in cells) for text in others)
+        claims = [c for c in getattr(result, "claims", []) if len(cited) > 1 and len(c.cited) == 1]
         records.append(
             {
+                "claims": len(claims),
+                "claims_right": sum(c.top == c.cited[0] for c in claims),
                 "id": f"{question.conv_id}/{question.turn}",
                 "correct": top is not None and page_key(hits[top].node.metadata.get("url", "")) in gold,
                 "tie": len(result.tied_top) > 1,
@@ -131,6 +137,8 @@ def summary(records: List[Dict[str, Any]]) -> Dict[str, Any]:
         "shared_top": sum(r.get("shared_top", False) for r in records) / n,
         "sums_to_one": sum(r["sums_to_one"] for r in records),
         "calls": sum(r["calls"] for r in records) / n,
+        "claims": sum(r.get("claims", 0) for r in records),
+        "claims_right": sum(r.get("claims_right", 0) for r in records),
         "ms": 1000 * sum(r["seconds"] for r in records) / n,
     }
 
@@ -189,6 +197,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         f"{now['shared_top']:.3f} |",
         f"| explanations whose evidences' shares sum to 1 | all | {base['sums_to_one']} of {base['questions']} | "
         f"{now['sums_to_one']} of {now['questions']} |",
+        f"| claims of multi-source answers whose top evidence is the source they cite | ≥ 0.90 | "
+        f"{base['claims_right'] / max(base['claims'], 1):.3f} (of {base['claims']}) | "
+        f"{now['claims_right'] / max(now['claims'], 1):.3f} (of {now['claims']}) |",
         f"| mean LLM calls per explanation | | {base['calls']:.1f} | {now['calls']:.1f} |",
         f"| mean wall time per explanation (ms) | | {base['ms']:.0f} | {now['ms']:.0f} |",
     ]

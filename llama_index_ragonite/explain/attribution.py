@@ -63,6 +63,7 @@ from llama_index_ragonite.explain.base import BaseExplainer
 from llama_index_ragonite.explain.math import cosine_matrix, dbscan_clusters, held_softmax, softmax
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
 from llama_index_ragonite.explain.results import Attribution, ClusterAttribution
+from llama_index_ragonite.explain.spans import claim_attributions
 from llama_index_ragonite.models.defaults import resolve_embed_model
 from llama_index_ragonite.parsing.linearize import without_row_position
 from llama_index_ragonite.prompts import ANSWER_PROMPT, strip_citations
@@ -262,6 +263,10 @@ class CounterfactualAttributor(BaseAttributor):
     eps: float = Field(default=0.005, ge=0, description="DBSCAN radius in cosine distance.")
     min_samples: int = Field(default=2, ge=1, description="DBSCAN core-point size (itself included).")
     cluster: bool = Field(default=True, description="False: every evidence is its own cluster.")
+    claims: bool = Field(
+        default=True,
+        description="Also attribute each claim of the answer, from the same counterfactual answers (no extra LLM call).",
+    )
     rounds: int = Field(default=1, ge=1, description="Regenerations per cluster (Monte Carlo rounds m).")
     prepend_question: bool = Field(default=True, description="Embed question+answer (paper), not the answer alone.")
     mask_zero_contributions: bool = Field(
@@ -315,8 +320,13 @@ class CounterfactualAttributor(BaseAttributor):
             for c in clusters:
                 c.tie_signal = max(signal[m] for m in c.members)
         self._normalize(clusters)
+        claims = []
+        if self.claims:
+            claims = await claim_attributions(
+                self.embed_model, answer, len(nodes), clusters, self.temperature, self.spread
+            )
         label = TIE_BREAKS[self.tie_break] if signal is not None else None
-        return self._result(query, nodes, answer, clusters, tie_signal=signal or [], tie_break=label)
+        return self._result(query, nodes, answer, clusters, tie_signal=signal or [], tie_break=label, claims=claims)
 
     def _retrieval_scores(self, nodes: Sequence[NodeWithScore]) -> Optional[List[float]]:
         """The retriever's scores (``tie_break="retrieval"``); ``None`` when off or when a node has none."""

@@ -29,6 +29,7 @@ from llama_index.core.schema import NodeWithScore
 
 from llama_index_ragonite.explain.base import JSONResult
 from llama_index_ragonite.explain.charts import attribution_chart
+from llama_index_ragonite.explain.spans import ClaimAttribution
 
 __all__ = ["AttachedAttribution", "Attribution", "ClusterAttribution"]
 
@@ -79,6 +80,7 @@ class Attribution(JSONResult):
     min_masks: int = 0
     tie_signal: List[Optional[float]] = field(default_factory=list)  # per evidence: orders equal shares
     tie_break: Optional[str] = None  # what ``tie_signal`` is, in words ("retrieval score"); None: prompt order
+    claims: List[ClaimAttribution] = field(default_factory=list)  # per claim of the answer (``spans.py``)
 
     def _signal(self, i: int) -> float:
         """Evidence ``i``'s tie-break signal, rounded to 1e-9 so that copies of one text (equal up to
@@ -227,7 +229,18 @@ class Attribution(JSONResult):
                     f"Attributed {100 * c.share:.2f}% to {c.label(i + 1)}" + (f" ({shared})" if shared else "")
                 )
         tie = self.tie_note()
-        return "\n".join(lines + ([tie] if tie else []))
+        return "\n".join(lines + ([tie] if tie else []) + self._claim_lines())
+
+    def _claim_lines(self) -> List[str]:
+        """One line per claim when the answer makes more than one: its text and its top evidences."""
+        if len(self.claims) < 2:
+            return []
+        lines = ["Per claim:"]
+        for number, claim in enumerate(self.claims, 1):
+            ranked = sorted((i for i, s in enumerate(claim.shares) if s is not None), key=lambda i: -claim.shares[i])
+            best = ", ".join(f"Evidence {i + 1} {100 * claim.shares[i]:.2f}%" for i in ranked[:2])
+            lines.append(f'  {number}. "{claim.text}": {best or "not attributed"}')
+        return lines
 
     def to_dict(self) -> Dict[str, Any]:
         """A JSON-serializable form (evidences by node id, page URL and title; numbers 1-based)."""
@@ -266,6 +279,7 @@ class Attribution(JSONResult):
                 }
                 for i, c in enumerate(self.clusters)
             ],
+            "claims": [c.to_dict() for c in self.claims],
             **self._fields("n_masks", "min_masks"),
             "failed_masks": len(self.failed_masks),  # which: settings["fit"]["failed_masks"]
             **self._fields("llm_calls", "wall_time_s", "settings"),

@@ -15,7 +15,7 @@ from llama_index_ragonite.events import AttributionEndEvent, AttributionStartEve
 from llama_index_ragonite.explain.attribution import CounterfactualAttributor, SimilarityAttributor
 from llama_index_ragonite.explain.math import softmax
 from llama_index_ragonite.models.extractive import parse_prompt
-from llama_index_ragonite.prompts import OUT_OF_SCOPE
+from llama_index_ragonite.prompts import OUT_OF_SCOPE, strip_citations
 
 QUESTION = "Which port does the OTA server use?"
 
@@ -85,7 +85,7 @@ def test_index_embeddings_are_reused_not_recomputed():
         lookups.append(list(ids))
         return {i: HashingEmbedding().get_text_embedding("x" + i) for i in ids}
 
-    CounterfactualAttributor(llm=KeywordLLM(), embed_model=embed, embedding_lookup=lookup).attribute(
+    CounterfactualAttributor(llm=KeywordLLM(), embed_model=embed, embedding_lookup=lookup, claims=False).attribute(
         QUESTION, nodes, PORT
     )
     assert lookups == [["e0", "e1"]]
@@ -96,7 +96,9 @@ def test_index_embeddings_are_reused_not_recomputed():
     embed.texts = []
     result = CounterfactualAttributor(llm=KeywordLLM(), embed_model=embed).attribute(QUESTION, nodes, PORT)
     assert [c.members for c in result.clusters] == [[0], [1]]  # ... but they state different texts
-    assert embed.texts == [f"{QUESTION}\n{PORT}", f"{QUESTION}\n{OUT_OF_SCOPE}"]
+    # the answer's claims add only their own distinct texts (citations stripped), no evidence
+    claims = [strip_citations(PORT).strip(" ."), strip_citations(OUT_OF_SCOPE).strip(" .")]
+    assert embed.texts == [f"{QUESTION}\n{PORT}", f"{QUESTION}\n{OUT_OF_SCOPE}", *claims]
 
 
 @pytest.mark.fault(

@@ -49,10 +49,9 @@ def test_chat_engine_explains_a_turn_with_the_index_vectors(store):
     assert attribution.question == response.completed_question
     assert attribution.llm_calls == 4
     # evidences came from Chroma; of the answers only the distinct texts were embedded: the
-    # answer and "out of scope" (three removals left the answer unchanged)
-    assert embed.texts == [
-        f"{response.completed_question}\n{a}" for a in ("The OTA server listens on port 8443.", OUT_OF_SCOPE)
-    ]
+    # answer and "out of scope" (three removals left the answer unchanged), then their claims
+    answers = ("The OTA server listens on port 8443.", OUT_OF_SCOPE)
+    assert embed.texts == [f"{response.completed_question}\n{a}" for a in answers] + [a.rstrip(".") for a in answers]
     assert [type(e) for e in events if isinstance(e, (AttributionStartEvent, AttributionEndEvent))] == [
         AttributionStartEvent,
         AttributionEndEvent,

@@ -1,0 +1,130 @@
+"""Span attribution: for each claim of an answer, which evidences it rests on, from the counterfactuals.
+
+Why: an answer with two claims from two sources gets one attribution for the whole answer; a user
+wants to know where *this* sentence came from. ContextCite attributes any span of the answer with
+ablations; here the ablations are the ones the counterfactual attributor already ran (one answer
+regenerated without each cluster), so span attribution costs no LLM call, only embeddings of the
+claims and of the distinct claims of the counterfactual answers, for any LLM and offline alike.
+
+A claim is a sentence, or a part of one that ends with its own citation markers
+("Bob owns it [Source 2]; the port is 8443 [Source 1]." is two claims). A claim *survives* a
+counterfactual answer as much as its closest claim there resembles it (cosine of the embeddings,
+citation markers stripped; 1 when the same text is there). Its contribution from cluster c is
+1 − mean survival over c's rounds, and its shares are the softmax of those (the attributor's
+temperature), split among a cluster's members like the answer's shares.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from llama_index_ragonite.explain.math import cosine_matrix, held_softmax
+from llama_index_ragonite.prompts import cited_sources, strip_citations
+
+__all__ = ["ClaimAttribution", "answer_claims", "claim_attributions"]
+
+# a claim ends at a sentence end, or at a ";" right after its citation markers
+_CLAIM_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9ÄÖÜ])|(?<=\])\s*;\s*")
+
+
+@dataclass
+class ClaimAttribution:
+    """One claim of the answer: where it stands, which sources it cites, and each evidence's share."""
+
+    text: str  # as written, citation markers kept
+    start: int  # character offsets in the answer
+    end: int
+    cited: List[int]  # 0-based evidence positions its markers name
+    shares: List[Optional[float]] = field(default_factory=list)  # per evidence, like Attribution.evidence_shares
+
+    @property
+    def top(self) -> Optional[int]:
+        """The evidence with the largest share (``None`` when none has one or two tie at the top)."""
+        known = [(s, i) for i, s in enumerate(self.shares) if s is not None]
+        if not known:
+            return None
+        best = max(known)
+        return None if sum(abs(s - best[0]) <= 1e-12 for s, _ in known) > 1 else best[1]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "text": self.text,
+            "start": self.start,
+            "end": self.end,
+            "cited": [i + 1 for i in self.cited],
+            "shares": self.shares,
+            "top": None if self.top is None else self.top + 1,
+        }
+
+
+def answer_claims(answer: str, n_sources: int) -> List[ClaimAttribution]:
+    """The claims of ``answer`` (see the module doc), with their offsets and cited sources; empty
+    claims (markers or punctuation only) are left out."""
+    claims, start = [], 0
+    for match in [*_CLAIM_END.finditer(answer), None]:
+        end = match.start() if match else len(answer)
+        piece = answer[start:end]
+        stripped = piece.strip()
+        if strip_citations(stripped).strip(" .;,:!?…"):
+            left = start + len(piece) - len(piece.lstrip())
+            claims.append(
+                ClaimAttribution(
+                    text=stripped,
+                    start=left,
+                    end=left + len(stripped),
+                    cited=[i - 1 for i in cited_sources(stripped, n_sources)],
+                )
+            )
+        start = match.end() if match else len(answer)
+    return claims
+
+
+def _plain(text: str) -> str:
+    return strip_citations(text).strip(" .;,:!?…")
+
+
+async def claim_attributions(
+    embed_model: Any,
+    answer: str,
+    n_evidences: int,
+    clusters: Sequence[Any],
+    temperature: float,
+    spread: str = "split",
+) -> List[ClaimAttribution]:
+    """Each claim of ``answer`` with its evidences' shares, from ``clusters`` (``ClusterAttribution``s
+    whose ``counterfactual_answers`` are filled; failed ones give their members ``None``)."""
+    claims = answer_claims(answer, n_evidences)
+    if not claims or not clusters:
+        return claims
+    texts = [_plain(c.text) for c in claims]
+    parts: Dict[Tuple[int, int], List[str]] = {}  # (cluster, round) -> the claims of that answer
+    for k, cluster in enumerate(clusters):
+        for r, alternative in enumerate(cluster.counterfactual_answers):
+            if alternative is not None:
+                parts[(k, r)] = [_plain(c.text) for c in answer_claims(alternative, n_evidences)]
+    distinct = list(dict.fromkeys([*texts, *(p for ps in parts.values() for p in ps)]))
+    vectors = dict(zip(distinct, await embed_model.aget_text_embedding_batch(distinct))) if distinct else {}
+
+    def survival(text: str, others: List[str]) -> float:
+        if text in others:
+            return 1.0
+        if not others:
+            return 0.0
+        return float(max(cosine_matrix([vectors[text]], [vectors[o] for o in others])[0]))
+
+    live = [k for k, c in enumerate(clusters) if not c.failed]
+    held = len(clusters) - len(live)
+    for claim, text in zip(claims, texts):
+        contributions = []
+        for k in live:
+            rounds = [parts[(k, r)] for r in range(len(clusters[k].counterfactual_answers)) if (k, r) in parts]
+            contributions.append(1.0 - sum(survival(text, p) for p in rounds) / max(len(rounds), 1))
+        shares: List[Optional[float]] = [None] * n_evidences
+        for k, share in zip(live, held_softmax(contributions, held, temperature)):
+            members = clusters[k].members
+            for m in members:
+                shares[m] = float(share) if spread == "inherit" else float(share) / len(members)
+        claim.shares = shares
+    return claims
