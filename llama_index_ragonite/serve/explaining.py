@@ -16,6 +16,7 @@ from llama_index_ragonite.explain.attribution import CounterfactualAttributor
 from llama_index_ragonite.explain.combinations import CombinationExplainer
 from llama_index_ragonite.explain.permutations import PermutationExplainer
 from llama_index_ragonite.explain.perturbations import Perturbation, PerturbationReport
+from llama_index_ragonite.prompts import OUT_OF_SCOPE
 from llama_index_ragonite.serve.turns import nodes_from_records
 
 __all__ = ["METHODS", "explain_turn"]
@@ -29,6 +30,8 @@ def explain_turn(sessions: Any, owner: str, conversation_id: str, number: int, m
         raise ValueError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}")
     turn, records, settings = sessions.stored_turn(owner, conversation_id, number)
     nodes = nodes_from_records(records)
+    if OUT_OF_SCOPE.rstrip(".").lower() in str(turn.get("answer") or "").lower():
+        raise ValueError("This answer is out of scope: it rests on no evidence, so there is nothing to explain")
     if not nodes:
         raise ValueError("This answer used no evidence: there is nothing to explain")
     run_settings = dict(settings)
@@ -56,6 +59,7 @@ def _counterfactual(attribution: Any, turn: Dict[str, Any]) -> Dict[str, Any]:
             for i, share in enumerate(attribution.evidence_shares, 1)
         ],
         "clusters": data["clusters"],
+        "claims": data["claims"],
         "complete": attribution.complete,
         "incomplete": attribution.incompleteness(),
         "text": attribution.to_text(),

@@ -155,6 +155,15 @@ def test_explain_draws_the_attribution_bar_chart(app):
     number = bars.first.get_attribute("data-evidence")
     expect(turn.locator(f'[data-testid="source"][data-source="{number}"]')).to_have_class(re.compile("highlighted"))
 
+    claim = turn.get_by_test_id("claim").first  # a claim of the answer: hovering it highlights its evidence
+    expect(claim).to_be_visible()
+    top = claim.get_attribute("data-top")
+    assert top, "the claim has a top evidence"
+    expect(claim.get_by_test_id("claim-shares")).to_contain_text("%")
+    claim.hover()
+    expect(claim).to_have_class(re.compile("active"))
+    expect(turn.locator(f'[data-testid="source"][data-source="{top}"]')).to_have_class(re.compile("highlighted"))
+
 
 def test_rage_views_show_the_answer_distribution_pie(app):
     turn = ask(app, "Who owns the OTA server?")
@@ -293,6 +302,8 @@ def test_an_out_of_scope_question_says_so(app):
     turn = ask(app, OUT_OF_SCOPE)
     expect(turn.get_by_test_id("out-of-scope")).to_be_visible()
     assert current_conversation(app)["turns"][0]["out_of_scope"] is True
+    # it rests on no evidence: nothing to explain, so no Explain button
+    expect(turn.get_by_test_id("explain-button")).to_have_count(0)
     ask(app, "Who owns the OTA server?")  # the conversation goes on
 
 

@@ -131,6 +131,9 @@ def test_explanations_counterfactual_combination_and_permutation(client):
     assert abs(sum(s["share"] for s in shares) - 1) < 1e-6
     top = max(shares, key=lambda s: s["share"])
     assert top["evidence"] == 1 and top["cited"] and "Attributed" in counterfactual["text"]
+    claims = counterfactual["claims"]  # per claim of the answer: where it stands and its evidences' shares
+    assert claims and all(turn["answer"][c["start"] : c["end"]] == c["text"] for c in claims)
+    assert claims[0]["top"] == 1 and abs(sum(claims[0]["shares"]) - 1) < 1e-6
     for method in ("combination", "permutation"):
         rage = client.post(url, json={"method": method}).json()
         assert rage["method"] == method and rage["answer_distribution"] and rage["text"]
@@ -182,6 +185,8 @@ def test_a_german_turn_and_an_out_of_scope_turn(client):
     out = ask(client, other, "What is the boiling point of liquid nitrogen?")
     assert out["out_of_scope"] and out["cited"] == []
     assert "cannot be found" in out["answer"]
+    refused = client.post(f"/api/conversations/{other}/turns/0/explain", json={"method": "counterfactual"})
+    assert refused.status_code in (400, 422) and "out of scope" in refused.text
 
 
 def switch_after_aurora(client, opening: str, switch: str) -> dict:

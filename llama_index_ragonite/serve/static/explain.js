@@ -15,6 +15,29 @@ function incompleteNotice(text) {
   return el("p", { class: "notice incomplete", testid: "attribution-incomplete", role: "status" }, el("strong", {}, `${t("incomplete")}: `), detail);
 }
 
+/** The answer's claims: hover, focus or click one to highlight the evidence it rests on, with shares. */
+function claimsView(claims, onSelect) {
+  if (!claims || !claims.length) return null;
+  const items = claims.map((claim) => {
+    const ranked = (claim.shares || [])
+      .map((share, i) => [share, i + 1])
+      .filter(([share]) => share !== null && share !== undefined)
+      .sort((a, b) => b[0] - a[0])
+      .slice(0, 2);
+    const shares = ranked.map(([share, n]) => `${t("source")} ${n}: ${percent(share, 1)}`).join(", ");
+    const text = String(claim.text || "").replace(/\s*\[Sources?[^\]]*\]/gi, "");
+    const item = el("li", { class: "claim", testid: "claim", tabindex: 0, "data-top": claim.top ?? "" }, el("span", { class: "claim-text" }, text), el("span", { class: "claim-shares muted", testid: "claim-shares" }, ` → ${shares || t("noneFound")}`));
+    const select = () => {
+      for (const other of item.parentElement.querySelectorAll(".claim.active")) other.classList.remove("active");
+      item.classList.add("active");
+      if (claim.top) onSelect(claim.top);
+    };
+    for (const name of ["mouseenter", "focus", "click"]) item.addEventListener(name, select);
+    return item;
+  });
+  return el("div", { class: "claims-wrap" }, el("h4", {}, t("perClaim")), el("ol", { class: "claims", testid: "claims" }, items));
+}
+
 /** Bars for every evidence of the turn (in prompt order), shares in %, cited ones starred. */
 function counterfactualView(result, turn, onSelect) {
   const titles = new Map((turn.sources || []).map((s) => [s.n, s.title || s.id || ""]));
@@ -28,6 +51,8 @@ function counterfactualView(result, turn, onSelect) {
   const parts = [];
   if (result.complete === false || result.incomplete) parts.push(incompleteNotice(result.incomplete || ""));
   parts.push(el("div", { class: "chart-wrap" }, attributionChart(rows, onSelect)));
+  const claims = claimsView(result.claims, onSelect);
+  if (claims) parts.push(claims);
   const table = recordsView(
     rows.map((r) => ({ [t("source")]: r.evidence, [t("titleCol")]: r.title, [t("cited")]: r.cited ? t("yes") : t("no"), "%": percent(r.share, 2) })),
     { testid: "attribution-table" }

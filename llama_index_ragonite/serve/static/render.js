@@ -205,7 +205,8 @@ export function turnView(turn, handlers) {
     const node = button(label, { class: method === "counterfactual" ? "primary small" : "secondary small", testid, "data-method": method }, () => handlers.onExplain(turn, method, explanation, node));
     return node;
   });
-  if (sources.length) assistant.appendChild(el("div", { class: "turn-actions" }, explainButtons, feedbackView((rating, comment) => handlers.onFeedback(turn, rating, comment))));
+  // an out-of-scope answer rests on no evidence: there is nothing to explain
+  if (sources.length && !turn.out_of_scope) assistant.appendChild(el("div", { class: "turn-actions" }, explainButtons, feedbackView((rating, comment) => handlers.onFeedback(turn, rating, comment))));
   else assistant.appendChild(el("div", { class: "turn-actions" }, feedbackView((rating, comment) => handlers.onFeedback(turn, rating, comment))));
   assistant.appendChild(explanation);
 
