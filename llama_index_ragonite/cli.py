@@ -145,13 +145,15 @@ def _source_line(i: int, hit) -> str:
 def render_attribution(attribution) -> str:
     """The paper's attribution lines, then which source each evidence number is."""
     lines = [f"Counterfactual attribution ({attribution.llm_calls} LLM calls, {attribution.wall_time_s:.1f} s):"]
-    shown = attribution.to_text().splitlines()
+    claims = attribution.claim_lines()
+    shown = attribution.to_text().splitlines()[: -len(claims) or None]  # the claims come last, never cut
     lines += ["  " + line for line in shown[:5]]
     if len(shown) > 5:
         lines.append(f"  … and {len(shown) - 5} more lines")
         tie = attribution.tie_note()
         if tie:  # the last line of to_text: never cut
             lines.append("  " + tie)
+    lines += ["  " + line for line in claims]
     changed = [c for c in attribution.clusters if not c.failed and c.contribution and c.contribution > 1e-6]
     if attribution.method == "counterfactual" and attribution.clusters and not changed and attribution.complete:
         lines.append("  No single removal changed the answer: several evidences state it (e.g. a table and its rows).")

@@ -229,9 +229,9 @@ class Attribution(JSONResult):
                     f"Attributed {100 * c.share:.2f}% to {c.label(i + 1)}" + (f" ({shared})" if shared else "")
                 )
         tie = self.tie_note()
-        return "\n".join(lines + ([tie] if tie else []) + self._claim_lines())
+        return "\n".join(lines + ([tie] if tie else []) + self.claim_lines())
 
-    def _claim_lines(self) -> List[str]:
+    def claim_lines(self) -> List[str]:
         """One line per claim when the answer makes more than one: its text and its top evidences."""
         if len(self.claims) < 2:
             return []

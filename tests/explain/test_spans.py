@@ -90,3 +90,21 @@ def test_claims_can_be_turned_off_and_a_one_claim_answer_adds_no_lines():
     assert len(result.claims) == 1 and result.claims[0].top == 1 and "Per claim" not in result.to_text()
     off = CounterfactualAttributor(llm=llm, embed_model=HashingEmbedding(), claims=False)
     assert off.attribute("Port?", evidences, answer).claims == []
+
+
+def test_the_cli_shows_every_claim_however_many_evidences_there_are():
+    from llama_index_ragonite.cli import render_attribution
+    from llama_index_ragonite.explain.regeneration import AnswerRegenerator
+
+    llm = ComposingLLM()
+    fillers = [f"Filler page {i} says nothing about servers." for i in range(6)]
+    evidences = nodes(*fillers, OWNER, PORT)
+    answer = llm.complete(AnswerRegenerator(llm).prompt_for("Who and which port?", evidences)).text
+    result = CounterfactualAttributor(llm=llm, embed_model=HashingEmbedding()).attribute(
+        "Who and which port?", evidences, answer
+    )
+    text = render_attribution(result)
+    assert "more lines" in text  # eight cluster lines are cut to five ...
+    assert (
+        "Per claim:" in text and '2. "The OTA server listens on port 8443 [Source 8].": Evidence 8' in text
+    )  # ... not the claims
