@@ -253,3 +253,14 @@ def test_input_limits(client):
     assert client.post(url, json={"message": ""}).status_code == 422
     assert client.post(url, json={"message": " \n "}).json()["kind"] == "input"
     assert client.post(url, content=b"{not json", headers={"content-type": "application/json"}).status_code == 422
+
+
+def test_the_row_that_answered_has_the_largest_share_alone(client):
+    conversation = new_conversation(client)
+    turn = ask(client, conversation, "Which firmware does the Lenovo T14 run?")
+    assert "Firmware is 1." in turn["answer"] and len(turn["cited"]) == 1
+    url = f"/api/conversations/{conversation}/turns/0/explain"
+    shares = client.post(url, json={"method": "counterfactual"}).json()["shares"]
+    best = max(s["share"] for s in shares)
+    assert [s["evidence"] for s in shares if s["share"] == best] == turn["cited"]  # alone, and the quoted row
+    assert abs(sum(s["share"] for s in shares) - 1) < 1e-6
