@@ -23,6 +23,7 @@ EXPLAIN_MS = 40_000
 UEFI = "Which platform failed the UEFI OTA upgrade in Aurora 2.0?"
 FOLLOW_UP = "Which firmware does it run?"
 GERMAN = "Wer vergibt den Zugang zum Build-Server?"
+GERMAN_YOU = "Sie"  # the user label of the German UI
 OUT_OF_SCOPE = "What is the weather in Paris?"
 SCRIPT_MARKUP = "<script>window.__xss=1</script>"
 IMG_MARKUP = '<img src=x onerror="window.__xss=2">'
@@ -114,8 +115,11 @@ def test_ask_shows_a_cited_answer_with_sources_and_a_table(app):
 
 
 def test_follow_up_shows_the_completed_question(app):
+    app.page.set_viewport_size({"width": 1280, "height": 700})
     ask(app, UEFI)
     turn = ask(app, FOLLOW_UP)
+    # the new answer stays in view, not scrolled past to the bottom of its evidence cards
+    expect(turn.get_by_test_id("answer")).to_be_in_viewport()
     expect(turn.get_by_test_id("question")).to_have_text(FOLLOW_UP)
     completed = turn.get_by_test_id("completed-question")
     expect(completed).to_be_visible()
@@ -265,18 +269,24 @@ def test_domain_switch_answers_from_the_other_store(app):
     assert sorted(c["domain"] for c in conversations) == ["other", "wiki"]
 
 
-def test_a_german_turn_switches_the_ui_to_german_and_back(app):
+def test_one_ui_language_per_page_the_user_s_choice_and_turns_keep_their_own(app):
     page = app.page
     expect(page.get_by_test_id("send-button")).to_have_text("Send")
     turn = ask(app, GERMAN)
-    expect(turn).to_have_attribute("lang", "de")
+    expect(turn).to_have_attribute("lang", "de")  # the turn's text is marked German ...
+    expect(turn.get_by_test_id("answer")).to_contain_text("Dana")
+    expect(page.locator("html")).to_have_attribute("lang", "en")  # ... the labels around it stay English
+    expect(page.get_by_test_id("send-button")).to_have_text("Send")
+    ask(app, "Who grants access to Jira?")
+
+    page.get_by_test_id("ui-language").select_option("de")  # the user's choice: every label, old turns too
     expect(page.locator("html")).to_have_attribute("lang", "de")
     expect(page.get_by_test_id("send-button")).to_have_text("Senden")
     expect(page.locator("#conversations-heading")).to_have_text("Unterhaltungen")
-    expect(turn.get_by_test_id("answer")).to_contain_text("Dana")
-
-    ask(app, "Who grants access to Jira?")
-    expect(page.locator("html")).to_have_attribute("lang", "en")
+    expect(page.locator(".message.user > .who")).to_have_text([GERMAN_YOU, GERMAN_YOU])  # the English turn's too
+    page.reload()  # remembered
+    expect(page.get_by_test_id("send-button")).to_have_text("Senden")
+    page.get_by_test_id("ui-language").select_option("")  # back to the browser's (English here)
     expect(page.get_by_test_id("send-button")).to_have_text("Send")
 
 

@@ -22,7 +22,7 @@
 import { adoptTokenFromUrl, api } from "./api.js";
 import { button, clear, el } from "./dom.js";
 import { showExplanation } from "./explain.js";
-import { language, setLanguage, t, translatePage } from "./i18n.js";
+import { chooseLanguage, chosenLanguage, language, setLanguage, t, translatePage } from "./i18n.js";
 import { errorView, highlightSource, pendingTurnView, turnView } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
@@ -59,12 +59,12 @@ function scrollToEnd() {
 
 // ---- language ---------------------------------------------------------------------------------
 
-function followLanguage(turns) {
-  const last = [...(turns || [])].reverse().find((turn) => turn.language);
-  const changed = setLanguage(last ? last.language : navigator.language);
-  if (changed) {
+/** The UI language chosen in the selector (remembered), else the browser's; turns never switch it. */
+function applyLanguage(tag) {
+  if (chooseLanguage(tag)) {
     translatePage();
     renderConversationList();
+    renderCurrent();
   }
 }
 
@@ -187,7 +187,6 @@ function renderCurrent() {
   const log = clear($("log"));
   $("settings-status").textContent = "";
   const turns = (state.current && state.current.turns) || [];
-  followLanguage(turns);
   if (!turns.length) log.appendChild(el("p", { id: "empty-hint", class: "empty-hint muted" }, t("empty")));
   for (const turn of turns) log.appendChild(turnView(turn, turnHandlers));
   const settings = (state.current && state.current.settings) || {};
@@ -222,6 +221,7 @@ async function send(text) {
   const pending = pendingTurnView(message);
   $("log").appendChild(pending.article);
   scrollToEnd();
+  let finished = null;
   try {
     const conversation = await ensureConversation();
     const turn = await api.streamMessage(conversation.id, message, (delta) => {
@@ -229,8 +229,8 @@ async function send(text) {
       scrollToEnd();
     });
     conversation.turns.push(turn);
-    setLanguage(turn.language || language()) && translatePage();
-    pending.article.replaceWith(turnView(turn, turnHandlers));
+    finished = turnView(turn, turnHandlers);
+    pending.article.replaceWith(finished);
     await refreshConversations();
   } catch (error) {
     pending.article.remove();
@@ -238,8 +238,10 @@ async function send(text) {
     if (!input.value.trim()) input.value = message;
   } finally {
     setBusy(false);
-    scrollToEnd();
-    input.focus();
+    // the new turn from its question down: its answer stays in view above the evidence cards
+    if (finished) finished.scrollIntoView({ block: "start" });
+    else scrollToEnd();
+    input.focus({ preventScroll: true });
   }
 }
 
@@ -335,6 +337,7 @@ async function loadChoices() {
 }
 
 function bindEvents() {
+  $("ui-language").addEventListener("change", (event) => applyLanguage(event.target.value));
   $("composer").addEventListener("submit", (event) => {
     event.preventDefault();
     send($("message-input").value);
@@ -375,7 +378,8 @@ function bindEvents() {
 
 async function start() {
   adoptTokenFromUrl();
-  setLanguage(navigator.language);
+  setLanguage(chosenLanguage() || navigator.language);
+  $("ui-language").value = chosenLanguage();
   translatePage();
   bindEvents();
   await loadChoices();

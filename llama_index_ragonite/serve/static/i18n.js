@@ -1,5 +1,6 @@
-// UI text in English and German. The language follows the user's: the language of the last
-// user turn as the API reports it (turn.language), else the browser's (navigator.language).
+// UI text in English and German. One UI language for the whole page: the user's choice (the
+// language selector, kept in localStorage), else the browser's (navigator.language). A turn's
+// own language marks its text (lang="de") but does not switch the labels around it.
 
 const MESSAGES = {
   en: {
@@ -14,6 +15,8 @@ const MESSAGES = {
     untitled: "New conversation",
     noConversations: "No conversations yet.",
     domain: "Domain",
+    uiLanguage: "Language",
+    uiLanguageBrowser: "Browser's",
     settings: "Settings",
     fusion: "Fusion",
     topK: "Top-k evidences",
@@ -102,6 +105,8 @@ const MESSAGES = {
     untitled: "Neue Unterhaltung",
     noConversations: "Noch keine Unterhaltungen.",
     domain: "Domäne",
+    uiLanguage: "Sprache",
+    uiLanguageBrowser: "Wie der Browser",
     settings: "Einstellungen",
     fusion: "Fusion",
     topK: "Top-k Belege",
@@ -181,6 +186,27 @@ const MESSAGES = {
 };
 
 let current = pickLanguage(typeof navigator !== "undefined" ? navigator.language : "en");
+const CHOICE_KEY = "ragonite.ui-language";
+
+/** The user's chosen UI language ("" = the browser's). */
+export function chosenLanguage() {
+  try {
+    return localStorage.getItem(CHOICE_KEY) || "";
+  } catch {
+    return "";
+  }
+}
+
+/** Remember the user's choice ("" = follow the browser) and switch to it; returns true when it changed. */
+export function chooseLanguage(tag) {
+  try {
+    if (tag) localStorage.setItem(CHOICE_KEY, tag);
+    else localStorage.removeItem(CHOICE_KEY);
+  } catch {
+    // storage refused (private mode): the choice holds for this page only
+  }
+  return setLanguage(tag || navigator.language);
+}
 
 /** "de-AT" -> "de"; anything unsupported -> "en". */
 export function pickLanguage(tag) {
