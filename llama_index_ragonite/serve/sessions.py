@@ -16,7 +16,7 @@ import time
 import uuid
 from pathlib import Path
 from queue import Empty
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from llama_index.core.base.llms.types import MessageRole
 
@@ -247,6 +247,18 @@ class Sessions:
         }
 
     # -- turns --------------------------------------------------------------------------------
+    def _titles(self, domain: str, events: Sequence[Any]) -> Dict[str, str]:
+        """The page title of every node a ranking of the turn names (behind the scenes shows titles, not
+        bare ids), read from the domain's lexical index."""
+        lexical = self.stores[domain].lexical
+        titles = {}
+        for node_id in {i for e in events for i in getattr(e, "node_ids", None) or []}:
+            try:
+                titles[node_id] = str(lexical.get_node(node_id).metadata.get("title") or "")
+            except KeyError:
+                continue
+        return titles
+
     def engine(self, conversation_id: str, settings: Dict[str, Any]) -> Tuple[RagoniteChatEngine, Any]:
         """The chat engine for one turn with these settings, and its question completer."""
         llm = self.llms[settings["llm"]]
@@ -291,7 +303,8 @@ class Sessions:
             rephraser = None
             if isinstance(completer, LLMQuestionCompleter) and settings["complete_questions"] and history:
                 rephraser = completer.format_prompt(history, message)
-            turn = turn_json(message, answer, response.turn, response.source_nodes, events, seconds, rephraser)
+            titles = self._titles(settings["domain"], events)
+            turn = turn_json(message, answer, response.turn, response.source_nodes, events, seconds, rephraser, titles)
             turn.update(domain=settings["domain"], llm=settings["llm"])
             self.check_files()  # a history file removed meanwhile: say so instead of storing into the void
             message_index = len(self.chat_store.get_messages(conversation_id)) - 1

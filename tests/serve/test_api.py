@@ -68,6 +68,8 @@ def test_a_turn_has_the_completed_question_sources_citations_and_trace(client):
     trace = turn["trace"]
     assert "### Source 1 ###" in trace["answer_prompt"] and trace["lexical"] and trace["dense"]
     assert {"id", "title", "rank", "score"} <= set(trace["lexical"][0])
+    # every hit of every ranking is named by its page title, not only the ones that reached the answer
+    assert all(hit["title"] for side in ("lexical", "dense", "fused") for hit in trace[side]), trace["lexical"]
 
     follow = ask(client, conversation, "And where are its settings read from?")
     assert follow["index"] == 1 and follow["completed_question"] != "And where are its settings read from?"
