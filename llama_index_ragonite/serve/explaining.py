@@ -25,7 +25,13 @@ METHODS = ("counterfactual", "combination", "permutation")
 
 
 def explain_turn(sessions: Any, owner: str, conversation_id: str, number: int, method: str) -> Dict[str, Any]:
-    """Run ``method`` on turn ``number`` (sync: call it off the event loop)."""
+    """Run ``method`` on turn ``number`` and keep the result with the turn (sync: call it off the event loop)."""
+    result = _explain(sessions, owner, conversation_id, number, method)
+    sessions.records.add_explanation(conversation_id, number, method, result)
+    return result
+
+
+def _explain(sessions: Any, owner: str, conversation_id: str, number: int, method: str) -> Dict[str, Any]:
     if method not in METHODS:
         raise ValueError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}")
     turn, records, settings = sessions.stored_turn(owner, conversation_id, number)

@@ -3,7 +3,8 @@
 ``SQLiteChatStore`` keeps the messages and the feedback; the app also needs each
 conversation's owner (another user's id must look unknown), its settings (domain, LLM,
 fusion, top-k, completion) and each turn as the page shows it (sources, citations, trace),
-plus the evidences in prompt order, so a turn can be explained after a restart. One small
+plus the evidences in prompt order, so a turn can be explained after a restart, and the latest
+explanation of each turn by each method, so a reopened conversation shows them again. One small
 SQLite file beside the history (``*.serve.sqlite``), one connection guarded by a lock.
 """
 
@@ -26,6 +27,10 @@ CREATE INDEX IF NOT EXISTS owners_by_owner ON owners (owner);
 CREATE TABLE IF NOT EXISTS turns (
     conversation_id TEXT NOT NULL, turn INTEGER NOT NULL, message_index INTEGER NOT NULL,
     turn_json TEXT NOT NULL, nodes_json TEXT NOT NULL, PRIMARY KEY (conversation_id, turn)
+);
+CREATE TABLE IF NOT EXISTS explanations (
+    conversation_id TEXT NOT NULL, turn INTEGER NOT NULL, method TEXT NOT NULL, result_json TEXT NOT NULL,
+    created_at REAL NOT NULL, PRIMARY KEY (conversation_id, turn, method)
 );
 """
 
@@ -99,11 +104,31 @@ class ServeRecords:
         return count
 
     def turns(self, conversation_id: str) -> List[tuple[Dict[str, Any], int]]:
-        """Every turn in order, with the index of its answer in the chat store."""
+        """Every turn in order (with its stored ``explanations``: method -> result), with the index of its
+        answer in the chat store."""
         rows = self._query(
             "SELECT turn_json, message_index FROM turns WHERE conversation_id = ? ORDER BY turn", (conversation_id,)
         )
-        return [(json.loads(turn), index) for turn, index in rows]
+        explained: Dict[int, Dict[str, Any]] = {}
+        for number, method, result in self._query(
+            "SELECT turn, method, result_json FROM explanations WHERE conversation_id = ? ORDER BY created_at",
+            (conversation_id,),
+        ):
+            explained.setdefault(number, {})[method] = json.loads(result)
+        out = []
+        for turn, index in rows:
+            turn = json.loads(turn)
+            turn["explanations"] = explained.get(turn["index"], {})
+            out.append((turn, index))
+        return out
+
+    def add_explanation(self, conversation_id: str, number: int, method: str, result: Dict[str, Any]) -> None:
+        """Keep ``result`` as turn ``number``'s explanation by ``method`` (replacing an earlier one)."""
+        self._write(
+            "INSERT OR REPLACE INTO explanations (conversation_id, turn, method, result_json, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (conversation_id, number, method, json.dumps(result), time.time()),
+        )
 
     def turn(self, conversation_id: str, number: int) -> Optional[tuple[Dict[str, Any], List[dict], int]]:
         """(turn, evidences in prompt order, index of its answer in the chat store) or ``None``."""

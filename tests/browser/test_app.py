@@ -168,6 +168,12 @@ def test_explain_draws_the_attribution_bar_chart(app):
     expect(claim).to_have_class(re.compile("active"))
     expect(turn.locator(f'[data-testid="source"][data-source="{top}"]')).to_have_class(re.compile("highlighted"))
 
+    app.page.reload()  # a reopened conversation shows its explanation again, kept with the turn
+    app.page.get_by_test_id("open-conversation").first.click()
+    reopened = app.page.locator(FINISHED).first
+    expect(reopened.get_by_test_id("attribution-chart")).to_be_visible()
+    expect(reopened.get_by_test_id("attribution-bar")).to_have_count(bars.count())
+
 
 def test_rage_views_show_the_answer_distribution_pie(app):
     turn = ask(app, "Who owns the OTA server?")

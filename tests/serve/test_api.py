@@ -136,6 +136,8 @@ def test_explanations_counterfactual_combination_and_permutation(client):
     claims = counterfactual["claims"]  # per claim of the answer: where it stands and its evidences' shares
     assert claims and all(turn["answer"][c["start"] : c["end"]] == c["text"] for c in claims)
     assert claims[0]["top"] == 1 and abs(sum(claims[0]["shares"]) - 1) < 1e-6
+    kept = client.get(f"/api/conversations/{conversation}").json()["turns"][0]["explanations"]
+    assert kept == {"counterfactual": counterfactual}  # kept with the turn, shown again on reopening
     for method in ("combination", "permutation"):
         rage = client.post(url, json={"method": method}).json()
         assert rage["method"] == method and rage["answer_distribution"] and rage["text"]

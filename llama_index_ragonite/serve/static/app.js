@@ -161,6 +161,7 @@ function newConversation() {
 
 const turnHandlers = {
   onCite: (turnElement, n) => highlightSource(turnElement, n),
+  onStoredExplanation: (container, method, result, turn, onSelect) => showExplanation(container, method, result, turn, onSelect),
   onFollowUp: (question) => send(question),
   onFeedback: (turn, rating, comment) => api.feedback(state.current.id, turn.index, rating, comment),
   onExplain: async (turn, method, container, trigger) => {
@@ -171,6 +172,7 @@ const turnHandlers = {
     trigger.textContent = t("explaining");
     try {
       const result = await api.explain(conversationId, turn.index, method);
+      turn.explanations = { ...(turn.explanations || {}), [method]: result };  // as the server keeps it
       const turnElement = container.closest(".turn");
       showExplanation(container, method, result, turn, (n) => highlightSource(turnElement, n));
     } catch (error) {

@@ -209,6 +209,9 @@ export function turnView(turn, handlers) {
   if (sources.length && !turn.out_of_scope) assistant.appendChild(el("div", { class: "turn-actions" }, explainButtons, feedbackView((rating, comment) => handlers.onFeedback(turn, rating, comment))));
   else assistant.appendChild(el("div", { class: "turn-actions" }, feedbackView((rating, comment) => handlers.onFeedback(turn, rating, comment))));
   assistant.appendChild(explanation);
+  for (const [method, result] of Object.entries(turn.explanations || {})) {
+    handlers.onStoredExplanation(explanation, method, result, turn, onCite);  // kept with the turn: shown on reopen
+  }
 
   if (sources.length) {
     const list = el("ol", { class: "source-list", testid: "sources" }, sources.map((s) => sourceView(turn.index, s, cited.has(s.n))));
