@@ -2,38 +2,39 @@
 
 A turn is explained from what the answer saw: the evidences it stored, in prompt order, the
 completed question, the answer and the LLM that wrote it (the conversation's current LLM
-when that one is no longer configured). ``counterfactual`` is the paper's attribution;
-``combination`` and ``permutation`` are RAGE's explanations with their answer distribution,
-rules, answer groupings and the perturbations that changed the answer. Evidence numbers in
-the JSON are 1-based, as the sources of the turn are.
+when that one is no longer configured). ``counterfactual`` is the paper's attribution, ``naive``
+and ``surrogate`` the other attributions; ``combination`` and ``permutation`` are RAGE's
+explanations with their answer distribution, rules, answer groupings and the perturbations that
+changed the answer. Each takes the options ``explain_options`` lets a user set. Evidence numbers
+in the JSON are 1-based, as the sources of the turn are.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
-from llama_index_ragonite.explain.attribution import CounterfactualAttributor
-from llama_index_ragonite.explain.combinations import CombinationExplainer
-from llama_index_ragonite.explain.permutations import PermutationExplainer
 from llama_index_ragonite.explain.perturbations import Perturbation, PerturbationReport
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
+from llama_index_ragonite.serve.explain_options import ATTRIBUTORS, RAGE, checked_options
 from llama_index_ragonite.serve.turns import nodes_from_records
 
-__all__ = ["METHODS", "explain_turn"]
-
-METHODS = ("counterfactual", "combination", "permutation")
+__all__ = ["explain_turn"]
 
 
-def explain_turn(sessions: Any, owner: str, conversation_id: str, number: int, method: str) -> Dict[str, Any]:
-    """Run ``method`` on turn ``number`` and keep the result with the turn (sync: call it off the event loop)."""
-    result = _explain(sessions, owner, conversation_id, number, method)
+def explain_turn(
+    sessions: Any, owner: str, conversation_id: str, number: int, method: str, options: Optional[dict] = None
+) -> Dict[str, Any]:
+    """Run ``method`` with ``options`` on turn ``number`` and keep the result with the turn (sync: call it
+    off the event loop); the result names the options it ran with."""
+    options = checked_options(method, options)  # refused before any work
+    result = {**_explain(sessions, owner, conversation_id, number, method, options), "options": options}
     sessions.records.add_explanation(conversation_id, number, method, result)
     return result
 
 
-def _explain(sessions: Any, owner: str, conversation_id: str, number: int, method: str) -> Dict[str, Any]:
-    if method not in METHODS:
-        raise ValueError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}")
+def _explain(
+    sessions: Any, owner: str, conversation_id: str, number: int, method: str, options: Dict[str, Any]
+) -> Dict[str, Any]:
     turn, records, settings = sessions.stored_turn(owner, conversation_id, number)
     nodes = nodes_from_records(records)
     if OUT_OF_SCOPE.rstrip(".").lower() in str(turn.get("answer") or "").lower():
@@ -47,19 +48,20 @@ def _explain(sessions: Any, owner: str, conversation_id: str, number: int, metho
         run_settings["domain"] = turn["domain"]
     engine, _ = sessions.engine(conversation_id, run_settings)
     question, answer = turn["completed_question"], turn["answer"]
-    if method == "counterfactual":
-        attribution = CounterfactualAttributor.from_engine(engine).attribute(question, nodes, answer)
-        return _counterfactual(attribution, turn)
-    rage = CombinationExplainer if method == "combination" else PermutationExplainer
-    explainer = rage(llm=engine.llm, prompt=engine.answer_prompt, synthesizer=engine.answer_synthesizer)
+    if method in ATTRIBUTORS:
+        attribution = ATTRIBUTORS[method].from_engine(engine, **options).attribute(question, nodes, answer)
+        return _attribution(method, attribution, turn)
+    explainer = RAGE[method](
+        llm=engine.llm, prompt=engine.answer_prompt, synthesizer=engine.answer_synthesizer, **options
+    )
     return _rage(method, explainer.explain(question, nodes, answer))
 
 
-def _counterfactual(attribution: Any, turn: Dict[str, Any]) -> Dict[str, Any]:
+def _attribution(method: str, attribution: Any, turn: Dict[str, Any]) -> Dict[str, Any]:
     data = attribution.to_dict()
     cited = set(turn.get("cited") or [])
     return {
-        "method": "counterfactual",
+        "method": method,
         "shares": [
             {"evidence": i, "share": share, "cited": i in cited}
             for i, share in enumerate(attribution.evidence_shares, 1)

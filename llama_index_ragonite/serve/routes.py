@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from llama_index_ragonite.chat.engine import MAX_MESSAGE_CHARS
 from llama_index_ragonite.serve.errors import error_payload
+from llama_index_ragonite.serve.explain_options import option_schema
 from llama_index_ragonite.serve.explaining import explain_turn
 from llama_index_ragonite.serve.limits import TurnSlots
 from llama_index_ragonite.serve.turn_control import TurnStop
@@ -52,7 +53,8 @@ class Message(BaseModel):
 
 
 class ExplainRequest(BaseModel):
-    method: Literal["counterfactual", "combination", "permutation"] = "counterfactual"
+    method: Literal["counterfactual", "naive", "surrogate", "combination", "permutation"] = "counterfactual"
+    options: Dict[str, Any] = Field(default_factory=dict, description="explain_options.OPTIONS of the method")
 
 
 class FeedbackRequest(BaseModel):
@@ -101,6 +103,12 @@ async def health(request: Request) -> Dict[str, Any]:
 @router.get("/domains")
 async def domains(request: Request) -> List[Dict[str, Any]]:
     return await off_loop(sessions(request).domains)
+
+
+@router.get("/explain/options")
+async def explain_options() -> Dict[str, Any]:
+    """The explain panel's methods and the options a user may set on each (kinds, defaults, bounds)."""
+    return option_schema()
 
 
 @router.get("/llms")
@@ -215,7 +223,9 @@ async def explain(
     owner: str = Depends(user),
 ):
     with slots(request).slot(owner):  # an explanation is many LLM calls: it counts as a running turn
-        return await turn_thread(request, explain_turn, sessions(request), owner, conversation_id, number, body.method)
+        return await turn_thread(
+            request, explain_turn, sessions(request), owner, conversation_id, number, body.method, body.options
+        )
 
 
 @router.post("/conversations/{conversation_id}/turns/{number}/feedback", status_code=201)

@@ -175,6 +175,35 @@ def test_explain_draws_the_attribution_bar_chart(app):
     expect(reopened.get_by_test_id("attribution-bar")).to_have_count(bars.count())
 
 
+def test_the_explain_panel_offers_every_method_and_its_options_as_the_api_computes_them(app):
+    turn = ask(app, "Who owns the OTA server?")
+    turn.get_by_test_id("explain-combination").click()  # top-down, the default
+    section = turn.get_by_test_id("explanation-combination")
+    expect(section.get_by_test_id("rage-explanation")).not_to_be_empty(timeout=EXPLAIN_MS)
+    top_down = section.get_by_test_id("rage-explanation").inner_text()
+
+    panel = turn.get_by_test_id("explain-panel")
+    panel.locator("summary").click()
+    methods = panel.get_by_test_id("explain-method")
+    expect(methods.locator("option")).to_have_count(5)  # counterfactual, naive, surrogate, combination, permutation
+    methods.select_option("combination")
+    panel.locator('[data-option="mode"]').select_option("bottom-up")
+    panel.get_by_test_id("explain-run").click()
+    expect(section.get_by_test_id("rage-explanation")).not_to_have_text(top_down, timeout=EXPLAIN_MS)
+    bottom_up = section.get_by_test_id("rage-explanation").inner_text()
+    conversation = current_conversation(app)
+    api = app.api(
+        "POST",
+        f"/api/conversations/{conversation['id']}/turns/0/explain",
+        data={"method": "combination", "options": {"mode": "bottom-up"}},
+    ).json()
+    assert api["mode"] == "bottom-up" and api["explanation"]["description"] in bottom_up, (api["explanation"], bottom_up)
+
+    methods.select_option("naive")  # the other attributions draw the same chart
+    panel.get_by_test_id("explain-run").click()
+    expect(turn.get_by_test_id("explanation-naive").get_by_test_id("attribution-chart")).to_be_visible(timeout=EXPLAIN_MS)
+
+
 def test_rage_views_show_the_answer_distribution_pie(app):
     turn = ask(app, "Who owns the OTA server?")
     turn.get_by_test_id("explain-combination").click()

@@ -268,3 +268,37 @@ def test_the_row_that_answered_has_the_largest_share_alone(client):
     best = max(s["share"] for s in shares)
     assert [s["evidence"] for s in shares if s["share"] == best] == turn["cited"]  # alone, and the quoted row
     assert abs(sum(s["share"] for s in shares) - 1) < 1e-6
+
+
+def test_every_method_with_its_options_and_bounds(client):
+    schema = client.get("/api/explain/options").json()
+    assert set(schema) == {"counterfactual", "naive", "surrogate", "combination", "permutation"}
+    assert schema["combination"]["mode"] == {
+        **schema["combination"]["mode"],
+        "kind": "choice",
+        "choices": ["top-down", "bottom-up"],
+        "default": "top-down",
+    }
+    assert schema["counterfactual"]["rounds"]["max"] == 5
+    conversation = new_conversation(client)
+    ask(client, conversation, "Who owns the OTA server?")
+    url = f"/api/conversations/{conversation}/turns/0/explain"
+    for method in ("naive", "surrogate"):
+        result = client.post(url, json={"method": method}).json()
+        assert result["method"] == method and abs(sum(s["share"] for s in result["shares"]) - 1) < 1e-6
+    inherit = client.post(url, json={"method": "counterfactual", "options": {"spread": "inherit"}}).json()
+    assert inherit["options"] == {"spread": "inherit"}
+    bottom_up = client.post(url, json={"method": "combination", "options": {"mode": "bottom-up"}}).json()
+    top_down = client.post(url, json={"method": "combination"}).json()
+    assert bottom_up["mode"] == "bottom-up" and top_down["mode"] == "top-down"
+    stored = client.get(f"/api/conversations/{conversation}").json()["turns"][0]["explanations"]
+    assert stored["combination"]["options"] == {} and stored["naive"]["method"] == "naive"  # the latest per method
+    for bad in (
+        {"method": "counterfactual", "options": {"rounds": 50}},  # over the server's bound: cost
+        {"method": "counterfactual", "options": {"eps": 0.1}},  # not an option the panel may set
+        {"method": "permutation", "options": {"strategy": "all"}},  # not one of the explainer's choices
+        {"method": "combination", "options": {"target": "x" * 501}},
+        {"method": "telepathy"},
+    ):
+        refused = client.post(url, json=bad)
+        assert refused.status_code in (400, 422), (bad, refused.text)

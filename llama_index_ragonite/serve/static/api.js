@@ -102,7 +102,8 @@ export const api = {
   restoreConversation: (id) => request("POST", `${conv(id)}/restore`),
   saveSettings: (id, settings) => request("PUT", `${conv(id)}/settings`, settings),
   sendMessage: (id, message) => request("POST", `${conv(id)}/messages`, { message }),
-  explain: (id, turn, method) => request("POST", `${conv(id)}/turns/${turn}/explain`, { method }),
+  explain: (id, turn, method, options) => request("POST", `${conv(id)}/turns/${turn}/explain`, { method, options: options || {} }),
+  explainOptions: () => request("GET", "/api/explain/options"),
   feedback: (id, turn, rating, comment) =>
     request("POST", `${conv(id)}/turns/${turn}/feedback`, comment ? { rating, comment } : { rating }),
   streamMessage,

@@ -21,7 +21,7 @@
 
 import { adoptTokenFromUrl, api } from "./api.js";
 import { button, clear, el } from "./dom.js";
-import { showExplanation } from "./explain.js";
+import { explainPanel, showExplanation } from "./explain.js";
 import { chooseLanguage, chosenLanguage, language, setLanguage, t, translatePage } from "./i18n.js";
 import { errorView, highlightSource, pendingTurnView, turnView } from "./render.js";
 
@@ -33,6 +33,7 @@ const state = {
   conversations: [],
   current: null, // the open conversation (with turns), or null before the first message
   draftSettings: {}, // settings chosen before the conversation exists
+  explainSchema: null, // GET /api/explain/options, fetched when a panel first opens
   showDeleted: false,
   busy: false,
 };
@@ -164,14 +165,22 @@ const turnHandlers = {
   onStoredExplanation: (container, method, result, turn, onSelect) => showExplanation(container, method, result, turn, onSelect),
   onFollowUp: (question) => send(question),
   onFeedback: (turn, rating, comment) => api.feedback(state.current.id, turn.index, rating, comment),
-  onExplain: async (turn, method, container, trigger) => {
+  onPanel: async (panel, turn, container) => {
+    try {
+      state.explainSchema = state.explainSchema || (await api.explainOptions());
+      panel.appendChild(explainPanel(state.explainSchema, (method, options, button) => turnHandlers.onExplain(turn, method, container, button, options)));
+    } catch (error) {
+      panel.appendChild(errorView(error));
+    }
+  },
+  onExplain: async (turn, method, container, trigger, options) => {
     const conversationId = state.current.id;
     const label = trigger.textContent;
     trigger.disabled = true;
     trigger.setAttribute("aria-busy", "true");
     trigger.textContent = t("explaining");
     try {
-      const result = await api.explain(conversationId, turn.index, method);
+      const result = await api.explain(conversationId, turn.index, method, options);
       turn.explanations = { ...(turn.explanations || {}), [method]: result };  // as the server keeps it
       const turnElement = container.closest(".turn");
       showExplanation(container, method, result, turn, (n) => highlightSource(turnElement, n));

@@ -6,8 +6,61 @@ import { answerPie, attributionChart, percent } from "./charts.js";
 import { el, recordsView } from "./dom.js";
 import { t } from "./i18n.js";
 
+const ATTRIBUTIONS = new Set(["counterfactual", "naive", "surrogate"]);
+
 function heading(method) {
-  return { counterfactual: t("explainCounterfactual"), combination: t("explainCombination"), permutation: t("explainPermutation") }[method] || method;
+  return { counterfactual: t("explainCounterfactual"), naive: t("explainNaive"), surrogate: t("explainSurrogate"), combination: t("explainCombination"), permutation: t("explainPermutation") }[method] || method;
+}
+
+/** One input for an option of the schema (GET /api/explain/options); empty means the default. */
+function optionInput(name, spec) {
+  const id = `option-${name}-${Math.random().toString(36).slice(2, 8)}`;
+  let input;
+  if (spec.kind === "choice" || spec.kind === "boolean") {
+    const values = spec.kind === "boolean" ? [true, false] : spec.choices;
+    input = el("select", { id, "data-option": name, "data-kind": spec.kind },
+      el("option", { value: "" }, `${t("defaultValue")} (${String(spec.default)})`),
+      values.map((v) => el("option", { value: String(v) }, String(v))));
+  } else if (spec.kind === "integer" || spec.kind === "number") {
+    input = el("input", { id, type: "number", "data-option": name, "data-kind": spec.kind, min: spec.min ?? "", max: spec.max ?? "", step: spec.kind === "integer" ? 1 : "any", placeholder: spec.default ?? "" });
+  } else {
+    input = el("input", { id, type: "text", "data-option": name, "data-kind": "text", maxlength: 500, placeholder: spec.default ?? "" });
+  }
+  return el("label", { class: "option", for: id, title: spec.description || "" }, el("span", {}, name), input);
+}
+
+function optionValue(input) {
+  const raw = input.value.trim();
+  if (raw === "") return undefined;
+  if (input.dataset.kind === "boolean") return raw === "true";
+  if (input.dataset.kind === "integer") return Number.parseInt(raw, 10);
+  if (input.dataset.kind === "number") return Number.parseFloat(raw);
+  return raw;
+}
+
+/** Every method with its options: `onRun(method, options, button)` explains with them. */
+export function explainPanel(schema, onRun) {
+  const methods = Object.keys(schema || {});
+  const select = el("select", { testid: "explain-method", "aria-label": t("method") }, methods.map((m) => el("option", { value: m }, heading(m))));
+  const fields = el("div", { class: "explain-options", testid: "explain-options" });
+  const showFields = () => {
+    while (fields.firstChild) fields.firstChild.remove();
+    for (const [name, spec] of Object.entries(schema[select.value] || {})) fields.appendChild(optionInput(name, spec));
+  };
+  select.addEventListener("change", showFields);
+  showFields();
+  const run = el("button", { type: "submit", class: "primary small", testid: "explain-run" }, t("run"));
+  const form = el("form", { class: "explain-form" }, el("label", {}, el("span", {}, t("method")), select), fields, run);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const options = {};
+    for (const input of fields.querySelectorAll("[data-option]")) {
+      const value = optionValue(input);
+      if (value !== undefined && !Number.isNaN(value)) options[input.dataset.option] = value;
+    }
+    onRun(select.value, options, run);
+  });
+  return form;
 }
 
 function incompleteNotice(text) {
@@ -102,7 +155,7 @@ function rageView(result) {
 export function showExplanation(container, method, result, turn, onSelect) {
   const existing = container.querySelector(`section[data-method="${method}"]`);
   const section = el("section", { class: `explain-result ${method}`, "data-method": method, testid: `explanation-${method}` }, el("h3", {}, heading(method)));
-  const body = method === "counterfactual" ? counterfactualView(result, turn, onSelect) : rageView(result);
+  const body = ATTRIBUTIONS.has(method) ? counterfactualView(result, turn, onSelect) : rageView(result);
   for (const part of body) section.appendChild(part);
   if (existing) existing.replaceWith(section);
   else container.appendChild(section);

@@ -205,8 +205,11 @@ export function turnView(turn, handlers) {
     const node = button(label, { class: method === "counterfactual" ? "primary small" : "secondary small", testid, "data-method": method }, () => handlers.onExplain(turn, method, explanation, node));
     return node;
   });
+  // every method with its options, built when first opened
+  const panel = el("details", { class: "explain-panel", testid: "explain-panel" }, el("summary", {}, t("explainOptions")));
+  panel.addEventListener("toggle", () => handlers.onPanel(panel, turn, explanation), { once: true });
   // an out-of-scope answer rests on no evidence: there is nothing to explain
-  if (sources.length && !turn.out_of_scope) assistant.appendChild(el("div", { class: "turn-actions" }, explainButtons, feedbackView((rating, comment) => handlers.onFeedback(turn, rating, comment))));
+  if (sources.length && !turn.out_of_scope) assistant.appendChild(el("div", { class: "turn-actions" }, explainButtons, panel, feedbackView((rating, comment) => handlers.onFeedback(turn, rating, comment))));
   else assistant.appendChild(el("div", { class: "turn-actions" }, feedbackView((rating, comment) => handlers.onFeedback(turn, rating, comment))));
   assistant.appendChild(explanation);
   for (const [method, result] of Object.entries(turn.explanations || {})) {
