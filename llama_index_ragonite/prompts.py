@@ -149,6 +149,20 @@ def cited_sources(answer: str, n_sources: int) -> List[int]:
     return seen
 
 
+def citation_ends(answer: str) -> List[int]:
+    """Where each run of citation markers ends (with a "." or ";" right after it): what an answer's
+    claims end at ("Bob owns it [Source 2]; the port is 8443 [Source 1].")."""
+    ends: List[int] = []
+    for match in _CITATION.finditer(answer):
+        end = match.end()
+        rest = answer[end:]
+        if _CITATION.match(rest.lstrip()):  # another marker follows: the run goes on
+            continue
+        tail = len(rest) - len(rest.lstrip(" ;."))
+        ends.append(end + tail)
+    return ends
+
+
 # Anything that looks like a citation ("[Source …]", "[Sources …]") but is not escaped page text.
 _CITATION_LIKE = re.compile(r"(?<!\\)\[\s*Sources?\b[^\[\]\n]{0,40}?(?<!\\)\]", re.IGNORECASE)
 

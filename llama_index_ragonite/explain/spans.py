@@ -6,8 +6,9 @@ ablations; here the ablations are the ones the counterfactual attributor already
 regenerated without each cluster), so span attribution costs no LLM call, only embeddings of the
 claims and of the distinct claims of the counterfactual answers, for any LLM and offline alike.
 
-A claim is a sentence, or a part of one that ends with its own citation markers
-("Bob owns it [Source 2]; the port is 8443 [Source 1]." is two claims). A claim *survives* a
+A claim is what ends with its own run of citation markers ("Bob owns it [Source 2]; the port is
+8443 [Source 1]." is two claims; so are two quotes joined by a space after the first's marker), and
+within that, a sentence. A claim *survives* a
 counterfactual answer as much as its closest claim there resembles it (cosine of the embeddings,
 citation markers stripped; 1 when the same text is there). Its contribution from cluster c is
 1 − mean survival over c's rounds, and its shares are the softmax of those (the attributor's
@@ -21,12 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from llama_index_ragonite.explain.math import cosine_matrix, held_softmax
-from llama_index_ragonite.prompts import cited_sources, strip_citations
+from llama_index_ragonite.prompts import citation_ends, cited_sources, strip_citations
 
 __all__ = ["ClaimAttribution", "answer_claims", "claim_attributions"]
 
-# a claim ends at a sentence end, or at a ";" right after its citation markers
-_CLAIM_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9ÄÖÜ])|(?<=\])\s*;\s*")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9ÄÖÜ])")
 
 
 @dataclass
@@ -62,11 +62,15 @@ class ClaimAttribution:
 def answer_claims(answer: str, n_sources: int) -> List[ClaimAttribution]:
     """The claims of ``answer`` (see the module doc), with their offsets and cited sources; empty
     claims (markers or punctuation only) are left out."""
-    claims, start = [], 0
-    for match in [*_CLAIM_END.finditer(answer), None]:
-        end = match.start() if match else len(answer)
+    bounds = sorted({0, len(answer), *citation_ends(answer)})
+    pieces = []
+    for start, end in zip(bounds, bounds[1:]):
+        cuts = [start, *(m.end() for m in _SENTENCE_END.finditer(answer, start, end)), end]
+        pieces.extend(zip(cuts, cuts[1:]))
+    claims = []
+    for start, end in pieces:
         piece = answer[start:end]
-        stripped = piece.strip()
+        stripped = piece.strip().removesuffix(";").rstrip()  # a ";" joins claims, it ends none
         if strip_citations(stripped).strip(" .;,:!?…"):
             left = start + len(piece) - len(piece.lstrip())
             claims.append(
@@ -77,7 +81,6 @@ def answer_claims(answer: str, n_sources: int) -> List[ClaimAttribution]:
                     cited=[i - 1 for i in cited_sources(stripped, n_sources)],
                 )
             )
-        start = match.end() if match else len(answer)
     return claims
 
 
