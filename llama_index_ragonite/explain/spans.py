@@ -9,8 +9,10 @@ claims and of the distinct claims of the counterfactual answers, for any LLM and
 A claim is what ends with its own run of citation markers ("Bob owns it [Source 2]; the port is
 8443 [Source 1]." is two claims; so are two quotes joined by a space after the first's marker), and
 within that, a sentence. A claim *survives* a
-counterfactual answer as much as its closest claim there resembles it (cosine of the embeddings,
-citation markers stripped; 1 when the same text is there). Its contribution from cluster c is
+counterfactual answer as much as the claim there that stands for it resembles it: each claim of
+the counterfactual answer stands for the answer's claim it is closest to (cosine of the
+embeddings, citation markers stripped; the same text first), so a claim replaced by its
+neighbour's is gone, however alike the two read. Its contribution from cluster c is
 1 − mean survival over c's rounds, and its shares are the softmax of those (the attributor's
 temperature), split among a cluster's members like the answer's shares.
 """
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from llama_index_ragonite.explain.math import cosine_matrix, held_softmax
+from llama_index_ragonite.models.extractive.answerer import DEFAULT_LABEL
 from llama_index_ragonite.prompts import citation_ends, cited_sources, strip_citations
 
 __all__ = ["ClaimAttribution", "answer_claims", "claim_attributions"]
@@ -85,7 +88,8 @@ def answer_claims(answer: str, n_sources: int) -> List[ClaimAttribution]:
 
 
 def _plain(text: str) -> str:
-    return strip_citations(text).strip(" .;,:!?…")
+    """What a claim says: no citation markers, no offline answer label (the same on every answer)."""
+    return strip_citations(text).removeprefix(DEFAULT_LABEL.strip()).strip(" .;,:!?…")
 
 
 async def claim_attributions(
@@ -110,20 +114,29 @@ async def claim_attributions(
     distinct = list(dict.fromkeys([*texts, *(p for ps in parts.values() for p in ps)]))
     vectors = dict(zip(distinct, await embed_model.aget_text_embedding_batch(distinct))) if distinct else {}
 
-    def survival(text: str, others: List[str]) -> float:
-        if text in others:
-            return 1.0
-        if not others:
-            return 0.0
-        return float(max(cosine_matrix([vectors[text]], [vectors[o] for o in others])[0]))
+    def survivals(alternative: List[str]) -> List[float]:
+        """Per claim of the answer, how well it survives in ``alternative`` (its claims): each
+        alternative claim counts for the answer's claim it is closest to (the same text first), and a
+        claim survives as much as the closest alternative claim counted for it resembles it; a claim
+        none counts for is gone. So "Click Download" is gone when what remains is the answer's other
+        claim "Click Check for Update", however alike the two read."""
+        out = [0.0] * len(texts)
+        if not alternative:
+            return out
+        sims = cosine_matrix([vectors[t] for t in texts], [vectors[a] for a in alternative])
+        for j, other in enumerate(alternative):
+            i = texts.index(other) if other in texts else int(sims[:, j].argmax())
+            out[i] = max(out[i], 1.0 if other == texts[i] else float(sims[i, j]))
+        return out
 
     live = [k for k, c in enumerate(clusters) if not c.failed]
     held = len(clusters) - len(live)
-    for claim, text in zip(claims, texts):
+    kept = {key: survivals(alternative) for key, alternative in parts.items()}
+    for c, claim in enumerate(claims):
         contributions = []
         for k in live:
-            rounds = [parts[(k, r)] for r in range(len(clusters[k].counterfactual_answers)) if (k, r) in parts]
-            contributions.append(1.0 - sum(survival(text, p) for p in rounds) / max(len(rounds), 1))
+            rounds = [kept[(k, r)][c] for r in range(len(clusters[k].counterfactual_answers)) if (k, r) in kept]
+            contributions.append(1.0 - sum(rounds) / max(len(rounds), 1))
         shares: List[Optional[float]] = [None] * n_evidences
         for k, share in zip(live, held_softmax(contributions, held, temperature)):
             members = clusters[k].members

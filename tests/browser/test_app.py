@@ -197,11 +197,16 @@ def test_the_explain_panel_offers_every_method_and_its_options_as_the_api_comput
         f"/api/conversations/{conversation['id']}/turns/0/explain",
         data={"method": "combination", "options": {"mode": "bottom-up"}},
     ).json()
-    assert api["mode"] == "bottom-up" and api["explanation"]["description"] in bottom_up, (api["explanation"], bottom_up)
+    assert api["mode"] == "bottom-up" and api["explanation"]["description"] in bottom_up, (
+        api["explanation"],
+        bottom_up,
+    )
 
     methods.select_option("naive")  # the other attributions draw the same chart
     panel.get_by_test_id("explain-run").click()
-    expect(turn.get_by_test_id("explanation-naive").get_by_test_id("attribution-chart")).to_be_visible(timeout=EXPLAIN_MS)
+    expect(turn.get_by_test_id("explanation-naive").get_by_test_id("attribution-chart")).to_be_visible(
+        timeout=EXPLAIN_MS
+    )
 
 
 def test_rage_views_show_the_answer_distribution_pie(app):
