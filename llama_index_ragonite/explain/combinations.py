@@ -73,8 +73,9 @@ class CombinationExplainer(RageExplainer):
         mode: ``"top-down"``: the smallest set whose removal from the full context changes the
             answer; ``"bottom-up"``: starting from the empty-context answer (the LLM asked with no
             evidence: the reference), the smallest set whose retention yields ``target``.
-        target: bottom-up's target answer (compared by ``normalize_answer``); ``None``: the
-            original answer. See also the fields of ``RageExplainer``.
+        target: the answer to reach (compared by ``normalize_answer``): bottom-up, ``None`` is the
+            original answer; top-down, the smallest removal whose answer is ``target`` (``None``:
+            any change). See also the fields of ``RageExplainer``.
 
     Equal-size sets are tried in decreasing summed relevance. Removing every evidence
     (top-down) needs no LLM call: the answer is then out of scope. Bottom-up: when the
@@ -85,7 +86,11 @@ class CombinationExplainer(RageExplainer):
     mode: Literal["top-down", "bottom-up"] = Field(
         default="top-down", description="top-down: remove evidences; bottom-up: keep only some."
     )
-    target: Optional[str] = Field(default=None, description="Bottom-up: the answer to reach (None: the original).")
+    target: Optional[str] = Field(
+        default=None,
+        description="The answer to reach: bottom-up by keeping evidences (None: the original); top-down, the smallest "
+        "removal that gives it (None: any change of the answer).",
+    )
 
     @property
     def distribution_kind(self) -> str:
@@ -104,15 +109,24 @@ class CombinationExplainer(RageExplainer):
         self, question: str, nodes: List[NodeWithScore], answer: str, regenerator: AnswerRegenerator
     ) -> Tuple[Optional[str], Optional[str]]:
         if self.mode == "top-down":
-            return answer, None
+            return answer, self.target
         return await regenerator.aanswer_without_sources(question), self.target if self.target is not None else answer
 
     def _trivial(self, reference: Optional[str], target: Optional[str], n: int) -> Optional[Perturbation]:
-        if target is None or reference is None or normalize_answer(reference) != normalize_answer(target):
+        if (
+            self.mode == "top-down"
+            or target is None
+            or reference is None
+            or normalize_answer(reference) != normalize_answer(target)
+        ):
             return None
         return Perturbation("keep", evidences=(), removed=tuple(range(n)), answer=reference, changed=True)
 
     def _exhausted(self, evaluated: List[Perturbation], target: str, answer: str, n: int) -> Optional[Perturbation]:
-        if any(p.failed for p in evaluated) or normalize_answer(target) != normalize_answer(answer):
+        if (
+            self.mode == "top-down"
+            or any(p.failed for p in evaluated)
+            or normalize_answer(target) != normalize_answer(answer)
+        ):
             return None
         return Perturbation("keep", evidences=tuple(range(n)), answer=answer, changed=True)  # the full context

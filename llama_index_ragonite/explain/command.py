@@ -26,7 +26,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_arguments(p)
     rage = p.add_argument_group("combinations and permutations")
     rage.add_argument("--mode", choices=["top-down", "bottom-up"], default="top-down", help="combinations")
-    rage.add_argument("--target", default=None, help="bottom-up: the answer to reach (default: the original)")
+    rage.add_argument(
+        "--target", default=None, help="the answer to reach (bottom-up default: the original; top-down: any change)"
+    )
     rage.add_argument(
         "--strategy", choices=["kendall", "random", "optimal", "optimal+random"], default="kendall", help="permutations"
     )
@@ -35,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     rage.add_argument("--sample", type=int, default=None, metavar="S", help="a random sample of S for the distribution")
     rage.add_argument("--seed", type=int, default=0)
-    rage.add_argument("--relevance", choices=["retrieval", "attention"], default="retrieval")
+    rage.add_argument("--relevance", choices=["retrieval", "attention", "none"], default="retrieval")
     rage.add_argument(
         "--attention-model",
         default=None,

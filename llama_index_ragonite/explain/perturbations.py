@@ -120,9 +120,11 @@ class PerturbationReport(PerturbationCounts, JSONResult):
     def _explanation_line(self) -> str:
         if self.explanation and self.mode == "bottom-up":
             return f"Explanation: {self.explanation.describe()} turns the empty-context answer into the target answer."
+        if self.explanation and self.target_answer is not None:
+            return f"Explanation: {self.explanation.describe()} gives the target answer: {self.counterfactual_answer}"
         if self.explanation:
             return f"Explanation: {self.explanation.describe()} changes the answer to: {self.counterfactual_answer}"
-        goal = "gives the target answer" if self.mode == "bottom-up" else "changes the answer"
+        goal = "gives the target answer" if self.target_answer is not None else "changes the answer"
         if self.failures:
             answered = len(self.perturbations) - self.failures
             return f"Explanation: none of the {answered} answered {self.noun} {goal}."
@@ -145,6 +147,8 @@ class PerturbationReport(PerturbationCounts, JSONResult):
         if self.mode == "bottom-up":
             reference = self.reference_answer if self.reference_answer is not None else "(LLM call failed)"
             lines += [f"Empty-context answer: {reference}", f"Target answer: {self.target_answer}"]
+        elif self.target_answer is not None:
+            lines.append(f"Target answer: {self.target_answer}")
         if self.relevance != "retrieval":
             lines.append(f"Relevance: {self.relevance} ({', '.join(f'{s:.3f}' for s in self.scores)})")
         lines.append(self._explanation_line())
@@ -202,8 +206,9 @@ class RageExplainer(BaseExplainer):
         default=None, ge=1, description="A seeded random sample of this many perturbations for the distribution."
     )
     seed: int = Field(default=0, description="Seed of every random choice (same seed, same perturbations).")
-    relevance: Literal["retrieval", "attention"] = Field(
-        default="retrieval", description="What orders equal-size candidates: retrieval scores or LLM attention."
+    relevance: Literal["retrieval", "attention", "none"] = Field(
+        default="retrieval",
+        description="What orders equal-size candidates: retrieval scores, LLM attention, or none (prompt order).",
     )
     attention: Optional[Any] = Field(
         default=None, exclude=True, description="An explain.attention.AttentionRelevance for relevance='attention'."
@@ -229,7 +234,10 @@ class RageExplainer(BaseExplainer):
         return None
 
     def scores(self, question: str, nodes: Sequence[NodeWithScore], answer: str) -> List[float]:
-        """Each evidence's relevance: its retrieval score, or the attention the LLM pays to it."""
+        """Each evidence's relevance: its retrieval score, the attention the LLM pays to it, or (``none``)
+        the same for all, so candidates are tried in prompt order (RAGE without a relevance prior)."""
+        if self.relevance == "none":
+            return [1.0] * len(nodes)
         if self.relevance == "retrieval":
             return relevance(nodes)
         from llama_index_ragonite.explain.attention import attention_scorer

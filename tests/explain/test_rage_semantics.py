@@ -111,6 +111,19 @@ def test_top_down_removes_from_the_full_context():
     assert report.reference_answer is None and report.target_answer is None
 
 
+def test_top_down_toward_a_target_and_relevance_none_tries_prompt_order():
+    # retrieval scores rise along the prompt: relevance tries E, D, ... first; none tries A, B, ...
+    rising = make_nodes([(f"Fact {name}.", score) for name, score in zip("ABCDE", (0.5, 0.6, 0.7, 0.8, 0.9))])
+    common = dict(llm=RuleLLM(meeting_rule), max_concurrency=1, distribution_size=0, target="Bern.")
+    by_relevance = CombinationExplainer(**common).explain(QUESTION, rising, "Oslo. [Source 1]")
+    in_prompt_order = CombinationExplainer(relevance="none", **common).explain(QUESTION, rising, "Oslo. [Source 1]")
+    assert by_relevance.explanation.removed == (3,) and in_prompt_order.explanation.removed == (1,)
+    assert by_relevance.counterfactual_answer == in_prompt_order.counterfactual_answer == "Bern."
+    assert by_relevance.target_answer == "Bern." and "gives the target answer" in by_relevance.to_text()
+    unknown = CombinationExplainer(**{**common, "target": "Unknown."}).explain(QUESTION, NODES, "Oslo. [Source 1]")
+    assert unknown.explanation.removed == (1, 2) and unknown.counterfactual_answer == "Unknown."  # not Bern: the target
+
+
 def swap_rule(names: List[str]) -> str:
     """The answer flips when D comes before C (one adjacent swap of the original A B C D E)."""
     return "Lyon." if names.index("D") < names.index("C") else "Oslo."
