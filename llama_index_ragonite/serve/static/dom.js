@@ -1,6 +1,8 @@
 // DOM building blocks. Data only ever reaches the page as text nodes or attribute values:
 // there is no innerHTML here, so evidence or answers holding markup show as text and never run.
 
+import { t } from "./i18n.js";
+
 /**
  * Create an element: `attrs` are attributes (class, data-*, aria-*, …; `testid` is short for
  * data-testid; false/null/undefined skip); `children` are nodes or strings (as text nodes).
@@ -72,6 +74,7 @@ export function cellTable(rows, { header = true, testid, caption } = {}) {
 /** Any JSON value as one line of text for a table cell. */
 export function cellText(value) {
   if (value === null || value === undefined) return "–";
+  if (typeof value === "boolean") return value ? t("yes") : t("no");  // never a raw true/false
   if (Array.isArray(value)) return value.map(cellText).join(value.some((v) => v && typeof v === "object") ? "; " : ", ");
   if (typeof value === "number") return Number.isInteger(value) ? String(value) : value.toFixed(3);
   if (typeof value === "object") return String(value.description ?? value.text ?? JSON.stringify(value));
