@@ -25,6 +25,7 @@ from llama_index_ragonite.serve.errors import error_payload
 from llama_index_ragonite.serve.explain_options import option_schema
 from llama_index_ragonite.serve.explaining import explain_turn
 from llama_index_ragonite.serve.limits import TurnSlots
+from llama_index_ragonite.serve.page_view import page_view
 from llama_index_ragonite.serve.turn_control import TurnStop
 
 __all__ = ["router"]
@@ -226,6 +227,18 @@ async def explain(
         return await turn_thread(
             request, explain_turn, sessions(request), owner, conversation_id, number, body.method, body.options
         )
+
+
+@router.get("/conversations/{conversation_id}/turns/{number}/sources/{source}/page")
+async def source_page(
+    request: Request,
+    conversation_id: ConversationId,
+    number: TurnNumber,
+    source: Annotated[int, Path(ge=1, le=1000, description="A source's number in its turn (1-based).")],
+    owner: str = Depends(user),
+):
+    """The page a source of the turn came from, as the parser read it, with the source marked."""
+    return await off_loop(page_view, sessions(request), owner, conversation_id, number, source)
 
 
 @router.post("/conversations/{conversation_id}/turns/{number}/feedback", status_code=201)

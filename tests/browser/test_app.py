@@ -94,10 +94,22 @@ def test_ask_shows_a_cited_answer_with_sources_and_a_table(app):
     assert sources.first.get_by_test_id("source-id").text_content().strip() not in ("", "–")
     expect(sources.first.locator(".source-url")).to_contain_text("release-testing")  # file: URLs are not links
 
-    cited = turn.get_by_test_id("citation").first  # a citation highlights its evidence
+    cited = turn.get_by_test_id("citation").first  # a citation highlights its evidence ...
     cited.click()
     number = cited.get_attribute("data-source")
     expect(turn.locator(f'[data-testid="source"][data-source="{number}"]')).to_have_class(re.compile("highlighted"))
+    page_view = turn.get_by_test_id("page-view")  # ... and opens its page, the evidence marked and in view
+    expect(page_view).to_be_visible()
+    source_text = turn.locator(f'[data-testid="source"][data-source="{number}"]').inner_text()
+    marked = page_view.get_by_test_id("page-marked")
+    expect(marked).to_have_count(1)
+    expect(marked).to_be_in_viewport()
+    assert page_view.get_by_test_id("page-block").count() >= 1  # the rest of the page around it
+    assert marked.inner_text().split()[0] in source_text
+    page_view.get_by_test_id("page-close").click()
+    expect(page_view).to_have_count(0)
+    turn.locator('[data-testid="source"]').nth(1).get_by_test_id("source-page").click()  # a card's button too
+    expect(turn.get_by_test_id("page-view").get_by_test_id("page-marked")).to_have_count(1)
     app.screenshot("answer-sources")
 
     tables = turn.locator('[data-testid="source"][data-kind="table"]')  # the test matrices

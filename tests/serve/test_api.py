@@ -302,3 +302,20 @@ def test_every_method_with_its_options_and_bounds(client):
     ):
         refused = client.post(url, json=bad)
         assert refused.status_code in (400, 422), (bad, refused.text)
+
+
+def test_a_source_opens_its_page_as_the_parser_read_it_with_the_evidence_marked(client):
+    conversation = new_conversation(client)
+    turn = ask(client, conversation, "Which firmware does the Lenovo T14 run?")
+    cited = turn["cited"][0]
+    source = turn["sources"][cited - 1]
+    view = client.get(f"/api/conversations/{conversation}/turns/0/sources/{cited}/page").json()
+    assert view["title"] == source["title"] and view["url"] == source["url"] and view["current"]
+    kinds = [b["kind"] for b in view["blocks"]]
+    assert "heading" in kinds and "table" in kinds and "row" not in kinds  # rows shown inside their table
+    (marked,) = [b for b in view["blocks"] if b["marked"]]
+    assert marked["kind"] == "table" and marked["table"][marked["marked_row"]] == source["table"][1]  # its row
+    missing = client.get(f"/api/conversations/{conversation}/turns/0/sources/99/page")
+    assert missing.status_code == 404
+    other = client.get(f"/api/conversations/{new_conversation(client)}/turns/0/sources/1/page")
+    assert other.status_code == 404  # no such turn there

@@ -104,6 +104,7 @@ export const api = {
   sendMessage: (id, message) => request("POST", `${conv(id)}/messages`, { message }),
   explain: (id, turn, method, options) => request("POST", `${conv(id)}/turns/${turn}/explain`, { method, options: options || {} }),
   explainOptions: () => request("GET", "/api/explain/options"),
+  sourcePage: (id, turn, n) => request("GET", `${conv(id)}/turns/${turn}/sources/${n}/page`),
   feedback: (id, turn, rating, comment) =>
     request("POST", `${conv(id)}/turns/${turn}/feedback`, comment ? { rating, comment } : { rating }),
   streamMessage,

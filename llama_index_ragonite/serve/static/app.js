@@ -22,6 +22,7 @@
 import { adoptTokenFromUrl, api } from "./api.js";
 import { button, clear, el } from "./dom.js";
 import { explainPanel, showExplanation } from "./explain.js";
+import { showPage } from "./page.js";
 import { chooseLanguage, chosenLanguage, language, setLanguage, t, translatePage } from "./i18n.js";
 import { errorView, highlightSource, pendingTurnView, turnView } from "./render.js";
 
@@ -161,7 +162,18 @@ function newConversation() {
 // ---- the conversation log ---------------------------------------------------------------------
 
 const turnHandlers = {
-  onCite: (turnElement, n) => highlightSource(turnElement, n),
+  onCite: (turnElement, n, turn) => {
+    highlightSource(turnElement, n);
+    if (turn) turnHandlers.onPage(turnElement, turn, n);  // a citation opens its page, the evidence marked
+  },
+  onPage: async (turnElement, turn, n) => {
+    const container = turnElement.querySelector(".message.assistant");
+    try {
+      showPage(container, await api.sourcePage(state.current.id, turn.index, n));
+    } catch (error) {
+      container.appendChild(errorView(error));
+    }
+  },
   onStoredExplanation: (container, method, result, turn, onSelect) => showExplanation(container, method, result, turn, onSelect),
   onFollowUp: (question) => send(question),
   onFeedback: (turn, rating, comment) => api.feedback(state.current.id, turn.index, rating, comment),

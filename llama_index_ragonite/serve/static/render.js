@@ -45,7 +45,7 @@ function contextView(context) {
 }
 
 /** One evidence: number, title, hybrid score, context, content (text or table), URL and ranks. */
-export function sourceView(turnIndex, source, cited) {
+export function sourceView(turnIndex, source, cited, onPage) {
   const header = el(
     "div",
     { class: "source-header" },
@@ -88,7 +88,7 @@ export function sourceView(turnIndex, source, cited) {
     header,
     source.context ? contextView(source.context) : null,
     content,
-    source.url ? el("p", { class: "source-url" }, externalLink(source.url)) : null,
+    el("p", { class: "source-url" }, onPage ? button(t("showInPage"), { class: "secondary small", testid: "source-page" }, () => onPage(source.n)) : null, " ", source.url ? externalLink(source.url) : null),
     ranks
   );
 }
@@ -185,7 +185,7 @@ export function turnView(turn, handlers) {
   const sources = turn.sources || [];
   const cited = new Set(turn.cited || []);
   const article = el("article", { class: "turn", testid: "turn", "data-index": turn.index, lang: turn.language || null });
-  const onCite = (n) => handlers.onCite(article, n);
+  const onCite = (n) => handlers.onCite(article, n, turn);
   article.appendChild(userView(turn.question, turn.completed_question));
 
   const assistant = el("div", { class: "message assistant" }, el("span", { class: "who" }, t("assistant")));
@@ -217,7 +217,7 @@ export function turnView(turn, handlers) {
   }
 
   if (sources.length) {
-    const list = el("ol", { class: "source-list", testid: "sources" }, sources.map((s) => sourceView(turn.index, s, cited.has(s.n))));
+    const list = el("ol", { class: "source-list", testid: "sources" }, sources.map((s) => sourceView(turn.index, s, cited.has(s.n), (n) => handlers.onPage(article, turn, n))));
     assistant.appendChild(el("details", { class: "sources", open: true }, el("summary", {}, `${t("sources")} (${sources.length})`), list));
   }
   if (turn.follow_ups && turn.follow_ups.length) {
