@@ -11,11 +11,14 @@ import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from llama_index_ragonite.bench.config import (
+    DEMO_VERSION,
     GROUPS,
     PAPER_ATTRIBUTION,
+    PAPER_ATTRIBUTION_DEMO,
     PAPER_MODEL_ROWS,
     PAPER_OUT_OF_SCOPE,
     PAPER_TURNS,
+    README_VERSION,
     BenchConfig,
     Row,
     available,
@@ -114,9 +117,13 @@ def metric_table(
 ) -> List[str]:
     """rows: (label, run name or None when not run, paper row or None)."""
     cols = _columns(summary)
+    demo = any(paper is not None and paper.demo for _, _, paper in rows)  # both versions, side by side
     lines = [
-        "| setting | " + " | ".join(_label(c) for c in cols) + " | paper P@1 | paper relevance |",
-        "|---|" + "---:|" * (len(cols) + 2),
+        "| setting | "
+        + " | ".join(_label(c) for c in cols)
+        + " | paper P@1 | paper relevance |"
+        + (" demo paper P@1 | demo paper relevance |" if demo else ""),
+        "|---|" + "---:|" * (len(cols) + (4 if demo else 2)),
     ]
     for label, name, paper in rows:
         run = summary.get(name) if name else None
@@ -126,6 +133,8 @@ def metric_table(
             pvals = run.get("p_values", {}) if name != baseline else {}
             cells = [_fmt(run["slices"]["all"].get(c)) + mark(pvals.get(c, 1.0)) for c in cols]
         paper_cells = [_fmt(paper.paper_p1), _fmt(paper.paper_relevance)] if paper else ["—", "—"]
+        if demo:
+            paper_cells += [_fmt(v) for v in (paper.demo if paper and paper.demo else (None, None))]
         lines.append(f"| {label} | " + " | ".join(cells + paper_cells) + " |")
     return lines
 
@@ -195,7 +204,9 @@ def _headline(summary: Dict[str, dict], baseline: str) -> List[str]:
         f"`*`: significantly different from the baseline configuration `{baseline}` (p < 0.05; McNemar's exact "
         "test for P@1 and the out-of-scope rate, one-tailed paired t-test for graded scores). "
         "Paper columns: the paper's numbers for the same row (GPT-4o, bge-m3 + bge-reranker-v2-m3); "
-        "— where the paper's number is not at hand.",
+        "— where the paper's number is not at hand. The paper exists in two versions with different numbers: "
+        f"each table's heading names the one its paper columns come from ({README_VERSION} or {DEMO_VERSION}); "
+        "where both give the row, both are shown (paper / demo paper).",
         "",
         "## Headline: the base configuration",
         "",
@@ -231,7 +242,7 @@ def _base_slices_section(default: dict) -> List[str]:
     turns = [f"turn {t}" for t in range(1, 6)] + ["turns 6-10"]
     return [
         "",
-        "## Table 4: turns (base configuration, by position in the conversation)",
+        f"## Table 4: turns (base configuration, by position in the conversation; paper: {DEMO_VERSION})",
         "",
         *_slice_rows("turn", turns, default["slices"], cols, PAPER_TURNS),
         "",
@@ -269,11 +280,31 @@ def attribution_section(default: dict) -> List[str]:
         "## Table 3: attribution accuracy (base configuration)",
         "",
         "Top-1 accuracy: the top-attributed evidence lies on a gold page, over the questions whose gold page was "
-        "retrieved. Paper: 364 such questions (GPT-4o, bge-m3).",
+        f"retrieved. Paper, {README_VERSION}: 364 such questions, per method; {DEMO_VERSION}: 360 questions, "
+        "counterfactual attribution with clusters, by slice (GPT-4o, bge-m3).",
         "",
-        "| method | ours | paper |",
+        "| method | ours | paper (README, 364) |",
         "|---|---:|---:|",
         *[f"| {m} | {_fmt(everything['attribution:' + m])} | {_fmt(PAPER_ATTRIBUTION.get(m))} |" for m in methods],
+        *_attribution_slices(default, methods),
+    ]
+
+
+def _attribution_slices(default: dict, methods: Sequence[str]) -> List[str]:
+    """Counterfactual attribution with clusters by slice, beside the demo paper's per-slice accuracies."""
+    method = "counterfactual+clusters" if "counterfactual+clusters" in methods else None
+    if method is None:
+        return []
+    key = "attribution:" + method
+    return [
+        "",
+        f"| slice | ours ({method}) | demo paper (360) |",
+        "|---|---:|---:|",
+        *[
+            f"| {s} | {_fmt(default['slices'][s].get(key))} | {_fmt(p)} |"
+            for s, p in PAPER_ATTRIBUTION_DEMO.items()
+            if s in default["slices"]
+        ],
     ]
 
 
@@ -290,7 +321,8 @@ def instruction_following_section(summary: Dict[str, dict]) -> List[str]:
         "",
         "An answerer that follows the prompt says the out-of-scope sentence when the evidences lack the answer; "
         "1 - P@10 (no gold page among the top 10 evidences) bounds how often they certainly do. "
-        f"Paper (GPT-4o, 600 questions): {oos:.1%} out of scope against 1 - P@10 = {miss:.1%}.",
+        f"Paper (GPT-4o, 600 questions; as ../shared/DESIGN.md cites it, without naming the version): {oos:.1%} "
+        f"out of scope against 1 - P@10 = {miss:.1%}.",
         "",
         "| configuration | out of scope | 1 - P@10 | difference |",
         "|---|---:|---:|---:|",

@@ -108,3 +108,18 @@ def test_table3_and_table4_plots(tmp_path):
     images = dict(plots.plots(summary, base, tmp_path, "t"))
     assert set(images.values()) == {"t_slices.png", "t_attribution.png", "t_table4.png"}
     assert all((tmp_path / f).stat().st_size > 5000 for f in images.values())
+
+
+def test_every_paper_number_names_its_version_and_both_are_side_by_side():
+    base = base_config()
+    runs = [rec(i, 1.0, attribution={"counterfactual+clusters": "https://w/pages/1/a"}) for i in range(4)]
+    summary = {"default": {"slices": report.summarize(runs), "p_values": {}}}
+    text = report.markdown(summary, base, ["# t"])
+    # the headline's base row: the README's ALL (0.528/0.529) and the demo paper's (0.523/0.585)
+    assert "demo paper P@1 | demo paper relevance |" in text and "| 0.528 | 0.529 | 0.523 | 0.585 |" in text
+    assert "the released repository's README" in text and "the WSDM 2025 demo paper's text" in text
+    assert "## Table 4: turns (base configuration, by position in the conversation; paper: the WSDM" in text
+    # Table 3: the README's per-method number and the demo paper's per-slice accuracies beside ours
+    assert "| counterfactual+clusters | 1.000 | 0.799 |" in text
+    assert "| slice | ours (counterfactual+clusters) | demo paper (360) |" in text and "| DE | " in text
+    assert "| table | " in text and "| 0.766 |" in text
