@@ -1,12 +1,11 @@
 """Benchmark records in the fields of Unitxt's RAG tasks, one JSON line per question and configuration.
 
-Unitxt's end-to-end RAG task (``tasks.rag.end_to_end``) takes ``question``, ``question_id``,
-``metadata_tags`` and the references ``reference_answers``, ``reference_contexts``,
-``reference_context_ids``, ``is_answerable_label``; its prediction is a ``RagResponse``
-(``answer``, ``contexts``, ``context_ids``, ``is_answerable``). The response-generation task
-(``tasks.rag.response_generation``) names the retrieved contexts ``contexts`` and ``contexts_ids``.
-Each line carries both: the task fields, the prediction's fields at the top level
-(``answer``, ``contexts``, ``contexts_ids``) and nested as ``prediction``.
+Unitxt's end-to-end RAG task (``tasks.rag.end_to_end``) takes the inputs ``question``,
+``question_id``, ``metadata_field`` (a string) and the references ``reference_answers``,
+``reference_contexts``, ``reference_context_ids``, ``is_answerable_label``; its prediction is a
+``RagResponse`` (``answer``, ``contexts``, ``context_ids``, ``is_answerable``). Each line carries
+the task's fields under its own names, and the prediction both nested as ``prediction`` and at the
+top level under the same names (so one line is both a test instance and its prediction).
 
 ConfQuestions' gold is a page, not an evidence: context ids are page keys (the Confluence page
 id, ``bench.metrics.page_key``), so Unitxt's context correctness (MRR of the first gold id)
@@ -15,6 +14,8 @@ task expects; records written before it was kept give the run's own completion);
 asked is in ``metadata_tags["turn_text"]``. Every ConfQuestions
 question is answerable (``is_answerable_label`` true); a run's answer is answerable unless it is
 the out-of-scope sentence. ``contexts`` are the retrieved evidences as the answerer saw them.
+``metadata_field`` is the JSON of the configuration, the conversation, turn, language, question type
+and answer source, the turn as asked and the evidence ids (the task types it as one string).
 """
 
 from __future__ import annotations
@@ -31,14 +32,11 @@ from llama_index_ragonite.bench.metrics import page_key
 TASK_FIELDS = (
     "question_id",
     "question",
-    "contexts",
-    "contexts_ids",
-    "reference_context_ids",
+    "metadata_field",
     "reference_answers",
     "reference_contexts",
-    "answer",
+    "reference_context_ids",
     "is_answerable_label",
-    "metadata_tags",
     "prediction",
 )
 
@@ -58,23 +56,22 @@ def unitxt_record(record: dict, nodes: Mapping[str, BaseNode], configuration: st
         "turn_text": record["question"],
         "evidence_ids": json.dumps(record["retrieved_ids"]),
     }
+    prediction = {
+        "answer": record["answer"],
+        "contexts": contexts,
+        "context_ids": context_ids,
+        "is_answerable": answerable,
+    }
     return {
         "question_id": record["id"],
         "question": record.get("gold_completed_question") or record["completed_question"],
-        "contexts": contexts,
-        "contexts_ids": context_ids,
-        "reference_context_ids": sorted({page_key(u) for u in record["gold_urls"] if u}),
+        "metadata_field": json.dumps(tags, ensure_ascii=False),
         "reference_answers": [record["gold_answer"]],
         "reference_contexts": [],
-        "answer": record["answer"],
+        "reference_context_ids": sorted({page_key(u) for u in record["gold_urls"] if u}),
         "is_answerable_label": True,
-        "metadata_tags": tags,
-        "prediction": {
-            "answer": record["answer"],
-            "contexts": contexts,
-            "context_ids": context_ids,
-            "is_answerable": answerable,
-        },
+        **prediction,
+        "prediction": prediction,
     }
 
 

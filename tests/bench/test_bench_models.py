@@ -7,6 +7,7 @@ answer reward checked against manual computations with the same models; the Unit
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -190,13 +191,14 @@ def test_model_metrics_and_unitxt_export_from_the_command_line(toy, tmp_path, mo
     assert len(lines) == 6 and all(set(TASK_FIELDS) <= set(line) for line in lines)
     follow_up = next(line for line in lines if line["question_id"] == "1/2/en")
     assert follow_up["question"] == QA[0]["turns"][1]["completed_q_en"]  # the standalone gold question
-    assert follow_up["metadata_tags"]["turn_text"] == QA[0]["turns"][1]["q_en"]
+    assert json.loads(follow_up["metadata_field"])["turn_text"] == QA[0]["turns"][1]["q_en"]  # a string, as typed
     assert follow_up["reference_context_ids"] == ["1001"] and follow_up["reference_answers"] == ["Bruno Keller"]
-    assert follow_up["contexts_ids"][0] == "1001" and follow_up["is_answerable_label"] is True
+    assert follow_up["context_ids"][0] == "1001" and follow_up["is_answerable_label"] is True
     assert follow_up["contexts"] == [texts[i] for i in got["1/2/en"]["retrieved_ids"]]
     prediction = follow_up["prediction"]
     assert set(prediction) == {"answer", "contexts", "context_ids", "is_answerable"}
-    assert prediction["context_ids"] == follow_up["contexts_ids"] and prediction["answer"] == follow_up["answer"]
+    assert prediction["context_ids"] == follow_up["context_ids"] and prediction["answer"] == follow_up["answer"]
+    assert "metadata_tags" not in follow_up and "contexts_ids" not in follow_up  # Unitxt's names only
 
 
 def test_model_metrics_hook_names_only_the_loaded_metrics(models):
