@@ -106,6 +106,12 @@ class BaseExplainer(BaseComponent):
     retries: int = Field(
         default=1, ge=0, description="Extra attempts for a failing LLM call before what it was for counts as failed."
     )
+    max_answer_tokens: Optional[int] = Field(
+        default=None,
+        ge=1,
+        description="At most this many tokens per regenerated answer (the LLM's max_tokens; None: the LLM's own "
+        "limit). The offline answerer has no tokens to limit and ignores it; a synthesizer uses its own LLM's.",
+    )
 
     _llm: Optional[LLM] = PrivateAttr(default=None)
     _synthesizer: Any = PrivateAttr(default=None)
@@ -167,7 +173,9 @@ class BaseExplainer(BaseComponent):
         nodes = list(nodes)
         dispatcher.event(self._start_event(question, nodes))
         started = time.perf_counter()
-        regenerator = AnswerRegenerator(self.llm, self.prompt, self.max_concurrency, self.retries, self._synthesizer)
+        regenerator = AnswerRegenerator(
+            self.llm, self.prompt, self.max_concurrency, self.retries, self._synthesizer, self.max_answer_tokens
+        )
         if answer is None:
             answer = await regenerator.aanswer(question, nodes)
             if answer is None:

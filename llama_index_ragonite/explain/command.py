@@ -37,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     rage.add_argument("--sample", type=int, default=None, metavar="S", help="a random sample of S for the distribution")
     rage.add_argument("--seed", type=int, default=0)
+    rage.add_argument(
+        "--max-answer-tokens", type=int, default=None, metavar="N", help="the LLM's max_tokens per regenerated answer"
+    )
     rage.add_argument("--relevance", choices=["retrieval", "attention", "none"], default="retrieval")
     rage.add_argument(
         "--attention-model",
@@ -65,6 +68,7 @@ def build_explainer(args: argparse.Namespace, engine: Any) -> Any:
         attention = AttentionRelevance.from_pretrained(args.attention_model)
     common = {"llm": engine.llm, "prompt": engine.answer_prompt, "relevance": args.relevance, "attention": attention}
     common.update(distribution_size=args.distribution_size, distribution_sample=args.sample, seed=args.seed)
+    common.update(max_answer_tokens=args.max_answer_tokens)
     if args.method == "combinations":
         from llama_index_ragonite.explain.combinations import CombinationExplainer
 

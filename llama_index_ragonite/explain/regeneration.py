@@ -127,6 +127,8 @@ class AnswerRegenerator:
         retries: extra attempts for a call that raises before it counts as failed.
         synthesizer: a LlamaIndex ``BaseSynthesizer``; when given, it answers (its own templates and
             LLM) and ``llm``/``prompt`` are not used.
+        max_answer_tokens: passed to the LLM as ``max_tokens`` on each call with our prompt (``None``: not
+            passed; a stock prompt goes through ``apredict``, whose arguments are the template's).
     """
 
     llm: Optional[LLM]
@@ -134,6 +136,7 @@ class AnswerRegenerator:
     max_concurrency: int = 16
     retries: int = 1
     synthesizer: Optional[Any] = None
+    max_answer_tokens: Optional[int] = None
     calls: int = field(default=0, init=False)  # LLM calls made (retries included) since construction
     errors: List[str] = field(default_factory=list, init=False)  # one line per call that failed after its retries
     failures: Dict[int, str] = field(default_factory=dict, init=False)  # last aanswer_many: failed position -> error
@@ -165,9 +168,10 @@ class AnswerRegenerator:
         if self.synthesizer is not None:
             return str((await self.synthesizer.asynthesize(question, list(nodes))).response or "")
         stock = self._stock_variables(question, nodes)
+        limit = {"max_tokens": self.max_answer_tokens} if self.max_answer_tokens else {}
         if stock is not None:  # as a stock synthesizer calls it: chat templates stay messages
-            return await self.llm.apredict(self.prompt, **stock)
-        return (await self.llm.acomplete(self.prompt_for(question, nodes))).text  # as the chat engine does
+            return await self.llm.apredict(self.prompt, **stock)  # its arguments are the template's: no limit
+        return (await self.llm.acomplete(self.prompt_for(question, nodes), **limit)).text  # as the chat engine does
 
     async def aanswer(self, question: str, nodes: Sequence[NodeWithScore]) -> Optional[str]:
         """The answer from ``nodes`` (in this order), or ``None`` when the LLM failed every attempt.

@@ -37,13 +37,21 @@ OPTIONS: Dict[str, Dict[str, Optional[Tuple[float, float]]]] = {
     "counterfactual": {"rounds": (1, 5), "temperature": _SOFTMAX_T, "cluster": None, "spread": None, "claims": None},
     "naive": {"temperature": _SOFTMAX_T},
     "surrogate": {"n_masks": (4, 64), "keep_probability": (0.05, 0.95), "temperature": _SOFTMAX_T, "seed": _SEED},
-    "combination": {"mode": None, "target": None, "relevance": None, "max_evaluations": (1, 256), **_DISTRIBUTION},
+    "combination": {
+        "mode": None,
+        "target": None,
+        "relevance": None,
+        "max_evaluations": (1, 256),
+        "max_answer_tokens": (1, 1024),
+        **_DISTRIBUTION,
+    },
     "permutation": {
         "strategy": None,
         "relevance": None,
         "max_evaluations": (1, 256),
         "n_random": (0, 64),
         "n_optimal": (0, 16),
+        "max_answer_tokens": (1, 1024),
         **_DISTRIBUTION,
     },
 }

@@ -202,3 +202,23 @@ def test_a_seeded_sample_is_deterministic_and_uniform_over_the_population():
     assert all(sorted(d[2]) == list(range(12)) and d[2] != tuple(range(12)) for d in drawn)
     with pytest.raises(ValueError, match="sample"):
         population("reorder", 12, max_size=None)
+
+
+def test_max_answer_tokens_reaches_the_llm_on_every_regeneration():
+    seen = []
+
+    class Limited(RuleLLM):
+        async def acomplete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+            seen.append(kwargs.get("max_tokens"))
+            return self.complete(prompt)
+
+    explainer = CombinationExplainer(
+        llm=Limited(meeting_rule), max_concurrency=1, distribution_size=0, max_answer_tokens=12
+    )
+    explainer.explain(QUESTION, NODES, "Oslo. [Source 1]")
+    assert seen and set(seen) == {12}
+    seen.clear()
+    CombinationExplainer(llm=Limited(meeting_rule), max_concurrency=1, distribution_size=0).explain(
+        QUESTION, NODES, "Oslo. [Source 1]"
+    )
+    assert seen and set(seen) == {None}  # not passed unless asked
