@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from llama_index_ragonite.explain.math import cosine_matrix, held_softmax
 from llama_index_ragonite.models.extractive.answerer import DEFAULT_LABEL
-from llama_index_ragonite.prompts import citation_ends, cited_sources, strip_citations
+from llama_index_ragonite.prompts import OUT_OF_SCOPE, citation_ends, cited_sources, strip_citations
 
 __all__ = ["ClaimAttribution", "answer_claims", "claim_attributions"]
 
@@ -109,8 +109,9 @@ async def claim_attributions(
     parts: Dict[Tuple[int, int], List[str]] = {}  # (cluster, round) -> the claims of that answer
     for k, cluster in enumerate(clusters):
         for r, alternative in enumerate(cluster.counterfactual_answers):
-            if alternative is not None:
-                parts[(k, r)] = [_plain(c.text) for c in answer_claims(alternative, n_evidences)]
+            if alternative is not None:  # the out-of-scope sentence claims nothing: every claim is gone
+                out = _plain(alternative) == _plain(OUT_OF_SCOPE)
+                parts[(k, r)] = [] if out else [_plain(c.text) for c in answer_claims(alternative, n_evidences)]
     distinct = list(dict.fromkeys([*texts, *(p for ps in parts.values() for p in ps)]))
     vectors = dict(zip(distinct, await embed_model.aget_text_embedding_batch(distinct))) if distinct else {}
 

@@ -96,8 +96,9 @@ def test_index_embeddings_are_reused_not_recomputed():
     embed.texts = []
     result = CounterfactualAttributor(llm=KeywordLLM(), embed_model=embed).attribute(QUESTION, nodes, PORT)
     assert [c.members for c in result.clusters] == [[0], [1]]  # ... but they state different texts
-    # the answer's claims add only their own distinct texts (citations stripped), no evidence
-    claims = [strip_citations(PORT).strip(" ."), strip_citations(OUT_OF_SCOPE).strip(" .")]
+    # the answer's claims add only their own distinct texts (citations stripped), no evidence; the
+    # out-of-scope sentence claims nothing, so it is not embedded as a claim
+    claims = [strip_citations(PORT).strip(" .")]
     assert embed.texts == [f"{QUESTION}\n{PORT}", f"{QUESTION}\n{OUT_OF_SCOPE}", *claims]
 
 
