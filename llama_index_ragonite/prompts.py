@@ -150,8 +150,10 @@ def cited_sources(answer: str, n_sources: int) -> List[int]:
 
 
 def citation_ends(answer: str) -> List[int]:
-    """Where each run of citation markers ends (with a "." or ";" right after it): what an answer's
-    claims end at ("Bob owns it [Source 2]; the port is 8443 [Source 1].")."""
+    """Where a run of citation markers closes a claim (with a "." or ";" right after it): what an
+    answer's claims end at ("Bob owns it [Source 2]; the port is 8443 [Source 1]."). A run closes a
+    claim at the end of the answer, before ";" or ".", or before a new sentence (a capital, a digit,
+    a quote); not inside one ("According to [Source 1], the port is 8443", "(see [Source 1])")."""
     ends: List[int] = []
     for match in _CITATION.finditer(answer):
         end = match.end()
@@ -159,7 +161,11 @@ def citation_ends(answer: str) -> List[int]:
         if _CITATION.match(rest.lstrip()):  # another marker follows: the run goes on
             continue
         tail = len(rest) - len(rest.lstrip(" ;."))
-        ends.append(end + tail)
+        after = rest[tail:]
+        if not after.strip() or ";" in rest[:tail] or "." in rest[:tail] or (tail and after[:1].isupper()):
+            ends.append(end + tail)
+        elif tail and (after[:1].isdigit() or after[:1] in "\"'„“«"):
+            ends.append(end + tail)
     return ends
 
 

@@ -76,6 +76,12 @@ def withheld(kept: Sequence[NodeWithScore], left_out: Sequence[NodeWithScore]) -
     if not texts:
         return list(kept)
     whole = {t for t in texts if t}
+    # a row restated by its table: its own line (the non-verbalized linearizers put the header line first)
+    whole |= {
+        " ".join(n.node.get_content(MetadataMode.NONE).strip().split("\n")[-1].split())
+        for n in left_out
+        if n.node.metadata.get("evidence_type") == "table_row"
+    }
     out = []
     for item in kept:
         node, hidden = item.node, set(item.node.excluded_llm_metadata_keys)
@@ -163,12 +169,14 @@ class AnswerRegenerator:
         return self.prompt.format(sources=format_sources(nodes), history="", question=question)
 
     async def _reply(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
-        if self.synthesizer is not None and not nodes:  # synthesize() answers nothing without nodes
-            return str(await self.synthesizer.aget_response(question, []) or "")
-        if self.synthesizer is not None:
-            return str((await self.synthesizer.asynthesize(question, list(nodes))).response or "")
-        stock = self._stock_variables(question, nodes)
+        # a synthesizer that takes max_tokens (CitedSynthesizer) gets the limit; stock ones keep their own
         limit = {"max_tokens": self.max_answer_tokens} if self.max_answer_tokens else {}
+        synthesizer_limit = limit if getattr(self.synthesizer, "takes_max_tokens", False) else {}
+        if self.synthesizer is not None and not nodes:  # synthesize() answers nothing without nodes
+            return str(await self.synthesizer.aget_response(question, [], **synthesizer_limit) or "")
+        if self.synthesizer is not None:
+            return str((await self.synthesizer.asynthesize(question, list(nodes), **synthesizer_limit)).response or "")
+        stock = self._stock_variables(question, nodes)
         if stock is not None:  # as a stock synthesizer calls it: chat templates stay messages
             return await self.llm.apredict(self.prompt, **stock)  # its arguments are the template's: no limit
         return (await self.llm.acomplete(self.prompt_for(question, nodes), **limit)).text  # as the chat engine does

@@ -298,15 +298,20 @@ class AttachedAttribution(Attribution, dict):
     """The ``Attribution`` a response carries in ``metadata["attribution"]``: the attribution itself
     (``to_text()``, ``evidence_shares``, ``plot``) and, read-only, the mapping of its JSON form
     (``["evidences"]``), so ``json.dumps(response.metadata)`` keeps working and code that read the
-    dict before keeps reading it. Built by ``attach``; pickles as a plain ``Attribution`` re-attached."""
+    dict before keeps reading it. Built by ``attach``; pickles as a plain ``Attribution`` re-attached.
+    The mapping is taken when it is built (``dataclasses.replace`` builds a new one). Serializers that
+    walk dataclasses (pydantic's, FastAPI's ``jsonable_encoder``) see the fields, not the mapping: give
+    them ``to_dict()``."""
 
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _read_only
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        Attribution.__init__(self, *args, **kwargs)
+        dict.update(self, self.to_dict())  # a snapshot: later changes to the fields do not reach it
+
     @classmethod
     def attach(cls, attribution: Attribution) -> "AttachedAttribution":
-        attached = cls(**{f.name: getattr(attribution, f.name) for f in fields(Attribution)})
-        dict.update(attached, attribution.to_dict())
-        return attached
+        return cls(**{f.name: getattr(attribution, f.name) for f in fields(Attribution)})
 
     def detached(self) -> Attribution:
         """The plain ``Attribution`` (not a mapping)."""

@@ -29,7 +29,9 @@ from llama_index_ragonite.prompts import OUT_OF_SCOPE, citation_ends, cited_sour
 
 __all__ = ["ClaimAttribution", "answer_claims", "claim_attributions"]
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9ÄÖÜ])")
+# a sentence end (not before a citation marker: the markers after a sentence still belong to it)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Z0-9ÄÖÜ])")
+_WORD = re.compile(r"\w")
 
 
 @dataclass
@@ -74,7 +76,7 @@ def answer_claims(answer: str, n_sources: int) -> List[ClaimAttribution]:
     for start, end in pieces:
         piece = answer[start:end]
         stripped = piece.strip().removesuffix(";").rstrip()  # a ";" joins claims, it ends none
-        if strip_citations(stripped).strip(" .;,:!?…"):
+        if len(_WORD.findall(strip_citations(stripped))) >= 2:  # not a leftover ")." or a lone marker
             left = start + len(piece) - len(piece.lstrip())
             claims.append(
                 ClaimAttribution(

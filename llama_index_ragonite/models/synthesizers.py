@@ -75,6 +75,7 @@ class CitedSynthesizer(BaseSynthesizer):
 
     answers_from_nodes = True  # its answers depend on the nodes, through {sources} (AttributedSynthesizer)
     asks_without_sources = True  # with no node the LLM is still asked (RAGE's bottom-up reference)
+    takes_max_tokens = True  # ``max_tokens=`` reaches the LLM (an explainer's max_answer_tokens)
 
     def __init__(
         self,
@@ -104,10 +105,10 @@ class CitedSynthesizer(BaseSynthesizer):
     def get_response(
         self, query_str: str, text_chunks: Sequence[str], history: Sequence[ChatMessage] = (), **kwargs: Any
     ) -> RESPONSE_TEXT_TYPE:
-        prompt = self.prompt(query_str, text_chunks, history)
+        prompt, limit = self.prompt(query_str, text_chunks, history), _limit(kwargs)
         if self._streaming:
-            return (chunk.delta for chunk in self._llm.stream_complete(prompt) if chunk.delta)
-        return self._checked(self._llm.complete(prompt).text, len(text_chunks))
+            return (chunk.delta for chunk in self._llm.stream_complete(prompt, **limit) if chunk.delta)
+        return self._checked(self._llm.complete(prompt, **limit).text, len(text_chunks))
 
     async def aget_response(
         self, query_str: str, text_chunks: Sequence[str], history: Sequence[ChatMessage] = (), **kwargs: Any
@@ -115,4 +116,9 @@ class CitedSynthesizer(BaseSynthesizer):
         if self._streaming:
             return self.get_response(query_str, text_chunks, history)
         prompt = self.prompt(query_str, text_chunks, history)
-        return self._checked((await self._llm.acomplete(prompt)).text, len(text_chunks))
+        return self._checked((await self._llm.acomplete(prompt, **_limit(kwargs))).text, len(text_chunks))
+
+
+def _limit(kwargs: dict) -> dict:
+    """The LLM keyword a caller may set through ``synthesize(..., max_tokens=N)``."""
+    return {"max_tokens": kwargs["max_tokens"]} if kwargs.get("max_tokens") else {}

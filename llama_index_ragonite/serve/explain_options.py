@@ -31,7 +31,11 @@ METHODS = (*ATTRIBUTORS, *RAGE)
 
 _SEED = (0, 2**31 - 1)
 _SOFTMAX_T = (0.001, 10.0)
-_DISTRIBUTION = {"distribution_size": (0, 4), "distribution_sample": (1, 256), "seed": _SEED}
+# the answer distribution costs one call per subset up to its size (210 for size 2 over 20 evidences):
+# a request may shrink it or sample it, not grow it past the default
+_DISTRIBUTION = {"distribution_size": (0, 2), "distribution_sample": (1, 256), "seed": _SEED}
+# choices the panel offers narrower than the explainer's ("attention" needs a local Transformers LLM)
+CHOICES = {"relevance": ["retrieval", "none"]}
 # method -> option -> (low, high) for numbers, None for choices, booleans and short texts
 OPTIONS: Dict[str, Dict[str, Optional[Tuple[float, float]]]] = {
     "counterfactual": {"rounds": (1, 5), "temperature": _SOFTMAX_T, "cluster": None, "spread": None, "claims": None},
@@ -79,6 +83,7 @@ def option_schema() -> Dict[str, Dict[str, Any]]:
         schema[method] = {}
         for name, bounds in allowed.items():
             kind, choices = _kind(fields[name].annotation)
+            choices = CHOICES.get(name, choices)
             schema[method][name] = {
                 "kind": kind,
                 "default": fields[name].default,
@@ -101,6 +106,8 @@ def checked_options(method: str, options: Optional[Dict[str, Any]]) -> Dict[str,
     if unknown:
         raise ValueError(f"{method} takes no option {', '.join(unknown)}: it takes {', '.join(allowed)}")
     for name, value in options.items():
+        if name in CHOICES and value not in CHOICES[name]:
+            raise ValueError(f"{name} must be one of {', '.join(CHOICES[name])}")
         bounds = allowed[name]
         if isinstance(value, bool) or bounds is None:
             if isinstance(value, str) and len(value) > MAX_TEXT:

@@ -585,3 +585,28 @@ def test_the_quoted_row_gets_the_top_share_alone_and_near_duplicates_split_their
     pair = next(c for c in split.clusters if c.members == [3, 5])
     assert split.evidence_shares[3] == split.evidence_shares[5] == pytest.approx(pair.share / 2)
     assert inherit.evidence_shares[3] == pytest.approx(pair.share) and abs(sum(split.evidence_shares) - 1) < 1e-9
+
+
+def test_a_left_out_row_leaves_a_piped_table_too():
+    from fakes import parse
+    from llama_index.core.schema import MetadataMode
+
+    from llama_index_ragonite.explain.regeneration import withheld
+
+    nodes = [NodeWithScore(node=n, score=1.0) for n in parse(HARDWARE_PAGE, doc_id="hw", linearizer="piped")]
+    intro, table, dell, lenovo, outro = nodes
+    assert lenovo.node.get_content(MetadataMode.NONE).count("\n") == 1  # the header line, then the row's
+    shown = withheld([intro, table, dell, outro], [lenovo])[1].node.get_content(MetadataMode.NONE)
+    assert "Dell OptiPlex 9010" in shown and "Lenovo" not in shown and "Platform" in shown  # the header stays
+
+
+def test_an_attached_attribution_keeps_its_mapping_through_replace():
+    import dataclasses
+    import json
+
+    from llama_index_ragonite.explain.results import AttachedAttribution
+
+    result = attributor().attribute(QUESTION, evidences(PORT, OTHER), f"{PORT} [Source 1]")
+    attached = AttachedAttribution.attach(result)
+    changed = dataclasses.replace(attached, answer="another")
+    assert json.loads(json.dumps(changed))["answer"] == "another" and changed["evidences"] == attached["evidences"]

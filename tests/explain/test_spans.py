@@ -108,3 +108,36 @@ def test_the_cli_shows_every_claim_however_many_evidences_there_are():
     assert (
         "Per claim:" in text and '2. "The OTA server listens on port 8443 [Source 8].": Evidence 8' in text
     )  # ... not the claims
+
+
+def test_markers_stay_with_their_sentence_and_a_marker_inside_a_sentence_ends_no_claim():
+    after = answer_claims("The fee is 80 EUR. [Source 1] Dogs cost 50 EUR. [Source 2]", 2)
+    assert [(c.text, c.cited) for c in after] == [
+        ("The fee is 80 EUR. [Source 1]", [0]),
+        ("Dogs cost 50 EUR. [Source 2]", [1]),
+    ]
+    inside = answer_claims("According to [Source 1], the port is 8443. See also (ours [Source 2]).", 2)
+    assert [(c.text, c.cited) for c in inside] == [
+        ("According to [Source 1], the port is 8443.", [0]),
+        ("See also (ours [Source 2]).", [1]),
+    ]
+
+
+def test_max_answer_tokens_reaches_the_llm_through_the_cited_synthesizer():
+    from llama_index_ragonite import CitedSynthesizer
+    from llama_index_ragonite.explain.regeneration import AnswerRegenerator
+
+    seen = []
+
+    class Limited(ComposingLLM):
+        async def acomplete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+            seen.append(kwargs.get("max_tokens"))
+            return self.complete(prompt)
+
+    llm = Limited()
+    regenerator = AnswerRegenerator(llm, synthesizer=CitedSynthesizer(llm=llm), max_answer_tokens=7)
+    import asyncio
+
+    asyncio.run(regenerator.aanswer("Who?", nodes(OWNER, PORT)))
+    asyncio.run(regenerator.aanswer_without_sources("Who?"))
+    assert seen == [7, 7]

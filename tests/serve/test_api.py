@@ -284,6 +284,8 @@ def test_every_method_with_its_options_and_bounds(client):
         "default": "top-down",
     }
     assert schema["counterfactual"]["rounds"]["max"] == 5
+    assert schema["combination"]["relevance"]["choices"] == ["retrieval", "none"]
+    assert schema["permutation"]["distribution_size"]["max"] == 2  # the default: a request may not grow it
     conversation = new_conversation(client)
     ask(client, conversation, "Who owns the OTA server?")
     url = f"/api/conversations/{conversation}/turns/0/explain"
@@ -302,6 +304,8 @@ def test_every_method_with_its_options_and_bounds(client):
         {"method": "counterfactual", "options": {"eps": 0.1}},  # not an option the panel may set
         {"method": "permutation", "options": {"strategy": "all"}},  # not one of the explainer's choices
         {"method": "combination", "options": {"target": "x" * 501}},
+        {"method": "permutation", "options": {"distribution_size": 4}},  # thousands of calls on 20 evidences
+        {"method": "combination", "options": {"relevance": "attention"}},  # needs a local Transformers LLM
         {"method": "telepathy"},
     ):
         refused = client.post(url, json=bad)

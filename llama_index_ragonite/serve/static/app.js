@@ -174,14 +174,19 @@ const turnHandlers = {
       container.appendChild(errorView(error));
     }
   },
-  onStoredExplanation: (container, method, result, turn, onSelect) => showExplanation(container, method, result, turn, onSelect),
+  // as a fresh explanation: a bar or a claim highlights its evidence (a citation also opens its page)
+  onStoredExplanation: (container, method, result, turn) =>
+    showExplanation(container, method, result, turn, (n) => highlightSource(container.closest(".turn"), n)),
   onFollowUp: (question) => send(question),
   onFeedback: (turn, rating, comment) => api.feedback(state.current.id, turn.index, rating, comment),
   onPanel: async (panel, turn, container) => {
+    if (!panel.open || panel.dataset.loaded) return;
+    panel.dataset.loaded = "1";
     try {
       state.explainSchema = state.explainSchema || (await api.explainOptions());
       panel.appendChild(explainPanel(state.explainSchema, (method, options, button) => turnHandlers.onExplain(turn, method, container, button, options)));
     } catch (error) {
+      delete panel.dataset.loaded;  // opening it again tries again
       panel.appendChild(errorView(error));
     }
   },

@@ -207,7 +207,7 @@ export function turnView(turn, handlers) {
   });
   // every method with its options, built when first opened
   const panel = el("details", { class: "explain-panel", testid: "explain-panel" }, el("summary", {}, t("explainOptions")));
-  panel.addEventListener("toggle", () => handlers.onPanel(panel, turn, explanation), { once: true });
+  panel.addEventListener("toggle", () => handlers.onPanel(panel, turn, explanation));
   // an out-of-scope answer rests on no evidence: there is nothing to explain
   if (sources.length && !turn.out_of_scope) assistant.appendChild(el("div", { class: "turn-actions" }, explainButtons, panel, feedbackView((rating, comment) => handlers.onFeedback(turn, rating, comment))));
   else assistant.appendChild(el("div", { class: "turn-actions" }, feedbackView((rating, comment) => handlers.onFeedback(turn, rating, comment))));
