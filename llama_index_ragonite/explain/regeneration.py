@@ -72,13 +72,13 @@ def withheld(kept: Sequence[NodeWithScore], left_out: Sequence[NodeWithScore]) -
     left-out evidence's whole text (a row in its table), is taken out; an evidence left with no
     line is left out too. Only lines visible to the LLM are looked at.
     """
-    texts = [" ".join(n.node.get_content(MetadataMode.NONE).split()) for n in left_out]
+    texts = [_flat(n.node.get_content(MetadataMode.NONE)) for n in left_out]
     if not texts:
         return list(kept)
     whole = {t for t in texts if t}
     # a row restated by its table: its own line (the non-verbalized linearizers put the header line first)
     whole |= {
-        " ".join(n.node.get_content(MetadataMode.NONE).strip().split("\n")[-1].split())
+        _flat(n.node.get_content(MetadataMode.NONE).strip().split("\n")[-1])
         for n in left_out
         if n.node.metadata.get("evidence_type") == "table_row"
     }
@@ -93,7 +93,7 @@ def withheld(kept: Sequence[NodeWithScore], left_out: Sequence[NodeWithScore]) -
                     changed[key] = "\n".join(lines)
         update: Dict[str, Any] = {"metadata": {**node.metadata, **changed}} if changed else {}
         own = node.get_content(MetadataMode.NONE).split("\n")
-        rest = [line for line in own if " ".join(line.split()) not in whole]
+        rest = [line for line in own if _flat(line) not in whole]
         if len(own) > 1 and len(rest) < len(own):
             if not any(line.strip() for line in rest):
                 continue  # all it stated is left out
@@ -102,6 +102,11 @@ def withheld(kept: Sequence[NodeWithScore], left_out: Sequence[NodeWithScore]) -
             item = NodeWithScore(node=node.model_copy(update=update), score=item.score)
         out.append(item)
     return out
+
+
+def _flat(text: str) -> str:
+    """``text`` on one line, runs of whitespace as one space (how evidence texts are compared)."""
+    return " ".join(text.split())
 
 
 def _left_out(among: Sequence[NodeWithScore], kept: Sequence[NodeWithScore]) -> List[NodeWithScore]:

@@ -290,6 +290,10 @@ class Attribution(JSONResult):
         return attribution_chart(self, path)
 
 
+def _field_values(attribution: Attribution) -> Dict[str, Any]:
+    return {f.name: getattr(attribution, f.name) for f in fields(Attribution)}
+
+
 def _read_only(self: Any, *args: Any, **kwargs: Any) -> None:
     raise TypeError("an attached Attribution is read-only: its mapping is the attribution's JSON form (to_dict())")
 
@@ -311,11 +315,11 @@ class AttachedAttribution(Attribution, dict):
 
     @classmethod
     def attach(cls, attribution: Attribution) -> "AttachedAttribution":
-        return cls(**{f.name: getattr(attribution, f.name) for f in fields(Attribution)})
+        return cls(**_field_values(attribution))
 
     def detached(self) -> Attribution:
         """The plain ``Attribution`` (not a mapping)."""
-        return Attribution(**{f.name: getattr(self, f.name) for f in fields(Attribution)})
+        return Attribution(**_field_values(self))
 
     def __reduce__(self):
         return (AttachedAttribution.attach, (self.detached(),))

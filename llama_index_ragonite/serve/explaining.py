@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from llama_index_ragonite.explain.perturbations import Perturbation, PerturbationReport
-from llama_index_ragonite.prompts import OUT_OF_SCOPE
 from llama_index_ragonite.serve.explain_options import ATTRIBUTORS, RAGE, checked_options
 from llama_index_ragonite.serve.turns import nodes_from_records
 
@@ -37,15 +36,11 @@ def _explain(
 ) -> Dict[str, Any]:
     turn, records, settings = sessions.stored_turn(owner, conversation_id, number)
     nodes = nodes_from_records(records)
-    if OUT_OF_SCOPE.rstrip(".").lower() in str(turn.get("answer") or "").lower():
+    if turn.get("out_of_scope"):  # as the turn was stored (turns.turn_json)
         raise ValueError("This answer is out of scope: it rests on no evidence, so there is nothing to explain")
     if not nodes:
         raise ValueError("This answer used no evidence: there is nothing to explain")
-    run_settings = dict(settings)
-    if turn.get("llm") in sessions.llms:
-        run_settings["llm"] = turn["llm"]
-    if turn.get("domain") in sessions.stores:
-        run_settings["domain"] = turn["domain"]
+    run_settings = sessions.turn_settings(turn, settings)
     engine, _ = sessions.engine(conversation_id, run_settings)
     question, answer = turn["completed_question"], turn["answer"]
     if method in ATTRIBUTORS:

@@ -51,8 +51,7 @@ def page_view(sessions: Any, owner: str, conversation_id: str, number: int, sour
     if not 1 <= source <= len(nodes):
         raise NotFound(f"Turn {number} has no source {source}")
     evidence = nodes[source - 1].node
-    domain = turn.get("domain") if turn.get("domain") in sessions.stores else settings["domain"]
-    lexical = sessions.stores[domain].lexical
+    lexical = sessions.stores[sessions.turn_settings(turn, settings)["domain"]].lexical
     page = evidence.ref_doc_id
     ids = [i for i, doc in lexical.node_pages().items() if doc == page]
     found = []

@@ -372,6 +372,15 @@ class Sessions:
         response.turn.stop_early()
         return True
 
+    def turn_settings(self, turn: Dict[str, Any], settings: Dict[str, Any]) -> Dict[str, Any]:
+        """``settings`` with the LLM and domain the turn was answered with, where they are still configured."""
+        run = dict(settings)
+        if turn.get("llm") in self.llms:
+            run["llm"] = turn["llm"]
+        if turn.get("domain") in self.stores:
+            run["domain"] = turn["domain"]
+        return run
+
     def stored_turn(self, owner: str, conversation_id: str, number: int):
         """(turn JSON, evidences, settings) of a stored turn."""
         settings = self.owned(owner, conversation_id)["settings"]

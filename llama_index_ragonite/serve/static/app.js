@@ -176,7 +176,7 @@ const turnHandlers = {
   },
   // as a fresh explanation: a bar or a claim highlights its evidence (a citation also opens its page)
   onStoredExplanation: (container, method, result, turn) =>
-    showExplanation(container, method, result, turn, (n) => highlightSource(container.closest(".turn"), n)),
+    showExplanation(container, method, result, turn, (n, how) => highlightSource(container.closest(".turn"), n, how)),
   onFollowUp: (question) => send(question),
   onFeedback: (turn, rating, comment) => api.feedback(state.current.id, turn.index, rating, comment),
   onPanel: async (panel, turn, container) => {
@@ -200,7 +200,7 @@ const turnHandlers = {
       const result = await api.explain(conversationId, turn.index, method, options);
       turn.explanations = { ...(turn.explanations || {}), [method]: result };  // as the server keeps it
       const turnElement = container.closest(".turn");
-      showExplanation(container, method, result, turn, (n) => highlightSource(turnElement, n));
+      showExplanation(container, method, result, turn, (n, how) => highlightSource(turnElement, n, how));
     } catch (error) {
       container.appendChild(errorView(error));
     } finally {

@@ -80,14 +80,11 @@ function claimsView(claims, onSelect) {
     const shares = ranked.map(([share, n]) => `${t("source")} ${n}: ${percent(share, 1)}`).join(", ");
     const text = String(claim.text || "").replace(/\s*\[Sources?[^\]]*\]/gi, "");
     const item = el("li", { class: "claim", testid: "claim", tabindex: 0, "data-top": claim.top ?? "" }, el("span", { class: "claim-text" }, text), el("span", { class: "claim-shares muted", testid: "claim-shares" }, ` → ${shares || t("noneFound")}`));
-    // hover or focus: mark the claim and its evidence card (focus stays where it is); click: select it
+    // hover or focus: mark the claim and, quietly, its evidence card (focus stays where it is); click: select it
     const mark = () => {
       for (const other of item.parentElement.querySelectorAll(".claim.active")) other.classList.remove("active");
       item.classList.add("active");
-      const turn = item.closest(".turn");
-      for (const card of turn ? turn.querySelectorAll(".source.highlighted") : []) card.classList.remove("highlighted");
-      const card = turn && claim.top ? turn.querySelector(`.source[data-source="${Number(claim.top)}"]`) : null;
-      if (card) card.classList.add("highlighted");
+      if (claim.top) onSelect(claim.top, { quiet: true });
     };
     for (const name of ["mouseenter", "focus"]) item.addEventListener(name, mark);
     item.addEventListener("click", () => {

@@ -94,13 +94,14 @@ export function sourceView(turnIndex, source, cited, onPage) {
 }
 
 /** Highlight evidence n of a turn (the others lose it), open the list and bring it into view. */
-export function highlightSource(turnElement, n) {
+export function highlightSource(turnElement, n, { quiet = false } = {}) {
   const list = turnElement.querySelector(".sources");
-  if (list) list.open = true;
+  if (list && !quiet) list.open = true;
   for (const node of turnElement.querySelectorAll(".source.highlighted")) node.classList.remove("highlighted");
   const target = turnElement.querySelector(`.source[data-source="${Number(n)}"]`);
   if (!target) return;
   target.classList.add("highlighted");
+  if (quiet) return; // a hover marks it only: no scrolling, focus stays where it is
   target.scrollIntoView({ behavior: "smooth", block: "nearest" });
   target.focus({ preventScroll: true });
 }
