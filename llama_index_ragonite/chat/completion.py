@@ -31,6 +31,7 @@ from llama_index.core.schema import BaseComponent
 from llama_index_ragonite.chat.conversation_retrieval import topic_page
 from llama_index_ragonite.chat.llm_calls import MALFORMED, llm_error
 from llama_index_ragonite.events import QuestionCompletedEvent
+from llama_index_ragonite.languages import alternation
 from llama_index_ragonite.models.defaults import settings_llm
 from llama_index_ragonite.text import (
     COMPLETION_STOPWORDS,
@@ -122,8 +123,7 @@ DEFAULT_COMPLETION_PROMPT = PromptTemplate(DEFAULT_COMPLETION_TEMPLATE)
 
 # "Question:", "Rephrased question:", "Standalone Question:", "Umformulierte Frage:" …
 _PREFIX = re.compile(
-    r"^\s*(?:(?:rephrased|rewritten|independent|standalone|completed|umformulierte|eigenständige)\s+)?"
-    r"(?:question|statement|frage|aussage)\s*:\s*",
+    rf"^\s*(?:{alternation('rephrase_labels')}\s+)?{alternation('rephrase_nouns')}\s*:\s*",
     re.I,
 )
 _QUOTES = "\"'`“”„‘’«»"
@@ -206,7 +206,7 @@ class Completion(str):
         return completed
 
 
-_CITATION = re.compile(r"\[\s*(?:source|quelle)\s*\d+", re.I)
+_CITATION = re.compile(rf"\[\s*{alternation('source_words')}\s*\d+", re.I)
 
 
 def rephrasing_problem(message: str, reply: str) -> Optional[str]:

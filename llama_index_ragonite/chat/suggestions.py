@@ -19,6 +19,7 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import NodeWithScore
 
+from llama_index_ragonite.languages import LANGUAGES, Language, every, language_table
 from llama_index_ragonite.prompts import quote_evidence
 from llama_index_ragonite.text import content_terms, content_words, detect_language, words
 
@@ -26,31 +27,6 @@ __all__ = ["FOLLOW_UP_PROMPT", "FollowUpSuggester", "parse_follow_ups", "questio
 
 logger = logging.getLogger(__name__)
 
-_PHRASES: Dict[str, Dict[str, str]] = {
-    "en": {
-        "cell": "What is the {header} of {key}?",
-        "topic": "What does '{title}' say about {topic}?",
-        "untitled": "What else is known about {topic}?",
-        "name": "English",
-    },
-    "de": {
-        "cell": "Was ist {header} bei {key}?",
-        "topic": "Was sagt '{title}' zu {topic}?",
-        "untitled": "Was ist sonst über {topic} bekannt?",
-        "name": "German",
-    },
-}
-# How questions open: the stopword lists alone rarely tell a short question's language.
-_OPENERS = {
-    "en": frozenset(
-        "what which who whom whose when where why how does do did is are can could should would "
-        "will has have and tell list".split()
-    ),
-    "de": frozenset(
-        "welche welcher welches welchen wer wen wem wessen wann wo woher wohin warum wieso wie gibt "
-        "ist sind hat haben kann können wird werden und nenne sag".split()
-    ),
-}
 _ROW_LINE = re.compile(r"^Row \d+ in Table \d+: (.+)$")
 _MAX_CELL_CHARS = 60
 
@@ -66,13 +42,19 @@ FOLLOW_UP_PROMPT = PromptTemplate(
 
 
 def question_language(text: str) -> str:
-    """ "en" or "de" from the question's first word ("Was the …" is English), else its stopwords; "" if unsure."""
+    """The language whose table opens questions with the first word of ``text`` ("Was the …" is English,
+    "Was ist …" German), else its stopwords' (``detect_language``); "" if unsure."""
     tokens = [w.lower() for w in words(text)]
     first = tokens[0] if tokens else ""
     if first == "was":
         return "en" if len(tokens) > 1 and tokens[1] in ("the", "it", "there", "this", "that", "a", "an") else "de"
-    found = [lang for lang, openers in _OPENERS.items() if first in openers]
+    found = [code for code, table in LANGUAGES.items() if first in table.question_starts | _first_words(table)]
     return found[0] if found else detect_language(text, tie="")
+
+
+def _first_words(table: Language) -> frozenset:
+    """The one-word ellipsis openers of a language ("and", "und"): a follow-up may open with them."""
+    return frozenset(opener for opener in table.ellipsis_openers if " " not in opener)
 
 
 # -- offline ------------------------------------------------------------------------------
@@ -129,7 +111,7 @@ def _row_questions(hits: Sequence[NodeWithScore], cited: set, asked_words: set, 
     return cells, others
 
 
-_DETERMINERS = frozenset("the a an this der die das den dem des ein eine einen einem einer".split())
+_DETERMINERS = every("determiners")
 
 
 def _topic(text: str, asked_words: set) -> str:
@@ -187,7 +169,7 @@ def suggest_follow_ups(
         nodes = [hit for hit in nodes if asked_terms & set(content_words(hit.node.get_content()))]
     if limit <= 0 or not nodes:
         return []
-    phrases = _PHRASES.get(language or question_language(asked), _PHRASES["en"])
+    phrases = language_table(language or question_language(asked)).follow_up_phrases
     asked_words = {w.lower() for w in words(asked)}
     order = list(dict.fromkeys(i - 1 for i in cited if 0 < i <= len(nodes)))
     hits = [nodes[i] for i in dict.fromkeys(order + list(range(len(nodes))))]
@@ -243,7 +225,7 @@ class FollowUpSuggester:
 
     def prompt(self, nodes: Sequence[NodeWithScore], asked: str, language: str) -> str:
         excerpts = "\n".join(_excerpt(hit) for hit in nodes[: self.max_excerpts])
-        name = _PHRASES.get(language, _PHRASES["en"])["name"]
+        name = language_table(language).name
         return FOLLOW_UP_PROMPT.format(limit=self.limit, language=name, excerpts=excerpts, question=asked)
 
     def _asking(self, nodes: Sequence[NodeWithScore], asked: str, language: str, prompts: Dict[str, str]):

@@ -10,58 +10,33 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Sequence, Tuple
 
+from llama_index_ragonite.languages import LANGUAGES, alternation
 from llama_index_ragonite.models.extractive.scoring import asked_part
 
-_MONTHS = (
-    "jan(?:uary|uar)?|feb(?:ruary|ruar)?|m(?:ar(?:ch)?|ärz)|apr(?:il)?|ma[iy]|june?|juni|july?|juli|aug(?:ust)?|"
-    "sep(?:t(?:ember)?)?|o[ck]t(?:ober)?|nov(?:ember)?|de[cz](?:ember)?"
-)
-_DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag"
-# not "one"/"ein" as a count: "one or more", "one of them" count nothing
-_NUMBER_WORDS = (
-    "two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|dozen|hundred|"
-    "zwei|drei|vier|fünf|sechs|sieben|acht|neun|zehn|elf|zwölf|zwanzig|hundert"
-)
-_TIME_UNITS = (
-    r"(?:sec(?:ond)?s?|min(?:ute)?s?|hours?|hrs?|days?|weeks?|months?|years?|"
-    r"sekunden?|minuten?|stunden?|tagen?|wochen?|monaten?|jahren?)"
-)
-_DURATION = (
-    rf"\b(?:\d+(?:[.,]\d+)?|{_NUMBER_WORDS}|one|a|an|ein\w*)[\s-]*{_TIME_UNITS}\b|"
-    r"\b(?:hourly|daily|weekly|monthly|yearly|stündlich|täglich|wöchentlich|monatlich|jährlich)\b"
-)
+_MONTHS, _DAYS, _NUMBERS = alternation("months"), alternation("weekdays"), alternation("number_words")
+_ONE, _UNITS, _PERIODIC = alternation("one_patterns", words=False), alternation("time_units"), alternation("periodic")
+_DURATION = rf"\b(?:\d+(?:[.,]\d+)?|{_NUMBERS}|{_ONE})[\s-]*{_UNITS}\b|\b{_PERIODIC}\b"
 _DATE = (
-    rf"\b(?:{_MONTHS})\b\.?\s*\d|\d\.?\s*(?:{_MONTHS})\b|\b(?:{_DAYS})\b|\b(?:19|20)\d\d\b|"
-    r"\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b|\b\d{1,2}(?::\d\d)?\s*(?:am|pm|uhr|utc)\b|\b\d{1,2}:\d\d\b"
+    rf"\b{_MONTHS}\b\.?\s*\d|\d\.?\s*{_MONTHS}\b|\b{_DAYS}\b|\b(?:19|20)\d\d\b|"
+    rf"\b\d{{1,2}}[/.]\d{{1,2}}[/.]\d{{2,4}}\b|\b\d{{1,2}}(?::\d\d)?\s*{alternation('clock_words')}\b|\b\d{{1,2}}:\d\d\b"
 )
-
-# kind: (what the user's own words ask, what a unit that answers holds)
+# a person (a title, two capitalised words: "Dr. Okafor", "Lena Hoffmann") or a team ("Facility
+# Management"); a weight on ranking, never a filter: German capitalises every noun
+_PERSON = rf"\b{alternation('person_titles')}\.?\s+[A-ZÄÖÜ]|\b[A-ZÄÖÜ][a-zäöüß]+\s+[A-ZÄÖÜ][a-zäöüß]+"
+_HOLDS = {
+    "date": re.compile(rf"(?i){_DATE}|{_DURATION}"),  # "one week prior to the call" says when too
+    "count": re.compile(rf"(?i)\b(?:\d+|{_NUMBERS})\b"),
+    "duration": re.compile(rf"(?i){_DURATION}"),
+    "amount": re.compile(r"\d"),
+    "person": re.compile(_PERSON),
+}
+# kind: (what the user's own words ask, in any language's table, what a unit that answers holds)
 TYPES: Dict[str, Tuple["re.Pattern[str]", "re.Pattern[str]"]] = {
-    "date": (
-        re.compile(
-            r"(?i)^(?:when|wann|seit wann|bis wann)\b|\b(?:what|which) (?:date|day|year|month|time)\b|"
-            r"\b(?:an )?welche[mnrs]? (?:datum|tag|jahr|monat)\b"
-        ),
-        re.compile(rf"(?i){_DATE}|{_DURATION}"),  # "one week prior to the call" says when too
-    ),
-    "count": (
-        re.compile(r"(?i)\b(?:how many|wie viele?|number|nummer|telefonnummer)\b"),
-        re.compile(rf"(?i)\b(?:\d+|{_NUMBER_WORDS})\b"),
-    ),
-    "duration": (
-        re.compile(r"(?i)\b(?:how long|how often|wie lange?|wie oft)\b"),
-        re.compile(rf"(?i){_DURATION}"),
-    ),
-    "amount": (
-        re.compile(r"(?i)\b(?:how much|wie viel|wieviel|costs?|kostet|kosten|price|preis)\b"),
-        re.compile(r"\d"),
-    ),
-    # a person (a title, two capitalised words: "Dr. Okafor", "Lena Hoffmann") or a team ("Facility
-    # Management"); a weight on ranking, never a filter: German capitalises every noun
-    "person": (
-        re.compile(r"(?i)\b(?:who|whom|wer|wen|wem)\b"),
-        re.compile(r"\b(?:Dr|Prof|Mr|Mrs|Ms|Frau|Herr)\.?\s+[A-ZÄÖÜ]|\b[A-ZÄÖÜ][a-zäöüß]+\s+[A-ZÄÖÜ][a-zäöüß]+"),
-    ),
+    kind: (
+        re.compile("|".join(p for t in LANGUAGES.values() for p in t.asks_patterns.get(kind, ())), re.I),
+        holds,
+    )
+    for kind, holds in _HOLDS.items()
 }
 
 

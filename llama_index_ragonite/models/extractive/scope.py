@@ -40,9 +40,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from llama_index.core.bridge.pydantic import BaseModel, Field, field_validator
 
+from llama_index_ragonite.languages import every
 from llama_index_ragonite.models.extractive.scoring import identifiers, language, unit_keys, word_keys
 from llama_index_ragonite.models.extractive.units import Unit
-from llama_index_ragonite.text import QUESTION_WORDS, stopwords
+from llama_index_ragonite.text import QUESTION_WORDS
 
 __all__ = [
     "Assessment",
@@ -124,7 +125,7 @@ def _names(question: str) -> List[str]:
     """The question's names: capitalised words that open no sentence and are no common words, or
     tokens with a digit."""
     starts = {m.group(1) for m in re.finditer(r"(?:^|[.?!:(–]\s*)\W*(\w+)", question)}  # sentence openers
-    common = QUESTION_WORDS | stopwords("en") | stopwords("de")
+    common = QUESTION_WORDS | every("stopwords")
     tokens = re.findall(r"\w+(?:[.\-_/]\w+)*", question)
     return list(
         dict.fromkeys(

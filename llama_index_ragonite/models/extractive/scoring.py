@@ -18,20 +18,21 @@ from typing import Dict, FrozenSet, List, Sequence, Set, Tuple
 
 import Stemmer
 
+from llama_index_ragonite.languages import LANGUAGES, alternation, every
 from llama_index_ragonite.models.extractive.units import ROW, Unit, list_item_text
 from llama_index_ragonite.text import QUESTION_WORDS, content_words, detect_language
 
 _IDENT = re.compile(r"\w+(?:[.\-_/+:]\w+)*", re.UNICODE)
-_STEMMERS = (Stemmer.Stemmer("english"), Stemmer.Stemmer("german"))
+_STEMMERS = tuple(Stemmer.Stemmer(t.stemmer) for t in LANGUAGES.values())
 
 
 @lru_cache(maxsize=65536)
 def word_keys(word: str) -> FrozenSet[str]:
-    """A word's match keys: its English and German Snowball stems (and the word itself)."""
+    """A word's match keys: its Snowball stems in every language (and the word itself)."""
     return frozenset({word, *(s.stemWord(word) for s in _STEMMERS)})
 
 
-_COGNATE_SPELLING = (("ph", "f"), ("k", "c"), ("z", "c"), ("ä", "a"), ("ö", "o"), ("ü", "u"), ("ß", "ss"))
+_COGNATE_SPELLING = tuple(pair for t in LANGUAGES.values() for pair in t.cognate_spelling)
 COGNATE_PREFIX = 6
 
 
@@ -81,12 +82,9 @@ def identifiers(text: str) -> List[str]:
     return out
 
 
-# Words that open a question, English and German; capitalized inside a question, one starts the user's own
-# words after those the offline completer carried over ("… GPU passthrough What was the QEMU version …").
-OPENERS = frozenset(
-    "what which who whom whose when where why how is are was were do does did can could should would will "
-    "welche welcher welches welchen wer wen wem wie wann wo warum gibt hat haben ist sind".split()
-)
+# Words that open a question; capitalized inside a question, one starts the user's own words after those
+# the offline completer carried over ("… GPU passthrough What was the QEMU version …").
+OPENERS = every("sentence_openers")
 _INNER_OPENER = re.compile(r"(?<=\s)(?:" + "|".join(sorted(w.capitalize() for w in OPENERS)) + r")\b")
 
 
@@ -100,11 +98,8 @@ def asked_part(question: str) -> str:
 
 
 # Words that open a yes/no question ("Is guest hibernation supported …?", "Wurden alle … getestet?").
-_AUXILIARIES = frozenset(
-    "is are was were do does did can could should would will has have had "
-    "ist sind war waren wird werden wurde wurden hat haben hatte hatten gibt gab kann können konnte muss soll".split()
-)
-_NEGATION = re.compile(r"(?i)\b(?:not|no|never|none|nothing|without|cannot|nicht|kein\w*|nie|niemals|ohne)\b|n't\b")
+_AUXILIARIES = every("yes_no_openers")
+_NEGATION = re.compile("|".join(every("negation_patterns")), re.I)
 
 
 def is_yes_no(question: str) -> bool:
@@ -182,23 +177,8 @@ def question_weights(
 
 # Page bylines and footers the parser keeps as passages: they match "who"/"when" questions by name and date
 # but answer them only when the question asks about the page itself (its owner, author, last update).
-_BYLINE = re.compile(r"^(?:owned by|created by|last updated|copyright|\(c\)|©)", re.IGNORECASE)
-_ABOUT_PAGE = frozenset(
-    k
-    for w in (
-        "owner",
-        "owned",
-        "updated",
-        "created",
-        "copyright",
-        "author",
-        "autor",
-        "erstellt",
-        "aktualisiert",
-        "besitzer",
-    )
-    for k in word_keys(w)
-)
+_BYLINE = re.compile(r"^" + alternation("byline_openers"), re.IGNORECASE)
+_ABOUT_PAGE = frozenset(k for w in every("about_page") for k in word_keys(w))
 LEAD_IN_FACTOR = 1.0  # a unit ending with ":" announces the answer ("three requirements:"), it does not give it
 BYLINE_FACTOR = 0.5
 

@@ -10,13 +10,15 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, List, Sequence
 
+from llama_index_ragonite.languages import every
+
 ROW = re.compile(r"^Row \d+ in Table \d+:")  # a verbalized table row's position prefix
 _BULLET = re.compile(r"^[-*•]\s+")
 _ITEM = re.compile(r"^(?:[-*•]|\d{1,2}[.)])\s+")  # a list item's line: a bullet or a number
 # A sentence ends at . ! ? followed by space and an upper-case letter, digit, quote or bracket;
 # common abbreviations and initials ("e.g. The", "J. Smith") do not end one.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9ÄÖÜ])")
-_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "approx.", "no.", "z.b.", "bzw.", "ca.", "inc.", "dr.", "mr.")
+_ABBREVIATIONS = tuple(sorted(every("abbreviations")))
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
