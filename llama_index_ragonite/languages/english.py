@@ -74,6 +74,19 @@ ENGLISH = Language(
     byline_openers=("owned by", "created by", "last updated", "copyright", "(c)", "©"),
     about_page=tuple("owner owned updated created copyright author".split()),
     abbreviations=("e.g.", "i.e.", "etc.", "vs.", "cf.", "approx.", "no.", "inc.", "dr.", "mr."),
+    clause_connectives=tuple("which who where when while and but so because as since".split()) + ("such as",),
+    subordinators=tuple(
+        "once if when whenever while because since as after before where although though unless until".split()
+    ),
+    copulas=("is", "are", "was", "were"),
+    copula_modifiers=tuple(
+        "not never to being been also still only now currently always usually often very so too then there".split()
+    ),
+    participle_patterns=(
+        r"\w+(?:ed|ing|en|wn)",
+        r"(?:found|made|held|kept|left|set|put|run|built|done|sent|meant|read|paid|said|told|sold|bought|brought|"
+        r"thought|taught|caught|cut|let|shut|lost|won|led|met|got)",
+    ),
     rephrase_labels=("rephrased", "rewritten", "independent", "standalone", "completed"),
     rephrase_nouns=("question", "statement"),
     source_words=("source",),

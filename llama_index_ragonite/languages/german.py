@@ -89,6 +89,7 @@ GERMAN = Language(
     abbreviations=("z.b.", "bzw.", "ca."),
     # German words spelled alike with their English cognates once these are folded ("Plattform"/"Platform")
     cognate_spelling=(("ph", "f"), ("k", "c"), ("z", "c"), ("ä", "a"), ("ö", "o"), ("ü", "u"), ("ß", "ss")),
+    clause_connectives=tuple("da weil wobei die der das und aber".split()),
     rephrase_labels=("umformulierte", "eigenständige"),
     rephrase_nouns=("frage", "aussage"),
     source_words=("quelle",),

@@ -49,6 +49,12 @@ class Language:
     byline_openers: Tuple[str, ...] = ()  # a footer line, not an answer ("last updated …")
     about_page: Tuple[str, ...] = ()  # a question about the page itself asks for its byline
     abbreviations: Tuple[str, ...] = ()  # end with a full stop but no sentence ("e.g.")
+    # -- cutting a quote to the point (models/extractive/compose.py)
+    clause_connectives: Tuple[str, ...] = ()  # after a comma they open a clause that may be cut ("which", "weil")
+    subordinators: Tuple[str, ...] = ()  # open a subordinate clause, whose subject is no answer's ("once", "if")
+    copulas: Tuple[str, ...] = ()  # "The main build script is do_build.sh": the subject before it may go
+    copula_modifiers: Tuple[str, ...] = ()  # after a copula, the subject must stay ("is not", "is still")
+    participle_patterns: Tuple[str, ...] = ()  # a verb form after a copula ("is located"): the subject stays
     cognate_spelling: Tuple[Tuple[str, str], ...] = ()  # spelled alike with the other languages ("k" → "c")
     # -- what LLMs write around a rephrased question, and follow-up phrasing
     rephrase_labels: Tuple[str, ...] = ()  # "Rephrased question:" → "rephrased"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import List, Sequence, Set
 
+from llama_index_ragonite.languages import alternation
 from llama_index_ragonite.models.extractive.answer_types import asked_type, holds_type
 from llama_index_ragonite.models.extractive.cells import (
     CELL_SEPARATOR,
@@ -107,10 +108,7 @@ NEW_SHARE = 0.25  # a further unit must add this share of new words: not a near-
 
 
 # Where a quoted sentence may be cut into clauses: ; : dashes, and a comma before a connective.
-_CLAUSE = re.compile(
-    r"\s*(?:;|:\s|\s[–—-]\s|,\s+(?=(?:which|who|where|when|while|and|but|so|because|as|since|such as|"
-    r"da|weil|wobei|die|der|das|und|aber)\b))\s*"
-)
+_CLAUSE = re.compile(rf"\s*(?:;|:\s|\s[–—-]\s|,\s+(?={alternation('clause_connectives')}\b))\s*")
 
 
 def drop_echo(text: str, question: str) -> str:
@@ -146,11 +144,8 @@ def drop_echo(text: str, question: str) -> str:
 # before a noun phrase: not a verb form ("is located in", "was utilized as", "is being logged", "is to be made")
 # or an adverb, whose sentence reads wrong without its subject; nor a subordinate clause's ("Once a ticket is").
 _COPULA = re.compile(
-    r"^(?!(?:once|if|when|whenever|while|because|since|as|after|before|where|although|though|unless|until)\b)"
-    r"((?:\S+\s+){0,7}?\S+)\s+(?:is|are|was|were)\s+"
-    r"(?!(?:not|never|to|being|been|also|still|only|now|currently|always|usually|often|very|so|too|then|there)\b)"
-    r"(?!\w+(?:ed|ing|en|wn)\b|(?:found|made|held|kept|left|set|put|run|built|done|sent|meant|read|paid|said|told|sold|"
-    r"bought|brought|thought|taught|caught|cut|let|shut|lost|won|led|met|got)\b)",
+    rf"^(?!{alternation('subordinators')}\b)((?:\S+\s+){{0,7}}?\S+)\s+{alternation('copulas')}\s+"
+    rf"(?!{alternation('copula_modifiers')}\b)(?!{alternation('participle_patterns', words=False)}\b)",
     re.IGNORECASE,
 )
 
