@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from bm25s import stopwords as _lists
 
-from llama_index_ragonite.languages.table import Language
-
-
-def _words(text: str) -> frozenset:
-    return frozenset(text.split())
-
+from llama_index_ragonite.languages.table import Language, words
 
 ENGLISH = Language(
     code="en",
@@ -17,25 +12,23 @@ ENGLISH = Language(
     stemmer="english",
     stopwords=tuple(_lists.STOPWORDS_EN),
     content_stopwords=tuple(_lists.STOPWORDS_EN_PLUS),
-    question_starts=_words(
+    question_starts=words(
         """what which who whom whose where when why how is are was were do does did can could should shall will would
         has have had may might must list name tell show explain give describe please"""
     ),
-    sentence_openers=_words(
+    sentence_openers=words(
         "what which who whom whose when where why how is are was were do does did can could should would will"
     ),
-    yes_no_openers=_words("is are was were do does did can could should would will has have had"),
-    question_words=_words("whose many much"),
-    conversation_words=_words(
+    yes_no_openers=words("is are was were do does did can could should would will has have had"),
+    question_words=words("whose many much"),
+    conversation_words=words(
         """actually another anything anyway back bit coming could done even get give got guess interested know like lot
         made make may mention mentioned might must need oh ok okay one ones please really seem seemed seems shall show
         something still tell thank thanks thing things think us use used using want wanted way well whether would yes"""
     ),
-    leading_prepositions=_words("on at for from to by with about of since until in"),
-    determiners=_words("the a an this"),
-    pointing_words=_words(
-        "it its itself this these those they them their theirs he him his she her such former latter"
-    ),
+    leading_prepositions=words("on at for from to by with about of since until in"),
+    determiners=words("the a an this"),
+    pointing_words=words("it its itself this these those they them their theirs he him his she her such former latter"),
     ellipsis_openers=("and", "or", "also for", "same for", "what about", "how about", "what of"),
     expletive_patterns=(
         r"\bit\s+(?:(?:is|was|be)\s+)?(?:(?:still|also)\s+)?(?:possible|necessary|true|recommended|required|"
@@ -46,7 +39,7 @@ ENGLISH = Language(
     # "that" points back first or after these ("Is that …", "about that"); after a noun or a verb it is a
     # relative pronoun or a conjunction ("use cases that include", "I know that")
     relative_pointers={
-        "that": _words(
+        "that": words(
             "about and at by did do does for from how in is of on or to was what when where which who why with"
         )
     },

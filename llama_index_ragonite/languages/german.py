@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from bm25s import stopwords as _lists
 
-from llama_index_ragonite.languages.table import Language
-
-
-def _words(text: str) -> frozenset:
-    return frozenset(text.split())
-
+from llama_index_ragonite.languages.table import Language, words
 
 GERMAN = Language(
     code="de",
@@ -17,30 +12,30 @@ GERMAN = Language(
     stemmer="german",
     stopwords=tuple(_lists.STOPWORDS_GERMAN),
     content_stopwords=tuple(_lists.STOPWORDS_GERMAN),
-    question_starts=_words(
+    question_starts=words(
         """was welche welcher welches welchen welchem wer wen wem wessen wo wohin woher wann warum wieso weshalb wie
         wozu wofür womit woran worauf ist sind war waren hat haben hatte hatten kann können konnte konnten
         soll sollte sollten wird werden wurde wurden gibt gab muss müssen darf nenne nenn nennen zeige zeig
         erkläre erklär beschreibe gib bitte sag"""
     ),
-    sentence_openers=_words("welche welcher welches welchen wer wen wem wie wann wo warum gibt hat haben ist sind"),
-    yes_no_openers=_words(
+    sentence_openers=words("welche welcher welches welchen wer wen wem wie wann wo warum gibt hat haben ist sind"),
+    yes_no_openers=words(
         "ist sind war waren wird werden wurde wurden hat haben hatte hatten gibt gab kann können konnte muss soll"
     ),
-    question_words=_words(
+    question_words=words(
         "wer wen wem wessen wann warum wieso weshalb viele wieviel wieviele gibt gab wurde wurden worden"
     ),
-    conversation_words=_words(
+    conversation_words=words(
         """benutzt bitte dabei dafür daran darauf darf darüber davon denke dürfen eigentlich eingesetzt erfahren erzähl
         erzähle genutzt gern gerne glaube interessiert ja konnte mag mal mehr möchte müssen neben nein nenne nennen sag
         sage sagen scheint schon seid seit sollen tun verwendet weiß wissen wodurch wofür woher wohin womit worauf
         worüber wozu zurück übrigens"""
     ),
-    leading_prepositions=_words(
+    leading_prepositions=words(
         "von vom für mit bei aus nach über unter gegen ohne durch zwischen auf an in seit bis zu ab"
     ),
-    determiners=_words("der die das den dem des ein eine einen einem einer"),
-    pointing_words=_words(
+    determiners=words("der die das den dem des ein eine einen einem einer"),
+    pointing_words=words(
         """er ihn ihm sie ihr ihre ihren ihrem ihrer sein seine seinen seinem seiner dessen deren dies diese dieser
         dieses diesen diesem jene jener jenes jenen jenem dort dorthin dafür davon dazu damit darin darauf daran
         darüber dabei dagegen daher derselbe dieselbe dasselbe"""
@@ -61,10 +56,10 @@ GERMAN = Language(
         r"erlaubt|wichtig)\b",
         r"\b(?:gibt|gab|geht|ging)\s+es\b|\bes\s+(?:gibt|gab)\b",
     ),
-    article_pointers=_words("das dem"),  # "Ist das vorgeschrieben?" points back, "das Host-Szenario" does not
+    article_pointers=words("das dem"),  # "Ist das vorgeschrieben?" points back, "das Host-Szenario" does not
     polite_pronouns=frozenset({"Sie"}),
-    verb_pronouns=_words("sein"),  # "Wie heiß muss der Ofen sein?": the verb; the possessive has its noun next
-    clause_ends=_words(
+    verb_pronouns=words("sein"),  # "Wie heiß muss der Ofen sein?": the verb; the possessive has its noun next
+    clause_ends=words(
         "und oder aber denn damit wenn weil dass ob als wird würde kann könnte muss müsste soll sollte darf wollen"
     ),
     asks_patterns={

@@ -61,3 +61,8 @@ class Language:
     rephrase_nouns: Tuple[str, ...] = ()  # "question", "statement"
     source_words: Tuple[str, ...] = ()  # "[Source 1]", "[Quelle 1]": a reply that cites has answered
     follow_up_phrases: Mapping[str, str] = field(default_factory=dict)  # cell / topic / untitled
+
+
+def words(text: str) -> FrozenSet[str]:
+    """The whitespace-separated words of ``text``: how the tables write their word sets."""
+    return frozenset(text.split())
