@@ -21,7 +21,9 @@ the top 10 count. Per side:
 - shares summing to 1: explanations whose evidences' shares sum to 1 (within 1e-6);
 - claims: of the answers that cite two or more sources, the claims (``explain.spans``) that cite exactly
   one source, and the share of them whose top evidence is that source (span attribution by the
-  counterfactuals only: the answerer's own citation is the gold, not an input).
+  counterfactuals only: the answerer's own citation is the gold, not an input); also of the claims whose
+  text no other retrieved evidence holds (another holder keeps the claim in the answer when the cited one
+  alone is removed).
 
 ``--llm two-sources`` answers and regenerates with ``TwoSourceLLM`` instead: a deterministic stand-in for
 an LLM that composes its answer from two sources (the sentence of each of the two sources sharing the most
@@ -127,10 +129,19 @@ async def _measure(data: Path, cache: Path, limit: Optional[int], llm_name: str 
         others = [h.node.get_content() for h in hits if line not in h.node.get_content()]
         unique = row and not any(all(c in text for c in cells) for text in others)
         claims = [c for c in getattr(result, "claims", []) if len(cited) > 1 and len(c.cited) == 1]
+        # a claim another retrieved evidence also states (a copy of the page, a neighbour's line): removing
+        # either alone leaves it in the answer, so the counterfactual cannot single out the cited one
+        said = [" ".join(strip_citations(c.text).rstrip(" .").split()) for c in claims]
+        alone = [
+            not any(t and t in " ".join(h.node.get_content().split()) for k, h in enumerate(hits) if k != c.cited[0])
+            for c, t in zip(claims, said)
+        ]
         records.append(
             {
                 "claims": len(claims),
                 "claims_right": sum(c.top == c.cited[0] for c in claims),
+                "claims_alone": sum(alone),
+                "claims_alone_right": sum(c.top == c.cited[0] for c, a in zip(claims, alone) if a),
                 "id": f"{question.conv_id}/{question.turn}",
                 "correct": top is not None and page_key(hits[top].node.metadata.get("url", "")) in gold,
                 "tie": len(result.tied_top) > 1,
@@ -185,6 +196,8 @@ def summary(records: List[Dict[str, Any]]) -> Dict[str, Any]:
         "calls": sum(r["calls"] for r in records) / n,
         "claims": sum(r.get("claims", 0) for r in records),
         "claims_right": sum(r.get("claims_right", 0) for r in records),
+        "claims_alone": sum(r.get("claims_alone", 0) for r in records),
+        "claims_alone_right": sum(r.get("claims_alone_right", 0) for r in records),
         "ms": 1000 * sum(r["seconds"] for r in records) / n,
     }
 
@@ -256,6 +269,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         f"| claims of multi-source answers whose top evidence is the source they cite | ≥ 0.90 | "
         f"{base['claims_right'] / max(base['claims'], 1):.3f} (of {base['claims']}) | "
         f"{now['claims_right'] / max(now['claims'], 1):.3f} (of {now['claims']}) |",
+        f"| ... claims no other retrieved evidence states | | "
+        f"{base['claims_alone_right'] / max(base['claims_alone'], 1):.3f} (of {base['claims_alone']}) | "
+        f"{now['claims_alone_right'] / max(now['claims_alone'], 1):.3f} (of {now['claims_alone']}) |",
         f"| mean LLM calls per explanation | | {base['calls']:.1f} | {now['calls']:.1f} |",
         f"| mean wall time per explanation (ms) | | {base['ms']:.0f} | {now['ms']:.0f} |",
     ]

@@ -29,7 +29,7 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
-from llama_index_ragonite.parsing.contextualizer import NEIGHBOUR_LABELS
+from llama_index_ragonite.parsing.contextualizer import NEIGHBOUR_LABELS, after_template, trailing_after
 from llama_index_ragonite.prompts import (
     ANSWER_PROMPT,
     OUT_OF_SCOPE,
@@ -70,7 +70,8 @@ def withheld(kept: Sequence[NodeWithScore], left_out: Sequence[NodeWithScore]) -
     above it; "Animal is Cat, and Fee is 80 EUR" is a row and a line of its table. So each
     Before/After line that quotes a left-out evidence, and each line of a kept evidence that *is* a
     left-out evidence's whole text (a row in its table), is taken out; an evidence left with no
-    line is left out too. Only lines visible to the LLM are looked at.
+    line is left out too. Only lines visible to the LLM are looked at (an After line placed after
+    the evidence, in the node's ``text_template``, included).
     """
     texts = [_flat(n.node.get_content(MetadataMode.NONE)) for n in left_out]
     if not texts:
@@ -92,6 +93,9 @@ def withheld(kept: Sequence[NodeWithScore], left_out: Sequence[NodeWithScore]) -
                 if len(lines) < value.count("\n") + 1:
                     changed[key] = "\n".join(lines)
         update: Dict[str, Any] = {"metadata": {**node.metadata, **changed}} if changed else {}
+        tail = trailing_after(getattr(node, "text_template", ""))[1]  # ``after_position="end"``
+        if tail and _quotes_any(tail.replace("{{", "{").replace("}}", "}"), texts):
+            update["text_template"] = after_template("")
         own = node.get_content(MetadataMode.NONE).split("\n")
         rest = [line for line in own if _flat(line) not in whole]
         if len(own) > 1 and len(rest) < len(own):

@@ -22,11 +22,18 @@ so a fact stated above a table, such as the QEMU version of a test matrix, reach
 only the first; ``"neighbours"`` gives a row the rows around it. On ConfQuestions the two retrieve
 alike (hybrid + ALL P@1 0.863 vs 0.862; benchmarks/results/retrieval_confquestions.md), so the
 paper's choice, which also hands the answer step the table's context, is the default.
+
+Where the After line goes (``after_position``): ``"header"`` (the default) puts it in the header
+with the others, before the evidence; ``"end"`` puts it after the evidence, as the paper's ALL
+reads (title + heading + before + evidence + after). LlamaIndex renders metadata before a node's
+text only, so ``"end"`` writes the line into the node's ``text_template``, which every view uses:
+the embedded text then holds the After line too, whatever ``embed_neighbours`` says (as in the
+paper, which embeds the whole contextualized text). Measured in docs/parsing.md.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Literal, Optional, Sequence
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple
 
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.instrumentation import get_dispatcher
@@ -83,6 +90,10 @@ class EvidenceContextualizer(TransformComponent):
         default="table",
         description="Before/After of a table row: the evidences around its table (the paper's), or the rows around it.",
     )
+    after_position: Literal["header", "end"] = Field(
+        default="header",
+        description="Where the After line goes: in the header before the evidence, or after the evidence (the paper's).",
+    )
     context_key: str = Field(default="context", description="Metadata key that holds the context header.")
     embed_context_key: str = Field(default="embed_context", description="Metadata key of the embedded header.")
     visible_metadata_keys: List[str] = Field(
@@ -115,16 +126,19 @@ class EvidenceContextualizer(TransformComponent):
         return cls(**{"row_context": "neighbours", **recorded})
 
     def to_dict(self, **kwargs: Any) -> Dict[str, Any]:
-        """``breadcrumb`` only when on: manifests written before the field existed stay byte for byte."""
+        """``breadcrumb`` only when on, ``after_position`` only when "end": manifests written before
+        these fields existed stay byte for byte (and reopen with the placement they were built with)."""
         data = super().to_dict(**kwargs)
         if not data.get("breadcrumb"):
             data.pop("breadcrumb", None)
+        if data.get("after_position") == "header":
+            data.pop("after_position", None)
         return data
 
     def fingerprint_settings(self) -> Dict[str, Any]:
         """What a store's page fingerprints hash: ``to_dict``, without ``row_context`` when it is
-        "neighbours" (and ``breadcrumb`` when off), so pages indexed before these fields existed
-        keep their fingerprints."""
+        "neighbours" (and ``breadcrumb`` when off, ``after_position`` when "header"), so pages indexed
+        before these fields existed keep their fingerprints."""
         data = self.to_dict()
         if data.get("row_context") == "neighbours":
             del data["row_context"]
@@ -146,7 +160,18 @@ class EvidenceContextualizer(TransformComponent):
         neighbours: bool = True,
         memo: Optional[Dict[Any, Any]] = None,
     ) -> str:
-        """The context header of one node ("" when every switch is off); ``neighbours=False`` omits BEF/AFT."""
+        """The context header of one node ("" when every switch is off); ``neighbours=False`` omits BEF/AFT.
+        With ``after_position="end"`` the After line is not in it (``after_line`` gives it)."""
+        return "\n".join(self._lines(node, by_id, neighbours, memo, self.after_position == "header"))
+
+    def after_line(self, node: BaseNode, by_id: Dict[str, BaseNode], memo: Optional[Dict[Any, Any]] = None) -> str:
+        """The "After: …" line of one node ("" when off or when it has no next evidence)."""
+        lines = self._lines(node, by_id, True, memo, True)
+        return lines[-1] if lines and lines[-1].startswith(NEIGHBOUR_LABELS[1] + ":") else ""
+
+    def _lines(
+        self, node: BaseNode, by_id: Dict[str, BaseNode], neighbours: bool, memo: Optional[Dict[Any, Any]], after: bool
+    ) -> List[str]:
         memo = {} if memo is None else memo
         meta = node.metadata
         lines = []
@@ -158,13 +183,13 @@ class EvidenceContextualizer(TransformComponent):
             lines.append(f"Section: {meta['heading_path']}")
         for switch, rel, label, side in (
             (self.before, NodeRelationship.PREVIOUS, NEIGHBOUR_LABELS[0], "last"),
-            (self.after, NodeRelationship.NEXT, NEIGHBOUR_LABELS[1], "first"),
+            (self.after and after, NodeRelationship.NEXT, NEIGHBOUR_LABELS[1], "first"),
         ):
             neighbour = self._context_neighbour(node, rel, by_id, memo) if switch and neighbours else None
             snippet = nearest_line(neighbour.get_content(), side, self.neighbour_words) if neighbour else ""
             if snippet:
                 lines.append(f"{label}: {snippet}")
-        return "\n".join(lines)
+        return lines
 
     def _context_neighbour(
         self, node: BaseNode, rel: NodeRelationship, by_id: Dict[str, BaseNode], memo: Dict[Any, Any]
@@ -212,9 +237,14 @@ class EvidenceContextualizer(TransformComponent):
         headers = [
             (self.context(n, by_id, True, memo), self.context(n, by_id, self.embed_neighbours, memo)) for n in nodes
         ]
-        for node, (context, embed_context) in zip(nodes, headers):
+        ends = [self.after_line(n, by_id, memo) if self.after_position == "end" else "" for n in nodes]
+        for node, (context, embed_context), end in zip(nodes, headers, ends):
+            if end and not context:  # no header to render: LlamaIndex would drop the template, so the line heads it
+                context, end = end, ""
             node.metadata[self.context_key] = context
             node.metadata[self.embed_context_key] = embed_context
+            if self.after_position == "end" or trailing_after(node.text_template)[1]:
+                node.text_template = after_template(end)  # a user's own template is left alone otherwise
             keys = [k for k in node.metadata if k not in self.visible_metadata_keys]
             node.excluded_embed_metadata_keys = [k for k in keys if k != self.embed_context_key]
             node.excluded_llm_metadata_keys = [k for k in keys if k != self.context_key]
@@ -223,6 +253,28 @@ class EvidenceContextualizer(TransformComponent):
             EvidencesContextualizedEvent(setting=self.setting, nodes=len(nodes), missing_neighbours=missing)
         )
         return nodes
+
+
+TEXT_TEMPLATE = "{metadata_str}\n\n{content}"  # LlamaIndex's, for a node with no After line at its end
+
+
+def after_template(line: str) -> str:
+    """A node's ``text_template`` with ``line`` after the evidence (braces escaped), or the default for ""."""
+    return TEXT_TEMPLATE + ("\n\n" + line.replace("{", "{{").replace("}", "}}") if line else "")
+
+
+def trailing_after(text: str) -> Tuple[str, str]:
+    """``(text, after)``: a rendered view split from the After line its ``after_template`` put at its end."""
+    head, sep, last = text.rpartition("\n\n")
+    if sep and last.startswith(NEIGHBOUR_LABELS[1] + ":") and "\n" not in last:
+        return head, last
+    return text, ""
+
+
+def shown_context(node: BaseNode, context_key: str = "context") -> str:
+    """A node's whole context as the LLM reads it: its header and its After line, wherever placed."""
+    tail = trailing_after(getattr(node, "text_template", ""))[1].replace("{{", "{").replace("}}", "}")
+    return "\n".join(part for part in (node.metadata.get(context_key) or "", tail) if part)
 
 
 def is_table_row(node: BaseNode) -> bool:

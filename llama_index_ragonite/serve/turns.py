@@ -20,6 +20,7 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.schema import NodeWithScore, TextNode
 
+from llama_index_ragonite.parsing.contextualizer import shown_context
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
 from llama_index_ragonite.text import detect_language
 
@@ -105,7 +106,7 @@ def source_json(n: int, hit: NodeWithScore) -> Dict[str, Any]:
         "title": meta.get("title") or "",
         "url": meta.get("url"),
         "text": text,
-        "context": meta.get("context") or "",
+        "context": shown_context(hit.node),
         "kind": kind,
         "table": table_cells(text, kind, meta.get("column_headers")),
         "score": None if hit.score is None else float(hit.score),

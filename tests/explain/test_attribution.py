@@ -513,6 +513,24 @@ def test_a_left_out_evidence_is_withheld_from_its_neighbours_before_and_after_li
     assert withheld([first, settings], []) == [first, settings]
 
 
+def test_an_after_line_placed_after_the_evidence_is_withheld_too():
+    from fakes import parse
+    from llama_index.core.schema import MetadataMode
+
+    from llama_index_ragonite import EvidenceContextualizer
+    from llama_index_ragonite.explain.regeneration import withheld
+
+    nodes = EvidenceContextualizer(after_position="end")(parse(OTA_PAGE, doc_id="ota"))
+    first, owner, settings = [NodeWithScore(node=n, score=1.0) for n in nodes]
+    assert first.node.get_content(MetadataMode.LLM).endswith(
+        "After: Bob owns the service and answers its pages during office hours."
+    )
+    kept = withheld([first, settings], [owner])
+    assert all("Bob" not in n.node.get_content(MetadataMode.LLM) for n in kept)
+    assert kept[0].node.get_content(MetadataMode.LLM).startswith("Page: Test page")
+    assert "Bob" in first.node.get_content(MetadataMode.LLM)  # a copy: the original keeps it
+
+
 def test_the_evidence_that_states_the_answer_gets_the_share_although_its_neighbours_quote_it():
     from llama_index_ragonite.explain.regeneration import AnswerRegenerator
     from llama_index_ragonite.models.extractive import ExtractiveAnswerer

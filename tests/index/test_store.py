@@ -278,3 +278,16 @@ def test_stored_embeddings_of_a_simple_vector_store():
     vectors = retriever.stored_embeddings(["a", "missing"])
     assert list(vectors) == ["a"]
     assert vectors["a"] == pytest.approx(HashingEmbedding().get_text_embedding("boot the installer"))
+
+
+def test_a_store_built_with_the_after_line_at_the_end_keeps_that_placement_when_reopened(tmp_path):
+    from llama_index_ragonite import EvidenceContextualizer
+
+    store = store_at(tmp_path / "end", contextualizer=EvidenceContextualizer(after_position="end"))
+    store.ingest(docs())
+    reopened = store_at(tmp_path / "end")  # no contextualizer given: the one the manifest recorded
+    assert reopened.contextualizer.after_position == "end"
+    hits = HybridRetriever.from_store(reopened, top_n=10).retrieve("How do I install the team tools?")
+    views = [h.node.get_content(MetadataMode.LLM) for h in hits]
+    assert any(v.split("\n\n")[-1].startswith("After: ") for v in views), views  # Chroma kept the template
+    assert not any(v.split("\n\n")[0].split("\n")[-1].startswith("After: ") for v in views)

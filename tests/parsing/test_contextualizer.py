@@ -207,3 +207,38 @@ def test_table_row_context_on_a_huge_table_stays_linear():
     page = f"<p>Intro.</p><table><tr><th>M</th><th>C</th></tr>{body}</table><p>Footer.</p>"
     rows = of_type(EvidenceContextualizer(row_context="table")(parse(page, table_granularity="rows")), "table_row")
     assert rows[1500].metadata["context"].endswith("Before: Intro.\nAfter: Footer.")
+
+
+def test_after_placed_at_the_end_follows_the_evidence_in_every_view_as_in_the_paper():
+    from llama_index_ragonite.models.extractive.prompt import node_source, split_source
+    from llama_index_ragonite.parsing.contextualizer import shown_context
+
+    passage = contextualized(after_position="end")[0]
+    after = "After: Row 1 in Table 1: Member is Alice, and Task is Parsing"
+    assert after not in passage.metadata["context"] and passage.metadata["context"].startswith("Page: Test page")
+    for mode in (MetadataMode.LLM, MetadataMode.EMBED):  # the template is every view's
+        assert passage.get_content(mode).endswith("This page lists the team.\n\n" + after)
+    assert passage.get_content() == "This page lists the team."  # the raw evidence stays addressable
+    source = node_source(1, passage.get_content(MetadataMode.LLM))
+    assert (source.evidence, source.after, source.topic) == ("This page lists the team.", after[7:], "Test page")
+    assert split_source(passage.get_content(MetadataMode.LLM))[1] == "This page lists the team."
+    assert shown_context(passage).endswith(after)  # what the web app shows as the evidence's context
+    header = contextualized()[0]
+    assert shown_context(header) == header.metadata["context"] and header.metadata["context"].endswith(after)
+    assert (
+        contextualized(after_position="end", title=False, heading=False, before=False)[0].metadata["context"] == after
+    )
+
+
+def test_the_placement_is_recorded_only_when_it_is_the_paper_s_so_older_stores_keep_theirs():
+    assert "after_position" not in EvidenceContextualizer().to_dict()
+    assert "after_position" not in EvidenceContextualizer().fingerprint_settings()
+    recorded = EvidenceContextualizer(after_position="end").to_dict()
+    assert recorded["after_position"] == "end"
+    assert EvidenceContextualizer.from_recorded(recorded).after_position == "end"
+    assert EvidenceContextualizer.from_recorded({"title": True}).after_position == "header"
+    braces = Document(text="<p>Use {x}.</p><ul><li>Then {y} and {{z}}.</li></ul>", metadata={"title": "T"})
+    first = EvidenceContextualizer(after_position="end")(HTMLEvidenceParser().get_nodes_from_documents([braces]))[0]
+    assert first.get_content(MetadataMode.LLM).endswith("Use {x}.\n\nAfter: - Then {y} and {{z}}.")
+    back = EvidenceContextualizer()([first])[0]  # re-contextualized with the header placement: the line moves back
+    assert back.text_template == "{metadata_str}\n\n{content}" and "After:" not in back.get_content(MetadataMode.EMBED)

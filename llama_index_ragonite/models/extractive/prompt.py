@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Tuple
 
-from llama_index_ragonite.parsing.contextualizer import NEIGHBOUR_LABELS
+from llama_index_ragonite.parsing.contextualizer import NEIGHBOUR_LABELS, trailing_after
 from llama_index_ragonite.prompts import quote_evidence, unquote_evidence
 
 _HEADER_LINE = re.compile(r"^###\s*Source\s+(\d+)\s*###\s*$")
@@ -57,7 +57,8 @@ def split_source(text: str) -> Tuple[str, str]:
     """``(topic, evidence)`` of one source's text.
 
     The contextualizer's header is a run of leading ``Page:``/``Section:``/``Before:``/``After:``
-    lines followed by a blank line. The topic keeps the page title and section only: they say
+    lines followed by a blank line (the ``After:`` line may instead follow the evidence after a blank
+    line: ``after_position="end"``). The topic keeps the page title and section only: they say
     what the evidence is about; ``Before:``/``After:`` quote neighbouring evidences, which
     answer nothing here. Without such a header the whole text is evidence. Escaped imitations
     of the prompt's structure read back as the page wrote them (citations stay escaped).
@@ -85,10 +86,15 @@ def _source(number: int, text: str) -> PromptSource:
     table's rows) and the After text alone (how the page goes on past the evidence)."""
     lines, end = _read_header(text)
     head = lines[:end] if end < len(lines) else []  # a header with no evidence below it is no context
+    evidence, tail = trailing_after("\n".join(lines[end:]).strip())
+    if head and tail:  # the After line after the evidence (``after_position="end"``, the paper's placement)
+        head = head + [tail]
+    else:
+        evidence = "\n".join(lines[end:]).strip()
     return PromptSource(
         number=number,
         topic=_labelled(lines[:end], _TOPIC_LABELS, " "),
-        evidence="\n".join(lines[end:]).strip(),
+        evidence=evidence,
         context=_labelled(head, _NEIGHBOUR_LABELS, "\n"),
         after=_labelled(head, _AFTER_LABEL, "\n"),
     )
