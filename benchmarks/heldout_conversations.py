@@ -41,13 +41,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SET = ROOT / "benchmarks" / "heldout_wiki"  # --set heldout_wiki_b: the second held-out set
 
 
-def play(pages: Path, conversations: List[Dict[str, Any]], work: Path) -> List[Dict[str, Any]]:
+def play(
+    pages: Path, conversations: List[Dict[str, Any]], work: Path, contextualizer: Optional[Dict[str, Any]] = None
+) -> List[Dict[str, Any]]:
     """Index ``pages`` into ``work`` and play ``conversations``: one record per turn (imports the package
-    from ``sys.path``, so it runs whichever copy the subprocess put first)."""
-    from llama_index_ragonite import EvidenceStore, RagoniteChatEngine, load_pages
+    from ``sys.path``, so it runs whichever copy the subprocess put first). ``contextualizer``: options of
+    ``EvidenceContextualizer`` (default: its defaults)."""
+    from llama_index_ragonite import EvidenceContextualizer, EvidenceStore, RagoniteChatEngine, load_pages
     from llama_index_ragonite.prompts import OUT_OF_SCOPE
 
-    store = EvidenceStore(work / "store")
+    store = EvidenceStore(work / "store", contextualizer=EvidenceContextualizer(**(contextualizer or {})))
     store.ingest(load_pages(pages), show_progress=False)
     records = []
     for conversation in conversations:
@@ -70,7 +73,7 @@ def play(pages: Path, conversations: List[Dict[str, Any]], work: Path) -> List[D
     return records
 
 
-def _side(package_parent: Path, label: str, folder: Path = SET) -> List[Dict[str, Any]]:
+def _side(package_parent: Path, label: str, folder: Path = SET, contextualizer: Optional[Dict[str, Any]] = None):
     """``play`` in a subprocess whose ``sys.path`` starts with ``package_parent``."""
     with tempfile.TemporaryDirectory(prefix=f"heldout-{label}-") as tmp:
         out = Path(tmp) / "records.json"
@@ -79,7 +82,7 @@ def _side(package_parent: Path, label: str, folder: Path = SET) -> List[Dict[str
             f"sys.path.insert(0, {str(package_parent)!r}); sys.path.insert(1, {str(ROOT / 'benchmarks')!r}); "
             "import heldout_conversations as h; "
             f"conversations = json.loads(Path({str(folder / 'conversations.json')!r}).read_text()); "
-            f"records = h.play(Path({str(folder / 'pages')!r}), conversations, Path({tmp!r})); "
+            f"records = h.play(Path({str(folder / 'pages')!r}), conversations, Path({tmp!r}), {contextualizer!r}); "
             f"Path({str(out)!r}).write_text(json.dumps(records))"
         )
         subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp)
@@ -146,6 +149,7 @@ def report(
     revision = head.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
     command = "python benchmarks/heldout_conversations.py" + (f" --base-rev {args.base_rev}" if args.base_rev else "")
     command += f" --set {args.set}" if args.set != "heldout_wiki" else ""
+    command += f" --after-position {args.after_position}" if args.after_position else ""
     lines = [
         "# Held-out conversations: a wiki nobody tuned on",
         "",
@@ -230,6 +234,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base-rev", default="HEAD", help="the baseline commit (default HEAD)")
     ap.add_argument("--out", type=Path, help="write the markdown report here")
+    ap.add_argument(
+        "--after-position", choices=("header", "end"), help="this checkout's contextualizer places the After line so"
+    )
     ap.add_argument("--set", default="heldout_wiki", help="the set's folder under benchmarks/ (default heldout_wiki)")
     args = ap.parse_args(argv)
     chosen = ROOT / "benchmarks" / args.set
@@ -243,7 +250,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         base_records = _side(Path(base_dir), "base", chosen)
         seconds = {"base": time.perf_counter() - started}
     started = time.perf_counter()
-    now_records = _side(ROOT, "now", chosen)
+    now_records = _side(ROOT, "now", chosen, {"after_position": args.after_position} if args.after_position else None)
     seconds["now"] = time.perf_counter() - started
     lines = report(
         args, chosen, base_commit, score(conversations, base_records), score(conversations, now_records), seconds

