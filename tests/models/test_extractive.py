@@ -407,3 +407,14 @@ def test_a_whole_list_is_a_unit_that_gives_way_to_its_one_answering_item():
     assert all(item in llm.complete(prompt).text for item in ("agreement", "tetanus", "closed shoes"))
     item = "### Source 1 ###\n" + evidence + "\nUser: Is a tetanus vaccination required?\nAssistant:"
     assert body(llm.complete(item).text) == "2. a tetanus vaccination [Source 1]"  # a middle item, alone
+
+
+def test_a_list_that_opens_its_evidence_takes_its_lead_in_from_the_evidence_above():
+    items = "- a signed volunteer agreement\n- a tetanus vaccination\n- closed shoes"
+    assert whole_list(items, before="To volunteer you need:").startswith("To volunteer you need: a signed")
+    assert whole_list(items, before="Volunteers walk dogs.") == whole_list(items)  # no colon: no lead-in
+    assert whole_list("Bring:\n" + items, before="Other:").startswith("Bring: a signed")  # its own comes first
+    header = "Page: Volunteering\nBefore: To volunteer you need:\n\n"
+    prompt = f"### Source 1 ###\n{header}{items}\nUser: What do I need to volunteer?\nAssistant:"
+    answer = ExtractiveAnswerer(scope=ALWAYS).complete(prompt).text
+    assert all(item in answer for item in ("agreement", "tetanus", "closed shoes")), answer

@@ -265,7 +265,9 @@ class ExtractiveAnswerer(CustomLLM):
         units += [
             Unit(source=s.number, rank=r, text=text, topic=s.topic, whole_list=True)
             for r, s in enumerate(sources)
-            if not s.earlier_answer and (text := whole_list(s.evidence)) and text not in {u.text for u in units}
+            if not s.earlier_answer
+            and (text := whole_list(s.evidence, getattr(s, "before", "")))
+            and text not in {u.text for u in units}
         ]
         units = continued_lead_ins(sources, units)
         units += context_units(sources, units)

@@ -26,6 +26,7 @@ _TURN = re.compile(r"^(User|Assistant):[ \t]?(.*)$", re.IGNORECASE)
 _TOPIC_LABELS = ("Page:", "Section:")
 _NEIGHBOUR_LABELS = tuple(f"{label}:" for label in NEIGHBOUR_LABELS)  # as the contextualizer writes them
 _AFTER_LABEL = _NEIGHBOUR_LABELS[1:]
+_BEFORE_LABEL = _NEIGHBOUR_LABELS[:1]
 _CONTEXT_LABELS = _TOPIC_LABELS + _NEIGHBOUR_LABELS
 
 
@@ -39,6 +40,7 @@ class PromptSource:
     earlier_answer: bool = False  # an answer of the answerer fed back as context (tree_summarize's upper levels)
     context: str = ""  # the contextualizer's Before/After text: may state what the evidence's own text lacks
     after: str = ""  # its After text alone: how the page goes on past the evidence
+    before: str = ""  # its Before text alone: what the page says just above the evidence (a list's lead-in)
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ def _source(number: int, text: str) -> PromptSource:
         evidence=evidence,
         context=_labelled(head, _NEIGHBOUR_LABELS, "\n"),
         after=_labelled(head, _AFTER_LABEL, "\n"),
+        before=_labelled(head, _BEFORE_LABEL, "\n"),
     )
 
 

@@ -79,8 +79,11 @@ def split_units(evidence: str) -> List[str]:
     return units
 
 
-def whole_list(evidence: str) -> str:
+def whole_list(evidence: str, before: str = "") -> str:
     """The evidence's list as one unit (its lead-in, then every item), or "" when it holds under two items.
+
+    The lead-in is the line above the list when it ends with a colon; for a list that opens its evidence,
+    ``before`` (the source's Before text: the parser keeps the lead-in paragraph as an evidence of its own).
 
     Why: "What do I need to volunteer?" is answered by all three items, not by the best one alone; the
     whole list competes with its items and wins when it answers better as a whole."""
@@ -93,7 +96,8 @@ def whole_list(evidence: str) -> str:
         run += 1
     if run - first < 2:
         return ""
-    lead = lines[first - 1] if first and lines[first - 1].endswith(":") else ""
+    above = lines[first - 1] if first else before.strip()
+    lead = above if above.endswith(":") else ""
     body = [list_item_text(line) for line in lines[first:run]]
     return " ".join(filter(None, [lead, "; ".join(body) + "."]))
 
