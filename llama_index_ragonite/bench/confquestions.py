@@ -35,7 +35,7 @@ Q_TYPES = ("simple", "complex")
 
 def _check(root: Path) -> Path:
     if not root.is_dir():
-        raise PageLoadError(f"{root}: no such folder (pass the path of a ConfQuestions clone)")
+        raise PageLoadError(f"{root}: no such folder (give a ConfQuestions clone with --data or $CONFQUESTIONS_DIR)")
     if not (root / "qa-pairs.json").is_file() or not (root / "documents").is_dir():
         raise PageLoadError(f"{root}: not a ConfQuestions folder (expected qa-pairs.json and documents/)")
     return root

