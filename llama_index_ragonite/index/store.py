@@ -65,9 +65,27 @@ MAX_REMOVAL_SHARE = 0.5  # an ingest removing more of the store's pages than thi
 _DELETE_BATCH = 1000
 
 
+_UNNAMED = "base_component"  # LlamaIndex's class_name() of a subclass that does not name itself
+
+
 def embedding_id(model: BaseEmbedding) -> str:
-    """What identifies an embedding model's vector space: its class and model name."""
-    return f"{model.class_name()}:{getattr(model, 'model_name', '')}"
+    """What identifies an embedding model's vector space: its class and model name. The class is
+    LlamaIndex's ``class_name()``, or the Python class where a subclass names none (two custom
+    models of one dimension were both ``base_component:unknown``, and a store took either)."""
+    name = model.class_name()
+    if name == _UNNAMED:
+        name = f"{type(model).__module__}.{type(model).__qualname__}"
+    return f"{name}:{getattr(model, 'model_name', '')}"
+
+
+def same_space(recorded: str, model: BaseEmbedding) -> bool:
+    """Whether a store recording ``recorded`` takes ``model``'s vectors. A store built before custom
+    classes were told apart records ``base_component:NAME``: it takes any unnamed class with that
+    model name, as it did (rebuild it to record the class)."""
+    if recorded == embedding_id(model):
+        return True
+    legacy = f"{_UNNAMED}:{getattr(model, 'model_name', '')}"
+    return model.class_name() == _UNNAMED and recorded == legacy
 
 
 def _embedding_for(recorded: Optional[str], path: Path) -> BaseEmbedding:
@@ -78,10 +96,10 @@ def _embedding_for(recorded: Optional[str], path: Path) -> BaseEmbedding:
     with the offline default. A recorded model we cannot rebuild from its id must be passed.
     """
     assigned = settings_embed_model()
-    if not recorded or (assigned is not None and embedding_id(assigned) == recorded):
+    if not recorded or (assigned is not None and same_space(recorded, assigned)):
         return assigned or default_embedding()
     model = default_embedding()
-    if recorded != embedding_id(model):
+    if not same_space(recorded, model):
         raise StoreError(f"{path} was built with embedding model {recorded!r}: pass that model as embed_model=")
     return model
 
@@ -132,7 +150,7 @@ class EvidenceStore:
 
     def _check_model(self, model: Optional[BaseEmbedding], manifest: Optional[Dict[str, Any]] = None) -> None:
         recorded = (manifest or self.manifest).get("embed_model")
-        if model is not None and recorded and recorded != embedding_id(model):
+        if model is not None and recorded and not same_space(recorded, model):
             raise StoreError(
                 f"{self.path} was built with embedding model {recorded!r}, not {embedding_id(model)!r}; "
                 "open it with the same model or build a new store"

@@ -291,3 +291,42 @@ def test_a_store_built_with_the_after_line_at_the_end_keeps_that_placement_when_
     views = [h.node.get_content(MetadataMode.LLM) for h in hits]
     assert any(v.split("\n\n")[-1].startswith("After: ") for v in views), views  # Chroma kept the template
     assert not any(v.split("\n\n")[0].split("\n")[-1].startswith("After: ") for v in views)
+
+
+class _Unnamed(HashingEmbedding):
+    """A user's own embedding class that names itself not (LlamaIndex's class_name: "base_component")."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "base_component"
+
+
+class _OtherUnnamed(_Unnamed):
+    pass
+
+
+@pytest.mark.fault(
+    "a store opened with another custom embedding class of the same dimension",
+    "StoreError at open naming both models (they were both 'base_component:unknown')",
+)
+def test_two_custom_embeddings_of_one_dimension_are_told_apart(tmp_path):
+    store = EvidenceStore(tmp_path / "s", embed_model=_Unnamed())
+    store.ingest(docs())
+    recorded = store.manifest["embed_model"]
+    assert recorded.endswith("test_store._Unnamed:" + _Unnamed().model_name)
+    EvidenceStore(tmp_path / "s", embed_model=_Unnamed())  # the same class opens it
+    with pytest.raises(StoreError, match="_Unnamed.*_OtherUnnamed"):
+        EvidenceStore(tmp_path / "s", embed_model=_OtherUnnamed())
+
+
+def test_a_store_that_recorded_an_unnamed_class_before_keeps_opening_with_it(tmp_path):
+    import json
+
+    store = EvidenceStore(tmp_path / "s", embed_model=_Unnamed())
+    store.ingest(docs())
+    manifest = json.loads((tmp_path / "s" / "manifest.json").read_text())
+    manifest["embed_model"] = "base_component:" + _Unnamed().model_name  # as written before this release
+    (tmp_path / "s" / "manifest.json").write_text(json.dumps(manifest))
+    assert len(EvidenceStore(tmp_path / "s", embed_model=_OtherUnnamed())) == len(store)  # as it did
+    with pytest.raises(StoreError, match="base_component"):
+        EvidenceStore(tmp_path / "s", embed_model=HashingEmbedding())
