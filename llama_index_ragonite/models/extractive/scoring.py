@@ -99,7 +99,7 @@ def asked_part(question: str) -> str:
 
 # Words that open a yes/no question ("Is guest hibernation supported …?", "Wurden alle … getestet?").
 _AUXILIARIES = every("yes_no_openers")
-_NEGATION = re.compile("|".join(every("negation_patterns")), re.I)
+_NEGATION = re.compile(alternation("negation_patterns", words=False), re.I)
 
 
 def is_yes_no(question: str) -> bool:
