@@ -93,6 +93,14 @@ def two_source_llm():
     return TwoSourceLLM()
 
 
+def _states(hits: List[Any], k: int, text: str, cited: int) -> bool:
+    """Whether hit ``k``, another than the ``cited`` one, states ``text`` (the cited row's own table does not
+    count: a removal takes the row's line out of it too)."""
+    content = " ".join(hits[k].node.get_content().split())
+    own = " ".join(hits[cited].node.get_content().split())
+    return k != cited and text in content and not (own.startswith("Row ") and own in content)
+
+
 async def _measure(data: Path, cache: Path, limit: Optional[int], llm_name: str = "extractive") -> List[Dict[str, Any]]:
     from llama_index_ragonite.bench.confquestions import load_questions
     from llama_index_ragonite.bench.metrics import gold_keys, page_key
@@ -133,8 +141,7 @@ async def _measure(data: Path, cache: Path, limit: Optional[int], llm_name: str 
         # either alone leaves it in the answer, so the counterfactual cannot single out the cited one
         said = [" ".join(strip_citations(c.text).rstrip(" .").split()) for c in claims]
         alone = [
-            not any(t and t in " ".join(h.node.get_content().split()) for k, h in enumerate(hits) if k != c.cited[0])
-            for c, t in zip(claims, said)
+            bool(t) and not any(_states(hits, k, t, c.cited[0]) for k in range(len(hits))) for c, t in zip(claims, said)
         ]
         records.append(
             {

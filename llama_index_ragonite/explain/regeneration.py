@@ -29,7 +29,7 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
-from llama_index_ragonite.parsing.contextualizer import NEIGHBOUR_LABELS, after_template, trailing_after
+from llama_index_ragonite.parsing.contextualizer import NEIGHBOUR_LABELS, after_template, template_after
 from llama_index_ragonite.prompts import (
     ANSWER_PROMPT,
     OUT_OF_SCOPE,
@@ -93,9 +93,15 @@ def withheld(kept: Sequence[NodeWithScore], left_out: Sequence[NodeWithScore]) -
                 if len(lines) < value.count("\n") + 1:
                     changed[key] = "\n".join(lines)
         update: Dict[str, Any] = {"metadata": {**node.metadata, **changed}} if changed else {}
-        tail = trailing_after(getattr(node, "text_template", ""))[1]  # ``after_position="end"``
-        if tail and _quotes_any(tail.replace("{{", "{").replace("}}", "}"), texts):
+        tail = template_after(node)  # ``after_position="end"``
+        if tail and _quotes_any(tail, texts):
             update["text_template"] = after_template("")
+        elif (
+            tail
+            and changed
+            and not any(changed.get(k, v) for k, v in node.metadata.items() if k not in hidden and isinstance(v, str))
+        ):  # its whole header went: LlamaIndex would drop the template with it, so the line heads it instead
+            update["metadata"][next(iter(changed))], update["text_template"] = tail, after_template("")
         own = node.get_content(MetadataMode.NONE).split("\n")
         rest = [line for line in own if _flat(line) not in whole]
         if len(own) > 1 and len(rest) < len(own):

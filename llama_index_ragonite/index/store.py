@@ -79,13 +79,18 @@ def embedding_id(model: BaseEmbedding) -> str:
 
 
 def same_space(recorded: str, model: BaseEmbedding) -> bool:
-    """Whether a store recording ``recorded`` takes ``model``'s vectors. A store built before custom
-    classes were told apart records ``base_component:NAME``: it takes any unnamed class with that
-    model name, as it did (rebuild it to record the class)."""
+    """Whether a store recording ``recorded`` takes ``model``'s vectors. A class of your own is matched
+    by its name wherever it is imported from (a notebook's ``__main__``, a module). A store built before
+    such classes were told apart records ``base_component:NAME``: it takes any of them with that model
+    name, as it did (rebuild it to record the class)."""
     if recorded == embedding_id(model):
         return True
-    legacy = f"{_UNNAMED}:{getattr(model, 'model_name', '')}"
-    return model.class_name() == _UNNAMED and recorded == legacy
+    recorded_class, _, recorded_name = recorded.partition(":")
+    return (
+        model.class_name() == _UNNAMED
+        and recorded_name == str(getattr(model, "model_name", ""))
+        and recorded_class.rsplit(".", 1)[-1] in (_UNNAMED, type(model).__name__)
+    )
 
 
 def _embedding_for(recorded: Optional[str], path: Path) -> BaseEmbedding:

@@ -16,7 +16,7 @@ GERMAN = Language(
         """was welche welcher welches welchen welchem wer wen wem wessen wo wohin woher wann warum wieso weshalb wie
         wozu wofür womit woran worauf ist sind war waren hat haben hatte hatten kann können konnte konnten
         soll sollte sollten wird werden wurde wurden gibt gab muss müssen darf nenne nenn nennen zeige zeig
-        erkläre erklär beschreibe gib bitte sag"""
+        erkläre erklär beschreibe gib bitte"""
     ),
     sentence_openers=words("welche welcher welches welchen wer wen wem wie wann wo warum gibt hat haben ist sind"),
     yes_no_openers=words(

@@ -62,10 +62,7 @@ INSTALLS = {
     "sentence_transformers": 'pip install "llama-index-ragonite[bge]"',
     "transformers": 'pip install "llama-index-ragonite[bge]"',
     "torch": 'pip install "llama-index-ragonite[bge]"',
-    "llama_index.embeddings.huggingface": 'pip install "llama-index-ragonite[bge]"',
-    "llama_index.postprocessor": 'pip install "llama-index-ragonite[bge]"',
     "openai": 'pip install "llama-index-ragonite[openai]"',
-    "llama_index.llms.openai": 'pip install "llama-index-ragonite[openai]"',
 }
 
 

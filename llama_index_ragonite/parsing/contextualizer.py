@@ -26,9 +26,10 @@ paper's choice, which also hands the answer step the table's context, is the def
 Where the After line goes (``after_position``): ``"header"`` (the default) puts it in the header
 with the others, before the evidence; ``"end"`` puts it after the evidence, as the paper's ALL
 reads (title + heading + before + evidence + after). LlamaIndex renders metadata before a node's
-text only, so ``"end"`` writes the line into the node's ``text_template``, which every view uses:
-the embedded text then holds the After line too, whatever ``embed_neighbours`` says (as in the
-paper, which embeds the whole contextualized text). Measured in docs/parsing.md.
+text only, so ``"end"`` writes the line into the node's ``text_template``, which every view with a
+header uses: the embedded text then holds the After line too, whatever ``embed_neighbours`` says
+(as in the paper, which embeds the whole contextualized text), unless its header is empty (no title
+or heading), where LlamaIndex shows the bare text. Measured in docs/parsing.md.
 """
 
 from __future__ import annotations
@@ -271,10 +272,14 @@ def trailing_after(text: str) -> Tuple[str, str]:
     return text, ""
 
 
+def template_after(node: BaseNode) -> str:
+    """The After line ``after_position="end"`` put into a node's ``text_template`` (braces unescaped), or ""."""
+    return trailing_after(getattr(node, "text_template", "") or "")[1].replace("{{", "{").replace("}}", "}")
+
+
 def shown_context(node: BaseNode, context_key: str = "context") -> str:
     """A node's whole context as the LLM reads it: its header and its After line, wherever placed."""
-    tail = trailing_after(getattr(node, "text_template", ""))[1].replace("{{", "{").replace("}}", "}")
-    return "\n".join(part for part in (node.metadata.get(context_key) or "", tail) if part)
+    return "\n".join(part for part in (node.metadata.get(context_key) or "", template_after(node)) if part)
 
 
 def is_table_row(node: BaseNode) -> bool:

@@ -62,6 +62,7 @@ def _attribution(method: str, attribution: Any, turn: Dict[str, Any]) -> Dict[st
             for i, share in enumerate(attribution.evidence_shares, 1)
         ],
         "clusters": data["clusters"],
+        "spread": (attribution.settings or {}).get("spread", "split"),  # near-duplicates split a share, or each show it
         "claims": data["claims"],
         "complete": attribution.complete,
         "incomplete": attribution.incompleteness(),

@@ -531,6 +531,20 @@ def test_an_after_line_placed_after_the_evidence_is_withheld_too():
     assert "Bob" in first.node.get_content(MetadataMode.LLM)  # a copy: the original keeps it
 
 
+def test_an_after_line_at_the_end_stays_when_the_rest_of_its_header_is_withheld():
+    from fakes import parse
+    from llama_index.core.schema import MetadataMode
+
+    from llama_index_ragonite import EvidenceContextualizer
+    from llama_index_ragonite.explain.regeneration import withheld
+
+    nodes = EvidenceContextualizer(after_position="end", title=False, heading=False)(parse(OTA_PAGE, doc_id="ota"))
+    first, owner, settings = [NodeWithScore(node=n, score=1.0) for n in nodes]
+    assert owner.node.metadata["context"].startswith("Before: The OTA server")  # its only header line
+    kept = withheld([owner, settings], [first])[0].node.get_content(MetadataMode.LLM)
+    assert "OTA server delivers" not in kept and kept.startswith("After: Settings are read")  # not lost with it
+
+
 def test_the_evidence_that_states_the_answer_gets_the_share_although_its_neighbours_quote_it():
     from llama_index_ragonite.explain.regeneration import AnswerRegenerator
     from llama_index_ragonite.models.extractive import ExtractiveAnswerer

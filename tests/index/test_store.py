@@ -330,3 +330,8 @@ def test_a_store_that_recorded_an_unnamed_class_before_keeps_opening_with_it(tmp
     assert len(EvidenceStore(tmp_path / "s", embed_model=_OtherUnnamed())) == len(store)  # as it did
     with pytest.raises(StoreError, match="base_component"):
         EvidenceStore(tmp_path / "s", embed_model=HashingEmbedding())
+    manifest["embed_model"] = "__main__._Unnamed:" + _Unnamed().model_name  # built in a notebook
+    (tmp_path / "s" / "manifest.json").write_text(json.dumps(manifest))
+    assert len(EvidenceStore(tmp_path / "s", embed_model=_Unnamed())) == len(store)  # the class, imported
+    with pytest.raises(StoreError, match="_OtherUnnamed"):
+        EvidenceStore(tmp_path / "s", embed_model=_OtherUnnamed())

@@ -293,7 +293,8 @@ def test_every_method_with_its_options_and_bounds(client):
         result = client.post(url, json={"method": method}).json()
         assert result["method"] == method and abs(sum(s["share"] for s in result["shares"]) - 1) < 1e-6
     inherit = client.post(url, json={"method": "counterfactual", "options": {"spread": "inherit"}}).json()
-    assert inherit["options"] == {"spread": "inherit"}
+    assert inherit["options"] == {"spread": "inherit"} and inherit["spread"] == "inherit"  # the chart labels by it
+    assert client.post(url, json={"method": "counterfactual"}).json()["spread"] == "split"
     bottom_up = client.post(url, json={"method": "combination", "options": {"mode": "bottom-up"}}).json()
     top_down = client.post(url, json={"method": "combination"}).json()
     assert bottom_up["mode"] == "bottom-up" and top_down["mode"] == "top-down"

@@ -89,7 +89,7 @@ def _source(number: int, text: str) -> PromptSource:
     lines, end = _read_header(text)
     head = lines[:end] if end < len(lines) else []  # a header with no evidence below it is no context
     evidence, tail = trailing_after("\n".join(lines[end:]).strip())
-    if head and tail:  # the After line after the evidence (``after_position="end"``, the paper's placement)
+    if head and tail and not any(line.startswith(_AFTER_LABEL) for line in head):  # ``after_position="end"``
         head = head + [tail]
     else:
         evidence = "\n".join(lines[end:]).strip()

@@ -48,7 +48,8 @@ export function attributionChart(rows, onSelect = () => {}) {
     const y = 4 + i * rowHeight;
     const failed = row.share === null || row.share === undefined;
     // near-duplicates (the same information on two pages) split one counterfactual's share: the chart says so
-    const shared = row.sharedWith && row.sharedWith.length ? ` (${t("sharedWith")} ${row.sharedWith.map((n) => `${t("source")} ${n}`).join(", ")})` : "";
+    const others = (row.sharedWith || []).map((n) => `${t("source")} ${n}`).join(", ");
+    const shared = others ? ` (${t(row.inherited ? "sameShareAs" : "sharedWith")} ${others})` : "";
     const group = svg("g", {
       class: `attribution-row${row.cited ? " cited" : ""}${failed ? " failed" : ""}`,
       "data-testid": "attribution-bar",
@@ -69,7 +70,7 @@ export function attributionChart(rows, onSelect = () => {}) {
     group.appendChild(
       svg("rect", { x: labelWidth, y: y + 3, width: length.toFixed(2), height: rowHeight - 8, class: "bar" })
     );
-    const value = failed ? t("attributionFailed") : `${percent(row.share)}${shared ? " ≈" : ""}`;
+    const value = failed ? t("attributionFailed") : `${percent(row.share)}${shared && !row.inherited ? " ≈" : ""}`;
     group.appendChild(svg("text", { x: labelWidth + barWidth + 6, y: y + 17, class: "bar-value" }, value));
     const select = () => onSelect(row.evidence);
     group.addEventListener("click", select);

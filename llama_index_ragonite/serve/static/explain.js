@@ -110,6 +110,7 @@ function counterfactualView(result, turn, onSelect) {
     cited: Boolean(s.cited) || cited.has(s.evidence),
     title: titles.get(s.evidence) || "",
     sharedWith: sharing.get(s.evidence) || [],
+    inherited: result.spread === "inherit", // each near-duplicate shows the whole share, not its part
   }));
   const parts = [];
   if (result.complete === false || result.incomplete) parts.push(incompleteNotice(result.incomplete || ""));
