@@ -162,9 +162,8 @@ def citation_ends(answer: str) -> List[int]:
             continue
         tail = len(rest) - len(rest.lstrip(" ;."))
         after = rest[tail:]
-        if not after.strip() or ";" in rest[:tail] or "." in rest[:tail] or (tail and after[:1].isupper()):
-            ends.append(end + tail)
-        elif tail and (after[:1].isdigit() or after[:1] in "\"'„“«"):
+        new_sentence = tail and (after[:1].isupper() or after[:1].isdigit() or after[:1] in "\"'„“«")
+        if not after.strip() or ";" in rest[:tail] or "." in rest[:tail] or new_sentence:
             ends.append(end + tail)
     return ends
 

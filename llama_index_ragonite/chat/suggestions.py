@@ -19,7 +19,7 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import NodeWithScore
 
-from llama_index_ragonite.languages import LANGUAGES, Language, every, language_table
+from llama_index_ragonite.languages import LANGUAGES, every, language_table
 from llama_index_ragonite.prompts import quote_evidence
 from llama_index_ragonite.text import content_terms, content_words, detect_language, words
 
@@ -41,6 +41,13 @@ FOLLOW_UP_PROMPT = PromptTemplate(
 )
 
 
+# A question's first word in each language: a question start, or a one-word ellipsis opener ("and", "und").
+_STARTS = {
+    code: table.question_starts | {opener for opener in table.ellipsis_openers if " " not in opener}
+    for code, table in LANGUAGES.items()
+}
+
+
 def question_language(text: str) -> str:
     """The language whose table opens questions with the first word of ``text`` ("Was the …" is English,
     "Was ist …" German), else its stopwords' (``detect_language``); "" if unsure."""
@@ -48,13 +55,8 @@ def question_language(text: str) -> str:
     first = tokens[0] if tokens else ""
     if first == "was":
         return "en" if len(tokens) > 1 and tokens[1] in ("the", "it", "there", "this", "that", "a", "an") else "de"
-    found = [code for code, table in LANGUAGES.items() if first in table.question_starts | _first_words(table)]
+    found = [code for code, starts in _STARTS.items() if first in starts]
     return found[0] if found else detect_language(text, tie="")
-
-
-def _first_words(table: Language) -> frozenset:
-    """The one-word ellipsis openers of a language ("and", "und"): a follow-up may open with them."""
-    return frozenset(opener for opener in table.ellipsis_openers if " " not in opener)
 
 
 # -- offline ------------------------------------------------------------------------------

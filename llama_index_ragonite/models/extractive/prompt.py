@@ -88,11 +88,10 @@ def _source(number: int, text: str) -> PromptSource:
     table's rows) and the After text alone (how the page goes on past the evidence)."""
     lines, end = _read_header(text)
     head = lines[:end] if end < len(lines) else []  # a header with no evidence below it is no context
-    evidence, tail = trailing_after("\n".join(lines[end:]).strip())
+    evidence = "\n".join(lines[end:]).strip()
+    body, tail = trailing_after(evidence)
     if head and tail and not any(line.startswith(_AFTER_LABEL) for line in head):  # ``after_position="end"``
-        head = head + [tail]
-    else:
-        evidence = "\n".join(lines[end:]).strip()
+        evidence, head = body, head + [tail]
     return PromptSource(
         number=number,
         topic=_labelled(lines[:end], _TOPIC_LABELS, " "),
