@@ -33,10 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def worker(store_dir: str, data: str, limit: int, out: str) -> None:
     """Time the answer step of this process's package (the first on ``sys.path``)."""
+    from harness.store import open_all_store
     from llama_index.core.schema import MetadataMode
 
     from llama_index_ragonite.bench.confquestions import load_questions
-    from llama_index_ragonite.bench.store import open_all_store
     from llama_index_ragonite.models.extractive.answerer import ExtractiveAnswerer
     from llama_index_ragonite.prompts import ANSWER_PROMPT, format_sources
     from llama_index_ragonite.retrieval.retriever import HybridRetriever
@@ -91,8 +91,8 @@ def _stats(seconds: List[float]) -> Dict[str, float]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     sys.path.insert(0, str(ROOT))
-    from llama_index_ragonite.bench.scripts import default_data, finish_report, package_at
-    from llama_index_ragonite.bench.store import ALL_STORE
+    from harness import default_data, finish_report, package_at
+    from harness.store import ALL_STORE
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=default_data(ROOT))

@@ -38,11 +38,12 @@ import time
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
+from harness import default_data, finish_report, package_at, repository, shown, table_cell
+from harness.asking import Asked, ask_all, out_of_scope_rate, rate_row
+from harness.store import ALL_STORE, open_all_store
+
 from llama_index_ragonite.bench.answer_metrics import answer_text, is_out_of_scope, k_precision, token_f1
-from llama_index_ragonite.bench.asking import Asked, ask_all, out_of_scope_rate, rate_row
 from llama_index_ragonite.bench.confquestions import load_questions
-from llama_index_ragonite.bench.scripts import default_data, finish_report, package_at, repository, shown, table_cell
-from llama_index_ragonite.bench.store import ALL_STORE, open_all_store
 from llama_index_ragonite.chat.engine import RagoniteChatEngine
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.models.extractive.answerer import DEFAULT_LABEL, ExtractiveAnswerer

@@ -35,15 +35,15 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from attribution_calibration import report as calibration_report
+from harness import default_data, finish_report, repository, shown
+from harness.store import ALL_STORE, open_all_store
 
 from llama_index_ragonite.bench.confquestions import Question, load_questions
 from llama_index_ragonite.bench.embed_cache import CachedEmbedding
 from llama_index_ragonite.bench.metrics import gold_keys, mean, page_key
 from llama_index_ragonite.bench.provenance import cpu_name
-from llama_index_ragonite.bench.scripts import default_data, finish_report, repository, shown
 from llama_index_ragonite.bench.significance import mcnemar
 from llama_index_ragonite.bench.slices import question_slices
-from llama_index_ragonite.bench.store import ALL_STORE, open_all_store
 from llama_index_ragonite.explain.attribution import (
     PAPER_TEMPERATURE,
     CounterfactualAttributor,

@@ -14,7 +14,7 @@ of runs that mostly reuse them. Two transports:
 
 * ``in-process``: a LlamaIndex ``CustomLLM`` whose ``acomplete`` awaits ``asyncio.sleep`` for the rest of L;
 * ``openai-client``: the real ``llama-index-llms-openai`` client against a local
-  OpenAI-compatible server (``bench.llm_server.LocalLLMServer``) that takes L per request
+  OpenAI-compatible server (``harness.llm_server.LocalLLMServer``) that takes L per request
   (needs the ``[openai]`` extra; skipped without it).
 
 Reported per transport (median of ``--repeats``): one answer call; one attribution with
@@ -40,13 +40,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, List, Tuple
 
+from harness import finish_report, repository
+from harness.llm_server import LocalLLMServer
 from llama_index.core.base.llms.types import CompletionResponse, CompletionResponseGen, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
 from llama_index.core.utils import get_tokenizer
 
-from llama_index_ragonite.bench.llm_server import LocalLLMServer
-from llama_index_ragonite.bench.scripts import finish_report, repository
 from llama_index_ragonite.explain.attribution import CounterfactualAttributor
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
 from llama_index_ragonite.index.store import EvidenceStore

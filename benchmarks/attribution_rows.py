@@ -102,9 +102,10 @@ def _states(hits: List[Any], k: int, text: str, cited: int) -> bool:
 
 
 async def _measure(data: Path, cache: Path, limit: Optional[int], llm_name: str = "extractive") -> List[Dict[str, Any]]:
+    from harness.store import ALL_STORE, open_all_store
+
     from llama_index_ragonite.bench.confquestions import load_questions
     from llama_index_ragonite.bench.metrics import gold_keys, page_key
-    from llama_index_ragonite.bench.store import ALL_STORE, open_all_store
     from llama_index_ragonite.explain.attribution import CounterfactualAttributor
     from llama_index_ragonite.explain.regeneration import AnswerRegenerator
     from llama_index_ragonite.models.extractive import ExtractiveAnswerer
@@ -211,7 +212,7 @@ def summary(records: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     sys.path.insert(0, str(ROOT))
-    from llama_index_ragonite.bench.scripts import default_data, finish_report, package_at
+    from harness import default_data, finish_report, package_at
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base-rev", default="HEAD", help="the baseline commit (default HEAD)")

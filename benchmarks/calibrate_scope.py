@@ -58,10 +58,10 @@ from completion_confquestions import (  # noqa: E402
     OFF_TOPIC,
     UNSEEN_OFF_TOPIC,
 )
+from harness import default_data, finish_report, shown  # noqa: E402
+from harness.store import ALL_STORE, open_all_store  # noqa: E402
 
 from llama_index_ragonite.bench.confquestions import load_questions  # noqa: E402
-from llama_index_ragonite.bench.scripts import default_data, finish_report, shown  # noqa: E402
-from llama_index_ragonite.bench.store import ALL_STORE, open_all_store  # noqa: E402
 from llama_index_ragonite.models.extractive.answerer import ExtractiveAnswerer  # noqa: E402
 from llama_index_ragonite.models.extractive.prompt import node_source, plain_question  # noqa: E402
 from llama_index_ragonite.models.extractive.scope import ScopeModel, feature_names  # noqa: E402

@@ -9,7 +9,7 @@ embedded default: ``OfflineQuestionCompleter``, the engine's own retrieval path,
 answerer — once with this tree's package and once with the baseline's (``--base-rev``, default
 HEAD: ``git archive REV llama_index_ragonite`` in a temporary folder), each in a
 subprocess of this script (``--worker``), one after the other, on the same cached store
-(``bench.store.open_all_store``; never rebuilt when it exists). Per turn: the completed question
+(``harness.store.open_all_store``; never rebuilt when it exists). Per turn: the completed question
 the engine reports (``response.completed_question``) and the pages of its sources, so P@1 and
 MRR@10 are the page of the first source in the answer prompt. "Self-contained" turns are those
 whose gold completion equals the raw question; the engine must report them unchanged. After each
@@ -186,9 +186,10 @@ LATER_OFF_TOPIC_LISTS = {
 
 def worker(data: Path, store_dir: Path, out: Path) -> None:
     """Play every conversation through the engine of the package first on ``sys.path``; write JSON."""
+    from harness.store import open_all_store
+
     from llama_index_ragonite import RagoniteChatEngine
     from llama_index_ragonite.bench.confquestions import load_questions
-    from llama_index_ragonite.bench.store import open_all_store
     from llama_index_ragonite.prompts import OUT_OF_SCOPE
     from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
@@ -253,8 +254,8 @@ def main() -> int:
     if args.worker:  # runs the baseline's package too: import nothing from this tree's helpers
         worker(args.data, args.store, args.result)
         return 0
-    from llama_index_ragonite.bench.scripts import default_data, package_at
-    from llama_index_ragonite.bench.store import ALL_STORE
+    from harness import default_data, package_at
+    from harness.store import ALL_STORE
 
     args.data = args.data or default_data(ROOT)
     args.store = (args.store or ROOT / "benchmarks" / ".cache" / ALL_STORE).resolve()
@@ -272,7 +273,7 @@ def main() -> int:
     lines = report(args, runs, head, time.perf_counter() - start, load)
     meta = f"Machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}."
     lines.insert(3, meta)
-    from llama_index_ragonite.bench.scripts import finish_report
+    from harness import finish_report
 
     return finish_report(lines, args.out)
 

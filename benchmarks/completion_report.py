@@ -7,13 +7,13 @@ from collections import Counter
 from typing import Dict, List
 
 from completion_confquestions import LATER_OFF_TOPIC_LISTS
+from harness import shown
+from harness.store import open_all_store
 
 from llama_index_ragonite.bench.confquestions import load_questions
 from llama_index_ragonite.bench.metrics import gold_keys, mean, mrr_at_k, precision_at_1
-from llama_index_ragonite.bench.scripts import shown
 from llama_index_ragonite.bench.significance import mcnemar
 from llama_index_ragonite.bench.slices import question_slices
-from llama_index_ragonite.bench.store import open_all_store
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 from llama_index_ragonite.text import words
 
@@ -159,7 +159,7 @@ def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> 
         f" this tree in a second subprocess, one after the other. Wall time {wall:.0f} s; load average {load:.1f}"
         " at start (2 cores shared with other work).",
         f"Store: `{shown(args.store, ROOT)}` ({len(store)} evidences), opened as is after writing its whole HNSW graph"
-        " to disk (`bench.store.settle_vectors`: both engines search the same graph); hybrid retriever,"
+        " to disk (`harness.store.settle_vectors`: both engines search the same graph); hybrid retriever,"
         " 10 lexical + 10 dense + 10 latent-term + titles, RRF, top 10.",
         "",
         "Each of the 50 conversations x EN/DE (100) is played turn by turn through"

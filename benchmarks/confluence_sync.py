@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 from typing import List, Optional, Sequence
 
-from llama_index_ragonite.bench.scripts import default_data, finish_report, repository, shown
+from harness import default_data, finish_report, repository, shown
+
 from llama_index_ragonite.index.confluence_sync import ConfluenceSync
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.parsing.confluence import ConfluenceClient, ConfluenceStorageReader

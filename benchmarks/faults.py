@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 import pytest
-
-from llama_index_ragonite.bench.scripts import finish_report, repository
+from harness import finish_report, repository
 
 REPO = repository(__file__)
 DEFAULT_OUT = REPO / "benchmarks" / "results" / "faults.md"

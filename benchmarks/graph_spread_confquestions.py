@@ -7,7 +7,7 @@ Chroma's graph differs from build to build, so a user who builds the ConfQuestio
 searches another graph than the benchmark store. This script plays the completion benchmark's
 conversations (``completion_confquestions.py``'s worker: this tree, the embedded default) on the
 cached store and on ``N`` copies of it whose Chroma collection is built again from the same
-records (``bench.store.rebuilt_copy``; the pages are not embedded again), and reports P@1, the
+records (``harness.store.rebuilt_copy``; the pages are not embedded again), and reports P@1, the
 German gap and the off-topic counts per graph.
 """
 
@@ -32,12 +32,12 @@ def main() -> int:
     args = ap.parse_args()
     from completion_confquestions import run_worker
     from completion_report import LATER_LISTS, list_label, refused
+    from harness import default_data, finish_report, shown
+    from harness.store import ALL_STORE, rebuilt_copy
 
     from llama_index_ragonite.bench.confquestions import load_questions
     from llama_index_ragonite.bench.metrics import gold_keys, mean, precision_at_1
     from llama_index_ragonite.bench.provenance import machine
-    from llama_index_ragonite.bench.scripts import default_data, finish_report, shown
-    from llama_index_ragonite.bench.store import ALL_STORE, rebuilt_copy
 
     args.data = args.data or default_data(ROOT)
     args.store = (args.store or ROOT / "benchmarks" / ".cache" / ALL_STORE).resolve()
@@ -70,7 +70,7 @@ def main() -> int:
         f"Machine: {machine()}.",
         f"Wall time {time.perf_counter() - start:.0f} s; load average {load:.1f} at start.",
         f"Store: `{shown(args.store, ROOT)}`; each copy holds the same records in a collection built again"
-        " (`bench.store.rebuilt_copy`), its whole graph on disk. Each row is one run of"
+        " (`harness.store.rebuilt_copy`), its whole graph on disk. Each row is one run of"
         " `completion_confquestions.py`'s worker (this tree) on that store: 600 turns, then the off-topic"
         f" questions of its {1 + len(LATER_LISTS)} lists.",
         "",

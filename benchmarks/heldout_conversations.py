@@ -241,7 +241,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = ap.parse_args(argv)
     chosen = ROOT / "benchmarks" / args.set
     sys.path.insert(0, str(ROOT))
-    from llama_index_ragonite.bench.scripts import finish_report, package_at
+    from harness import finish_report, package_at
 
     conversations = json.loads((chosen / "conversations.json").read_text())
     with tempfile.TemporaryDirectory(prefix="heldout-base-") as base_dir:

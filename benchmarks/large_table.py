@@ -33,8 +33,9 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from llama_index_ragonite.bench.provenance import git_commit, machine
-from llama_index_ragonite.bench.scripts import default_data, finish_report, package_at, repository, shown
+from harness import default_data, finish_report, git_commit, package_at, repository, shown
+
+from llama_index_ragonite.bench.provenance import machine
 
 REPO = repository(__file__)
 DEFAULT_DATA = default_data(REPO)

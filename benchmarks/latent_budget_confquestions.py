@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Dict, List
 
 import numpy as np
+from harness import default_data, finish_report, repository
+from harness.store import build_store
 from llama_index.core.schema import QueryBundle
 
 from llama_index_ragonite.bench.confquestions import load_questions
 from llama_index_ragonite.bench.metrics import gold_keys, mean, precision_at_1
 from llama_index_ragonite.bench.provenance import machine
-from llama_index_ragonite.bench.scripts import default_data, finish_report, repository
-from llama_index_ragonite.bench.store import build_store
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.parsing.loaders import load_pages
@@ -71,9 +71,10 @@ def measure(store: EvidenceStore, questions, budget, candidates, exact_latent: D
             exact_latent[q.completed] = [n for n, _ in retriever.latent.search(terms, 10)]
         exact = set(exact_latent[q.completed])
         alone.append(len(exact & {n for n, _ in retriever.latent.search(terms, 10)}) / 10)
-        others = retriever._lexical_hits(q.completed) + retriever._dense_hits(QueryBundle(q.completed))
+        sides = retriever.sides
+        others = sides["lexical"].retriever.retrieve(q.completed) + sides["dense"].retriever.retrieve(q.completed)
         clock = time.perf_counter()
-        latent = retriever._latent_hits(q.completed, others)
+        latent = sides["latent"].retriever.retrieve_also(QueryBundle(q.completed), others)
         seconds.append(time.perf_counter() - clock)
         joined.append(len(exact & {hit.node.node_id for hit in latent}) / 10)
         urls = [h.node.metadata["url"] for h in retriever.retrieve(q.completed)]

@@ -31,11 +31,12 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
+from harness import default_data, finish_report, repository, shown, table_cell
+from harness.asking import Asked, ask_all, out_of_scope_rate, rate_row
+from harness.store import ALL_STORE, open_all_store
+
 from llama_index_ragonite.bench.answer_metrics import is_out_of_scope
-from llama_index_ragonite.bench.asking import Asked, ask_all, out_of_scope_rate, rate_row
 from llama_index_ragonite.bench.confquestions import load_questions
-from llama_index_ragonite.bench.scripts import default_data, finish_report, repository, shown, table_cell
-from llama_index_ragonite.bench.store import ALL_STORE, open_all_store
 from llama_index_ragonite.chat.engine import RagoniteChatEngine
 from llama_index_ragonite.models.extractive.answerer import ExtractiveAnswerer
 from llama_index_ragonite.retrieval.retriever import HybridRetriever

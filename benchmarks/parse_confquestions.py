@@ -28,10 +28,10 @@ from pathlib import Path
 
 from bs4 import BeautifulSoup
 from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction
+from harness import default_data, finish_report, repository
 from llama_index.core.schema import Document
 
 from llama_index_ragonite import EvidenceContextualizer, HTMLEvidenceParser, extract_evidences, load_pages
-from llama_index_ragonite.bench.scripts import default_data, finish_report, repository
 
 DEFAULT_DATA = default_data(repository(__file__))
 _HIDDEN = {"script", "style", "ac:parameter", "ac:task-id", "ac:task-status", "ac:adf-attribute", "ac:adf-fallback"}

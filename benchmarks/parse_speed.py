@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Tuple
 
 from bs4 import BeautifulSoup
+from harness import default_data, finish_report, repository
 
 from llama_index_ragonite import HTMLEvidenceParser, load_pages
-from llama_index_ragonite.bench.scripts import default_data, finish_report, repository
 from llama_index_ragonite.parsing import extraction
 from llama_index_ragonite.parsing.html_text import parse_html, preclean
 

@@ -33,11 +33,12 @@ import sys
 import time
 from pathlib import Path
 
+from harness import default_data, finish_report, repository
+from harness.store import build_store, store_folder
+
 from llama_index_ragonite import HybridRetriever
 from llama_index_ragonite.bench.confquestions import load_corpus, load_questions
 from llama_index_ragonite.bench.metrics import gold_keys, mean, mrr_at_k, precision_at_1, recall_at_k
-from llama_index_ragonite.bench.scripts import default_data, finish_report, repository
-from llama_index_ragonite.bench.store import build_store, store_folder
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
@@ -99,7 +100,7 @@ def evaluate(store: EvidenceStore, questions, latencies: list | None = None, abl
         rankings = {
             "lexical": [h.node.metadata["url"] for h in store.lexical.search(q.completed, 10)],
             "dense": [h.node.metadata["url"] for h in retriever.dense.retrieve(q.completed)[:10]],
-            "latent": [h.node.metadata["url"] for h in retriever._latent_hits(q.completed)]
+            "latent": [h.node.metadata["url"] for h in retriever.sides["latent"].retriever.retrieve(q.completed)]
             if retriever.latent
             else None,
             "hybrid-rrf (lexical+dense)": [h.node.metadata["url"] for h in two_way.retrieve(q.completed)],

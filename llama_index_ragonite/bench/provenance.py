@@ -1,14 +1,13 @@
-"""Where and how a benchmark report was made: machine, commit, command line.
+"""Where and how a benchmark report was made: the machine and the package version.
 
 Reports quote these so that a number can be traced to the code, machine and options that gave it.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
-import subprocess
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 
@@ -27,27 +26,9 @@ def machine() -> str:
     return f"{os.cpu_count()} cores (nproc), {cpu_name()}, Python {platform.python_version()}, {platform.system()}"
 
 
-def git_commit() -> str:
-    """The short HEAD commit of the checkout this package runs from, or ``unknown``."""
+def package_version() -> str:
+    """The installed package and its version (what a report's numbers were made with, outside a checkout)."""
     try:
-        here = Path(__file__).resolve().parent
-        return (
-            subprocess.run(
-                ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
-            ).stdout.strip()
-            or "unknown"
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def command_line(args: argparse.Namespace) -> str:
-    """The command as typed, rebuilt from the parsed arguments (for the report)."""
-    parts = [getattr(args, "prog", "ragonite bench")]
-    for key, value in vars(args).items():
-        if key in ("func", "prog", "command") or value in (None, False, []):
-            continue
-        flag = "--" + key.replace("_", "-")
-        for item in value if isinstance(value, list) else [value]:
-            parts += [flag] if item is True else [flag, str(item)]
-    return " ".join(parts)
+        return f"llama-index-ragonite {version('llama-index-ragonite')}"
+    except PackageNotFoundError:
+        return "llama-index-ragonite (not installed)"

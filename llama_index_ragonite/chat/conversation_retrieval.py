@@ -44,7 +44,7 @@ dispatcher = get_dispatcher(__name__)
 
 TOPIC_KEY = "ragonite_topic_page"  # additional_kwargs of a user message: its top evidence's page title
 TURN, CONVERSATION, TOPIC = "turn", "conversation", "topic page"
-SIDES = ("lexical_rank", "dense_rank", "latent_rank", "title_rank")
+SIDES = ("lexical", "dense", "latent", "title")  # the hybrid retriever's built-in sides
 
 
 @dataclass
@@ -81,7 +81,11 @@ def _strong_sides(nodes: Sequence[NodeWithScore]) -> int:
     if not nodes:
         return 0
     page = _page(nodes[0])
-    return sum(any(_page(n) == page and getattr(n, side, None) == 1 for n in nodes) for side in SIDES)
+    return sum(any(_page(n) == page and _ranks(n).get(side) == 1 for n in nodes) for side in SIDES)
+
+
+def _ranks(hit: NodeWithScore) -> Dict[str, int]:
+    return getattr(hit, "ranks", {})  # a FusedNode's; other retrievers' hits have none
 
 
 class ConversationRetrieval(BaseComponent):

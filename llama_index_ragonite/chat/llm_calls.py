@@ -8,12 +8,13 @@ answered out of scope (the conversation goes on).
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import json
 import logging
 import threading
 import time
-from typing import Any, AsyncGenerator, Callable, Generator, Iterator, Optional, Sequence
+from typing import Any, AsyncGenerator, Callable, Generator, Iterator, List, Optional, Sequence, Tuple
 
 from llama_index.core.llms.llm import LLM
 
@@ -42,17 +43,39 @@ MALFORMED = (json.JSONDecodeError, TypeError, KeyError, IndexError, AttributeErr
 def llm_error(err: Exception) -> Exception:
     """``err`` as the user should see it: ``LLMCallError`` for transport and service failures.
 
-    The service's own text goes in as one printable line with credentials redacted: a service or a
-    proxy may echo the request's API key or ``Authorization`` header back in its error."""
-    name = type(err).__name__
-    said = one_line(str(err))
-    if "Timeout" in name or isinstance(err, (TimeoutError, asyncio.TimeoutError)):
+    Told apart by exception type (``transport_errors``), never by a class's name. The service's
+    own text goes in as one printable line with credentials redacted: a service or a proxy may echo
+    the request's API key or ``Authorization`` header back in its error."""
+    timeouts, unreachable, service = transport_errors()
+    name, said = type(err).__name__, one_line(str(err))
+    if isinstance(err, timeouts):
         return LLMCallError(f"The LLM did not answer in time ({name}: {said})")
-    if "Connection" in name or isinstance(err, ConnectionError):
+    if isinstance(err, unreachable):
         return LLMCallError(f"The LLM could not be reached ({name}: {said})")
-    if type(err).__module__.split(".")[0] == "openai":  # rate limits and server errors, after the client's retries
+    if isinstance(err, service):  # rate limits and server errors, after the client's retries
         return LLMCallError(f"The LLM service failed ({name}: {said})")
     return err
+
+
+@functools.lru_cache(maxsize=1)
+def transport_errors() -> Tuple[Tuple[type, ...], Tuple[type, ...], Tuple[type, ...]]:
+    """(timeouts, unreachable, service failures): the exception types of asyncio, httpx (which
+    LlamaIndex's HTTP clients use) and, when installed, the OpenAI SDK (whose timeout is also a
+    connection error: timeouts are checked first)."""
+    import httpx  # here: the chat engine imports without the HTTP stack
+
+    timeouts: List[type] = [TimeoutError, asyncio.TimeoutError, httpx.TimeoutException]
+    unreachable: List[type] = [ConnectionError, httpx.NetworkError, httpx.RemoteProtocolError]
+    service: List[type] = []
+    try:
+        import openai
+    except ImportError:  # the [openai] extra is not installed: no OpenAI client can have raised
+        pass
+    else:
+        timeouts.append(openai.APITimeoutError)
+        unreachable.append(openai.APIConnectionError)
+        service.append(openai.OpenAIError)
+    return tuple(timeouts), tuple(unreachable), tuple(service)
 
 
 COLLECT_INTERVAL = 1.0  # seconds between two collections, however many answers are stopped

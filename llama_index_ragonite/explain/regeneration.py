@@ -25,6 +25,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import tenacity
 from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import MetadataMode, NodeWithScore
@@ -223,15 +224,20 @@ class AnswerRegenerator:
         """(answer, None) or (None, the last error)."""
         if not nodes and not ask_empty:
             return OUT_OF_SCOPE, None
-        for attempt in range(self.retries + 1):
-            self.calls += 1
-            try:
-                text = await self._reply(question, nodes)
-                return (text.strip() if text and text.strip() else OUT_OF_SCOPE), None
-            except Exception as err:  # any failure: transport, rate limit, garbled reply
-                error = f"{type(err).__name__}: {err}"
-                if attempt < self.retries:
-                    logger.info("Counterfactual LLM call failed (%s); retrying", error)
+        retrying = tenacity.AsyncRetrying(  # any failure: transport, rate limit, garbled reply
+            stop=tenacity.stop_after_attempt(self.retries + 1),
+            before_sleep=lambda state: logger.info("Counterfactual LLM call failed (%s); retrying", _said(state)),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    self.calls += 1
+                    text = await self._reply(question, nodes)
+        except Exception as err:
+            error = f"{type(err).__name__}: {err}"
+        else:
+            return (text.strip() if text and text.strip() else OUT_OF_SCOPE), None
         self.errors.append(error)
         logger.warning("Counterfactual LLM call failed after %d attempts: %s", self.retries + 1, error)
         return None, error
@@ -259,3 +265,8 @@ class AnswerRegenerator:
         results = await asyncio.gather(*(one(nodes) for nodes in node_lists))
         self.failures = {i: error for i, (_, error) in enumerate(results) if error is not None}
         return [answer for answer, _ in results]
+
+
+def _said(state: tenacity.RetryCallState) -> str:
+    err = state.outcome.exception()
+    return f"{type(err).__name__}: {err}"

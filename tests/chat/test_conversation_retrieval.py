@@ -25,7 +25,7 @@ from llama_index_ragonite.retrieval.retriever import FusedNode, HybridRetriever
 def hit(page: str, n: int = 0, **ranks) -> FusedNode:
     node = TextNode(id_=f"{page}-{n}", text=f"{page} text {n}", metadata={"title": page.title()})
     node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=page)
-    return FusedNode(node=node, score=1.0, **ranks)
+    return FusedNode(node=node, score=1.0, ranks=ranks)
 
 
 def user(text: str, **kwargs) -> ChatMessage:
@@ -53,12 +53,12 @@ def test_the_ranking_two_queries_agree_on_wins():
 
 
 def test_a_turn_that_strongly_retrieves_its_own_page_keeps_it():
-    strong = [hit("a", lexical_rank=1, dense_rank=1, title_rank=1)]
+    strong = [hit("a", lexical=1, dense=1, title=1)]
     name, reason = ConversationRetrieval().choose(
         {"turn": strong, "conversation": [hit("b")], "topic page": [hit("b")]}
     )
     assert name == "turn" and "3 retrieval sides" in reason
-    two_sides = [hit("a", lexical_rank=1, dense_rank=1)]
+    two_sides = [hit("a", lexical=1, dense=1)]
     rankings = {"turn": two_sides, "conversation": [hit("b")], "topic page": [hit("b")]}
     assert ConversationRetrieval().choose(rankings)[0] == "conversation"
     assert ConversationRetrieval(strong_sides=2).choose(rankings)[0] == "turn"

@@ -152,9 +152,9 @@ def test_refresh_picks_up_a_node_changed_in_place():
     changed = index.docstore.get_node(node_id)
     changed.text = "Over-the-air upgrades restart the UIVM."
     index.docstore.add_documents([changed], allow_update=True)  # same ids: seen through the content hashes
-    assert retriever._mirror.changed()
+    assert retriever.keeping.mirror.changed()
     retriever.refresh()
-    assert not retriever._mirror.changed()
+    assert not retriever.keeping.mirror.changed()
     assert "UIVM" in retriever.lexical.get_node(node_id).text
     assert top(retriever, "restart the UIVM").lexical_rank == 1
 

@@ -74,7 +74,7 @@ def test_an_update_in_place_is_seen_by_the_docstore_signature():
     node = next(n for n in wiki_nodes() if n.ref_doc_id == "faq")
     node.text = "Over-the-air upgrades restart the UIVM."
     index.insert_nodes([node])  # re-inserting the same id keeps its place in the index's listing
-    assert retriever._mirror.changed()
+    assert retriever.keeping.mirror.changed()
     assert returned(retriever, "restart the UIVM")[0].node.node_id == node.node_id
 
 
@@ -87,7 +87,7 @@ def test_a_lexical_hit_deleted_behind_the_signature_is_never_returned(tmp_path):
     retriever = HybridRetriever.from_index(index)
     gone = faq_ids(index)
     index.vector_store.client.delete(ids=gone)  # count() changes, but pretend nobody looks at it
-    retriever._mirror._signature = ("chroma", index.vector_store.client.count())
+    retriever.keeping.mirror._signature = ("chroma", index.vector_store.client.count())
     hits = returned(retriever, "Which upgrades need a reboot afterwards?")
     assert hits and not set(gone) & {h.node.node_id for h in hits}
 
@@ -108,13 +108,13 @@ def test_an_unchanged_index_retrieves_exactly_as_a_hand_built_retriever(index, c
 def test_async_checks_the_index_off_the_event_loop(index, monkeypatch):
     retriever = HybridRetriever.from_index(index)
     threads = []
-    changed = retriever._mirror.changed
+    changed = retriever.keeping.mirror.changed
 
     def recording():
         threads.append(threading.current_thread())
         return changed()
 
-    monkeypatch.setattr(retriever._mirror, "changed", recording)
+    monkeypatch.setattr(retriever.keeping.mirror, "changed", recording)
     asyncio.run(retriever.aretrieve("reboot afterwards"))
     assert threads and threading.main_thread() not in threads
 
@@ -172,7 +172,7 @@ def test_a_vector_index_retriever_out_of_sync_is_still_an_error():
 )
 def test_a_hit_still_out_of_step_after_a_rebuild_is_an_error_not_a_result(monkeypatch, caplog):
     retriever = HybridRetriever.from_index(docstore_index())
-    monkeypatch.setattr(retriever._mirror, "stale_hit", lambda sides: "changing")  # the index changes under us
+    monkeypatch.setattr(retriever.keeping.mirror, "stale_hit", lambda sides: "changing")  # the index changes under us
     with caplog.at_level(logging.WARNING, logger=LOGGER), pytest.raises(StoreError, match="still out of step"):
         retriever.retrieve("reboot afterwards")
     assert "rebuilt" in caplog.text

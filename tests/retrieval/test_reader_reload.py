@@ -154,7 +154,7 @@ def test_unchanged_store_gives_identical_results_and_the_check_is_cheap(tmp_path
                 assert trace(following.retrieve(query)) == trace(fixed.retrieve(query))
     assert following.lexical is lexical and not any("generation" in r.message for r in caplog.records)
 
-    follower, rounds = following._follower, 2000
+    follower, rounds = following.keeping.follower, 2000
     start = time.perf_counter()
     for _ in range(rounds):
         follower.begin()
@@ -188,7 +188,7 @@ def test_a_write_under_way_keeps_the_loaded_generation_and_an_interrupted_one_ra
 def test_a_newer_generation_is_swapped_in_only_between_queries(tmp_path):
     write(tmp_path, WIKI_PAGES)
     retriever = HybridRetriever.from_store(tmp_path, embed_model=HashingEmbedding(), top_n=10)
-    follower, old = retriever._follower, retriever.lexical
+    follower, old = retriever.keeping.follower, retriever.lexical
     follower.begin()  # a query in flight over the first generation
     write(tmp_path, EDITED, remove_missing=True, allow_removal=True)
     follower.begin()  # a second query loads the new one, but must not swap it under the first

@@ -30,6 +30,7 @@ from collections import Counter
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import httpx
+import tenacity
 
 from llama_index_ragonite.errors import ConfluenceAuthError, ConfluenceError, ConfluenceNotFoundError
 from llama_index_ragonite.parsing.confluence.shapes import (
@@ -157,22 +158,26 @@ class ConfluenceClient:
         names the space or page. The answer must be a JSON object."""
         url = path if path.startswith(("http://", "https://")) else self._absolute(path)
         what = what or "Confluence"
-        for attempt in range(self.max_retries + 1):
-            try:
-                response, body = self._send(url, params, what, kind)
-            except httpx.TransportError as err:
-                if attempt == self.max_retries:
-                    raise ConfluenceError(
-                        f"{what}: {self.url} could not be reached or broke off its answer ({type(err).__name__}) "
-                        f"after {attempt + 1} attempts"
-                    ) from None
-                self._wait(attempt, None, f"{type(err).__name__}", what)
-                continue
-            if response.status_code in RETRY_STATUSES and attempt < self.max_retries:
-                self._wait(attempt, response.headers.get("Retry-After"), f"HTTP {response.status_code}", what)
-                continue
-            return expect(self._result(response, body, what), dict, "the answer", what)
-        raise AssertionError("unreachable")  # pragma: no cover
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.max_retries + 1),
+            retry=tenacity.retry_if_exception_type(httpx.TransportError)
+            | tenacity.retry_if_result(lambda answer: answer[0].status_code in RETRY_STATUSES),
+            wait=lambda state: self._wait(state, what),
+            sleep=self._sleep,
+            retry_error_callback=lambda state: self._last_answer(state, what),
+        )
+        response, body = retrying(self._send, url, params, what, kind)
+        return expect(self._result(response, body, what), dict, "the answer", what)
+
+    def _last_answer(self, state: tenacity.RetryCallState, what: str) -> Tuple[httpx.Response, bytes]:
+        """After the last attempt: its answer (a retryable status, read as such), or the error that ends the run."""
+        err = state.outcome.exception()
+        if err is None:
+            return state.outcome.result()
+        raise ConfluenceError(
+            f"{what}: {self.url} could not be reached or broke off its answer ({type(err).__name__}) "
+            f"after {state.attempt_number} attempts"
+        ) from None
 
     def _absolute(self, path: str) -> str:
         if path.startswith("/rest/"):
@@ -269,8 +274,13 @@ class ConfluenceClient:
                 f"{what}: {self._run_requests:,} requests to {self.url} in this run, the most max_requests allows; stopped"
             )
 
-    def _wait(self, attempt: int, retry_after: Optional[str], why: str, what: str = "Confluence") -> None:
-        seconds = retry_after_seconds(retry_after)
+    def _wait(self, state: tenacity.RetryCallState, what: str) -> float:
+        """Seconds before the next attempt: the server's ``Retry-After``, else exponential backoff, capped;
+        a ``ConfluenceError`` when waiting would pass the run deadline."""
+        attempt, err = state.attempt_number - 1, state.outcome.exception()
+        response = None if err is not None else state.outcome.result()[0]
+        why = type(err).__name__ if err is not None else f"HTTP {response.status_code}"
+        seconds = retry_after_seconds(None if response is None else response.headers.get("Retry-After"))
         if seconds is None or seconds != seconds:  # absent, unreadable or NaN
             seconds = self.backoff * 2**attempt
         seconds = min(max(seconds, 0.0), self.max_wait)
@@ -282,7 +292,7 @@ class ConfluenceClient:
             )
         self.retries += 1
         logger.info("Confluence at %s: %s, retrying in %.1f s (retry %d)", self.url, why, seconds, attempt + 1)
-        self._sleep(seconds)
+        return seconds
 
     def _result(self, response: httpx.Response, body: bytes, what: str) -> Any:
         status = response.status_code

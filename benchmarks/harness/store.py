@@ -72,9 +72,10 @@ def settle_vectors(folder: Path) -> str:
     collection yet takes a lowered threshold when it loads it, and saves the graph then, so the
     work runs in a fresh child process (this one may hold the collection already).
     """
-    here = str(Path(__file__).resolve().parents[2])  # this package, also when run from a checkout
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
-    code = "import sys; from llama_index_ragonite.bench.store import _settle; print(_settle(sys.argv[1]))"
+    here = Path(__file__).resolve().parents  # the harness (benchmarks/) and the checkout's package
+    paths = [str(here[1]), str(here[2]), os.environ.get("PYTHONPATH")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, paths)))
+    code = "import sys; from harness.store import _settle; print(_settle(sys.argv[1]))"
     done = subprocess.run(
         [sys.executable, "-c", code, str(folder / CHROMA_DIR)], env=env, capture_output=True, text=True
     )

@@ -1,7 +1,8 @@
-"""What the scripts under ``benchmarks/`` share: default paths and the end of every report.
+"""What the scripts under ``benchmarks/`` share: default paths, the baseline package, the end of every report.
 
-The scripts live beside the package in a checkout, with the dataset in ``../shared`` next to
-the repository; they pass their own location, since an installed package cannot know it.
+Repo-only tooling (it reads git and ``../shared``), so it lives here, not in the wheel. The
+scripts live beside the package in a checkout, with the dataset in ``../shared`` next to the
+repository (or ``$CONFQUESTIONS_DIR``); they pass their own location.
 """
 
 from __future__ import annotations
@@ -55,3 +56,17 @@ def finish_report(lines: Sequence[str], out: Optional[Path], status: int = 0) ->
     if out:
         out.write_text(report, encoding="utf-8")
     return status
+
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def git_commit(repo: Path = CHECKOUT) -> str:
+    """The short HEAD commit of the checkout, or ``unknown`` (for a report's provenance line)."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=5
+        )
+        return done.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"

@@ -135,5 +135,5 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as err:
         print(f"ragonite serve needs the [web] extra: pip install 'llama-index-ragonite[web]' ({err})", file=sys.stderr)
         return 2
-    serve(config, log_level=args.log_level)
+    serve(config, log_level=args.log_level, ready=lambda url: print(f"RAGonite on {url} (API docs: /docs)", flush=True))
     return 0

@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from llama_index_ragonite.models.specs import add_model_arguments, embedding_from_spec, llm_from_spec
+from llama_index_ragonite.cli.models import add_model_arguments
+from llama_index_ragonite.models.specs import embedding_from_spec, llm_from_spec
 
 __all__ = ["METHODS", "add_arguments", "build_explainer", "run"]
 

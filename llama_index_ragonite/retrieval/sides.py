@@ -1,0 +1,115 @@
+"""The sides of hybrid retrieval: each a LlamaIndex ``BaseRetriever``, fused by ``HybridRetriever``.
+
+Why: a side is any retriever, ours or a user's (LlamaIndex's ``BM25Retriever``, a
+``VectorIndexRetriever`` over another vector store), composed with a weight as
+``QueryFusionRetriever`` composes its ``retriever_weights``. The built-in sides are built
+with these same classes: :class:`LexicalRetriever` (BM25), the dense index's own retriever,
+:class:`LatentTermRetriever` and :class:`PageTitleRetriever`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Protocol, Sequence, Union, runtime_checkable
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from llama_index_ragonite.index.latent import LatentTermIndex
+from llama_index_ragonite.index.lexical import LexicalIndex
+
+__all__ = ["LatentTermRetriever", "LexicalRetriever", "PageTitleRetriever", "PoolAwareRetriever", "Side"]
+
+
+@dataclass
+class Side:
+    """One named ranking of a ``HybridRetriever``: a retriever, its weight in RRF, how many of its hits count.
+
+    ``weight``: a number, or a function of the question (the lexical side counts less for a
+    question in another language than the pages). ``top_k``: its hits are cut to this many
+    (None: as many as it returns; 0: the side is not asked). ``ranks_pages``: its hits' node ids
+    are page ids (``ref_doc_id``); it re-orders the pool, every pooled node sharing its page's
+    rank, and adds no node (page titles).
+    """
+
+    retriever: BaseRetriever
+    weight: Union[float, Callable[[str], float]] = 1.0
+    top_k: Optional[int] = None
+    ranks_pages: bool = False
+
+    def weight_for(self, query: str) -> float:
+        return float(self.weight(query) if callable(self.weight) else self.weight)
+
+    def cut(self, hits: List[NodeWithScore]) -> List[NodeWithScore]:
+        return hits if self.top_k is None else hits[: self.top_k]
+
+
+@runtime_checkable
+class PoolAwareRetriever(Protocol):
+    """A side asked after the others, with their hits (the latent side scores them too when it bounds its search)."""
+
+    def retrieve_also(self, query_bundle: QueryBundle, also: Sequence[NodeWithScore]) -> List[NodeWithScore]: ...
+
+
+class _InProcessRetriever(BaseRetriever):
+    """A CPU-bound in-process side: its async path runs it off the event loop."""
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        return await asyncio.to_thread(self._retrieve, query_bundle)
+
+
+class LexicalRetriever(_InProcessRetriever):
+    """BM25 over a :class:`LexicalIndex`: top ``similarity_top_k`` nodes with raw BM25 scores."""
+
+    def __init__(self, lexical: LexicalIndex, similarity_top_k: int = 10, **kwargs) -> None:
+        self.lexical, self.similarity_top_k = lexical, similarity_top_k
+        super().__init__(**kwargs)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        return self.lexical.search(query_bundle.query_str, self.similarity_top_k) if self.similarity_top_k else []
+
+
+class LatentTermRetriever(_InProcessRetriever):
+    """Latent terms (``LatentTermIndex``): the question's terms from ``embed_model.get_query_terms``,
+    nodes read from ``lexical`` (which holds the same nodes)."""
+
+    def __init__(
+        self,
+        latent: LatentTermIndex,
+        lexical: LexicalIndex,
+        embed_model: BaseEmbedding,
+        similarity_top_k: int = 10,
+        **kwargs,
+    ) -> None:
+        self.latent, self.lexical, self.embed_model = latent, lexical, embed_model
+        self.similarity_top_k = similarity_top_k
+        super().__init__(**kwargs)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        return self.retrieve_also(query_bundle, ())
+
+    def retrieve_also(self, query_bundle: QueryBundle, also: Sequence[NodeWithScore]) -> List[NodeWithScore]:
+        """``also``: the other sides' hits, scored too when a large store bounds the search; their nodes are reused."""
+        if not self.similarity_top_k:
+            return []
+        terms = self.embed_model.get_query_terms(query_bundle.query_str)
+        held = {hit.node.node_id: hit.node for hit in also}
+        hits = self.latent.search(terms, self.similarity_top_k, also=list(held))
+        return [
+            NodeWithScore(node=held.get(i) or self.lexical.get_node(i), score=s) for i, s in hits if i in self.lexical
+        ]
+
+
+class PageTitleRetriever(_InProcessRetriever):
+    """Pages by how well the question matches their title (BM25 over titles): one hit per page,
+    whose node id is the page id (``ref_doc_id``); use it as a side with ``ranks_pages=True``."""
+
+    def __init__(self, lexical: LexicalIndex, similarity_top_k: int = 10, **kwargs) -> None:
+        self.lexical, self.similarity_top_k = lexical, similarity_top_k
+        super().__init__(**kwargs)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        pages = self.lexical.search_titles(query_bundle.query_str, self.similarity_top_k)
+        return [NodeWithScore(node=TextNode(id_=page, text=""), score=score) for page, score in pages]
