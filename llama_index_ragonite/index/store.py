@@ -1,9 +1,10 @@
 """``EvidenceStore``: one folder holding the dense index (Chroma), the lexical index and a manifest.
 
+The store persists, loads, checks and repairs; ``ingestion`` turns pages into its evidences.
 Ingestion is idempotent per page: the manifest records a fingerprint of every page
-(its text, metadata and the parsing/contextualization settings). Re-running on the
-same pages skips unchanged ones, replaces the evidences of changed ones and — when
-``remove_missing`` — deletes pages that disappeared. The manifest also records the
+(its text, metadata and the pipeline's settings). Re-running on the same pages skips
+unchanged ones, replaces the evidences of changed ones and — when ``remove_missing`` —
+deletes pages that disappeared. The manifest also records the
 embedding model (class, name and, for a local model, a fingerprint: ``model_identity``);
 opening a store with another model is an error, because vectors from two models in one
 index are silent garbage. Each completed write increments the
@@ -12,8 +13,6 @@ manifest's ``generation``, which readers follow (``stale``, ``reload``).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 from contextlib import contextmanager
@@ -21,11 +20,9 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.schema import BaseNode, Document
-from llama_index.core.utils import get_tqdm_iterable
+from llama_index.core.schema import BaseNode, Document, TransformComponent
 
-from llama_index_ragonite.errors import MassRemovalError, StoreCorruptError, StoreError
-from llama_index_ragonite.index.batches import embed_evidences, write_evidences
+from llama_index_ragonite.errors import StoreCorruptError, StoreError
 from llama_index_ragonite.index.check import (
     StoreCheckReport,
     check_readable,
@@ -36,14 +33,14 @@ from llama_index_ragonite.index.check import (
 from llama_index_ragonite.index.chroma_access import open_collection
 from llama_index_ragonite.index.disk_full import disk_full_as_store_error
 from llama_index_ragonite.index.generation import GenerationWatch, reopen_vector_store
-from llama_index_ragonite.index.ingest_report import IngestReport, StepClock
+from llama_index_ragonite.index.ingest_report import IngestReport
+from llama_index_ragonite.index.ingestion import MAX_REMOVAL_SHARE, ingest, page_fingerprint, transformation_name
 from llama_index_ragonite.index.journal import begin_journal, finish_journal, read_journal, writer_lock
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.model_identity import embedding_for, embedding_id, fingerprint, refusal, same_space
 from llama_index_ragonite.index.node_lookup_chroma import NodeLookupChromaVectorStore
 from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
-from llama_index_ragonite.memory import release_freed_memory
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
 
@@ -61,7 +58,6 @@ LEXICAL_DIR = "lexical"
 CHROMA_DIR = "chroma"
 COLLECTION = "ragonite"
 FORMAT_VERSION = 1
-MAX_REMOVAL_SHARE = 0.5  # an ingest removing more of the store's pages than this refuses unless asked
 _DELETE_BATCH = 1000
 
 
@@ -82,6 +78,7 @@ class EvidenceStore:
         lexical: Optional[LexicalIndex] = None,
         chroma_client: Any = None,
         collection: str = COLLECTION,
+        transformations: Sequence[TransformComponent] = (),
     ) -> None:
         self.path = Path(path)
         self._watch = GenerationWatch(self.path, MANIFEST)  # stat before reading: never newer than what is read
@@ -94,6 +91,7 @@ class EvidenceStore:
         self.contextualizer = contextualizer or EvidenceContextualizer.from_recorded(
             self.manifest.get("contextualizer")
         )
+        self.transformations = list(transformations)  # yours, after the contextualizer (``pipeline``)
         self.lexical = lexical or self._load_lexical()
         self.latent = LatentTermIndex.load(self.path)
         self._chroma_client = chroma_client
@@ -172,17 +170,28 @@ class EvidenceStore:
         check_readable(self.path, self._vector_store.client, self.lexical, self.latent)
 
     def fingerprint(self, doc: Document) -> str:
-        """Changes when the page or the way it is indexed changes."""
-        digest = hashlib.sha256()
-        for part in (
-            doc.text,
-            json.dumps(doc.metadata, sort_keys=True, default=str),
-            json.dumps(self.parser.to_dict(), sort_keys=True, default=str),
-            json.dumps(self.contextualizer.fingerprint_settings(), sort_keys=True, default=str),
-        ):
-            digest.update(part.encode("utf-8", "replace"))
-            digest.update(b"\x00")
-        return digest.hexdigest()
+        """Changes when the page or the way it is indexed changes (the parser's, contextualizer's and
+        every added transformation's settings)."""
+        return page_fingerprint(doc, self.pipeline)
+
+    @property
+    def pipeline(self) -> List[TransformComponent]:
+        """What turns a page into evidences, in order: the parser, the contextualizer, your transformations."""
+        return [self.parser, self.contextualizer, *self.transformations]
+
+    def ingest(
+        self,
+        documents: Sequence[Document],
+        remove_missing: bool = False,
+        show_progress: bool = False,
+        allow_removal: bool = False,
+        max_removal_share: float = MAX_REMOVAL_SHARE,
+        remove: Sequence[str] = (),
+    ) -> IngestReport:
+        """Bring the store in line with ``documents`` (``ingestion.ingest``): ``remove_missing`` deletes
+        pages not among them, ``remove`` these pages, in the same write; more than
+        ``max_removal_share`` of the pages removed is a ``MassRemovalError`` unless ``allow_removal``."""
+        return ingest(self, documents, remove_missing, show_progress, allow_removal, max_removal_share, remove)
 
     # -- checking ------------------------------------------------------------------
     def check(self, repair: bool = False) -> StoreCheckReport:
@@ -221,49 +230,6 @@ class EvidenceStore:
         self._drop(report, pages)
         return sorted(report.bad_pages)
 
-    # -- ingestion ----------------------------------------------------------------
-    def ingest(
-        self,
-        documents: Sequence[Document],
-        remove_missing: bool = False,
-        show_progress: bool = False,
-        allow_removal: bool = False,
-        max_removal_share: float = MAX_REMOVAL_SHARE,
-        remove: Sequence[str] = (),
-    ) -> IngestReport:
-        """Bring the store in line with ``documents``; ``remove_missing`` deletes pages not among them,
-        ``remove`` these pages (ids not indexed are ignored), in the same write.
-
-        A run that would remove more than ``max_removal_share`` of the indexed pages, or all of
-        them, raises ``MassRemovalError`` unless ``allow_removal``: an empty or wrong source
-        folder must not wipe the store. One writer at a time: a second process ingesting into
-        the same folder gets a ``StoreLockedError`` instead of interleaving writes (readers need no lock).
-        """
-        ids = [doc.id_ for doc in documents]
-        if len(set(ids)) != len(ids):
-            dupes = sorted({i for i in ids if ids.count(i) > 1})
-            raise ValueError(f"Duplicate document ids {dupes[:5]}: each page needs its own stable id")
-        if not 0 <= max_removal_share <= 1:
-            raise ValueError(f"max_removal_share must be between 0 and 1; got {max_removal_share!r}")
-        if set(remove) & set(ids):
-            raise ValueError(f"Pages both given and to remove: {sorted(set(remove) & set(ids))[:5]}")
-        with self._writer():
-            indexed = set(self.manifest.get("pages", {}))
-            doomed = (indexed - set(ids) if remove_missing else set()) | (indexed & set(remove))
-            if not allow_removal:
-                self._guard_removal(doomed, max_removal_share)
-            return self._ingest(documents, doomed, show_progress)
-
-    def _guard_removal(self, doomed: set, share: float) -> None:
-        indexed = len(self.manifest.get("pages", {}))
-        if doomed and (len(doomed) == indexed or len(doomed) > share * indexed):
-            examples = ", ".join(sorted(doomed)[:3]) + (", …" if len(doomed) > 3 else "")
-            raise MassRemovalError(
-                f"{self.path}: this run would remove {len(doomed)} of the {indexed} indexed pages ({examples}), "
-                f"more than {share:.0%}: is the source the right folder, and mounted? Nothing was changed. "
-                "To remove them, pass allow_removal=True (`ragonite index --prune`)"
-            )
-
     @contextmanager
     def _writer(self) -> Iterator[None]:
         """Hold the writer lock, starting from the state on disk (another process may have written).
@@ -282,54 +248,8 @@ class EvidenceStore:
                 finally:
                     self._writing = False
 
-    def _ingest(self, documents, doomed, show_progress) -> IngestReport:
-        pages: Dict[str, str] = dict(self.manifest.get("pages", {}))
-        report = IngestReport()
-        clock = StepClock(report.seconds)
-        report.repaired = self._recover(pages)
-        if report.repaired:
-            clock.lap("repair")
-        changed: List[Document] = []
-        new_fingerprints: Dict[str, str] = {}
-        for doc in documents:
-            fp = self.fingerprint(doc)
-            if pages.get(doc.id_) == fp:
-                report.unchanged.append(doc.id_)
-                continue
-            (report.updated if doc.id_ in pages else report.added).append(doc.id_)
-            changed.append(doc)
-            new_fingerprints[doc.id_] = fp
-        report.removed = sorted(doomed & set(pages))  # the manifest on disk: a repair may have dropped some
-
-        nodes: List[BaseNode] = []
-        for doc in get_tqdm_iterable(changed, show_progress, "Parsing pages"):
-            nodes.extend(self.contextualizer(self.parser.get_nodes_from_documents([doc])))
-        release_freed_memory()  # a large page's parse trees, before embedding needs memory
-        clock.lap("parse + contextualize")
-        evidences = embed_evidences(
-            self.embed_model, nodes, self._open_vector_store().client, embedding_id(self.embed_model), show_progress
-        )
-        del nodes  # the evidences hold them now, and release each batch once written
-        clock.lap("embed")
-
-        # The journal names every page about to change before the first write and goes away
-        # after the manifest: an interrupted run is repaired by the next one. Each page's old
-        # evidences go first, whatever the manifest says (Chroma's add ignores existing ids).
-        touched = list(new_fingerprints) + report.removed
-        if touched or report.repaired:
-            begin_journal(self.path, touched + report.repaired)
-        self._delete_pages(touched)
-        for doc_id in report.removed:
-            pages.pop(doc_id, None)
-        write_evidences(evidences, self.vector_store, self.lexical, self.latent, clock, show_progress)
-        report.nodes_written = len(evidences)
-        del evidences  # its vector matrix, before persisting builds the files
-        pages.update(new_fingerprints)
-        if touched or report.repaired or not (self.path / MANIFEST).exists():
-            self._write(pages)
-            finish_journal(self.path)
-        clock.lap("persist")
-        return report
+    def _manifest_missing(self) -> bool:
+        return not (self.path / MANIFEST).exists()
 
     def _delete_pages(self, page_ids: List[str]) -> None:
         """Remove every evidence of these pages from all indexes (Chroma in batches: one call per 1000 pages)."""
@@ -350,6 +270,10 @@ class EvidenceStore:
                 f"{self.path}: the store folder is not writable (searching and asking need no write access)"
             )
 
+    def _fingerprint_to_record(self) -> Optional[Dict[str, Any]]:
+        """The recorded fingerprint of the store's model, else (a local model) its fingerprint now."""
+        return self.manifest.get("embed_fingerprint") or fingerprint(self.embed_model)
+
     def _write(self, pages: Dict[str, str], keep_settings: bool = False) -> None:
         self._make_folder()
         self.lexical.persist(self.path / LEXICAL_DIR)
@@ -361,11 +285,15 @@ class EvidenceStore:
                 "format": FORMAT_VERSION,
                 "generation": self.generation + 1,  # readers reload when it grows
                 "embed_model": self.manifest.get("embed_model") or embedding_id(self.embed_model),
-                "embed_fingerprint": self.manifest.get("embed_fingerprint") or fingerprint(self.embed_model),
                 "parser": self.parser.to_dict(),
                 "contextualizer": self.contextualizer.to_dict(),
                 "pages": pages,
             }
+            recorded = {  # written only when there is something to record: older stores keep their bytes
+                "embed_fingerprint": self._fingerprint_to_record(),
+                "transformations": [transformation_name(t) for t in self.transformations],
+            }
+            self.manifest.update({key: value for key, value in recorded.items() if value})
         write_json(self.path / MANIFEST, self.manifest, indent=1, sort_keys=True)
 
     # -- following other writers ------------------------------------------------------

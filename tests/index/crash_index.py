@@ -1,6 +1,6 @@
 """Run the real ``ragonite index`` command, optionally killed with SIGKILL at a chosen point.
 
-Used by ``test_store_crash.py`` as ``python crash_index.py POINT SOURCE STORE``. The fault
+Used by ``test_store_crash.py`` as ``python crash_index.py POINT SOURCE STORE [--transform]``. The fault
 is injected here, in the test's own script, by wrapping package functions before the CLI
 runs: the package has no test hook. Embeddings come from ``HashingTermsEmbedding`` (dense
 vectors and latent terms, no model), assigned to ``Settings.embed_model`` as a user would.
@@ -11,6 +11,9 @@ POINT is one of:
   vector-store    right after the Chroma write of the new evidences
   lexical         during the lexical write (bm25s files saved, folder not yet renamed into place)
   manifest        after the lexical and latent-term files, before the manifest
+
+``--transform``: index through the library instead, as a user adding a transformation of their own
+would (``EvidenceStore(transformations=[TeamLabel()]).ingest(...)``), with the CLI's settings.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import List
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for fakes
 
 from fakes import HashingEmbedding  # noqa: E402
+from llama_index.core.schema import TransformComponent  # noqa: E402
 
 POINTS = ("none", "embed", "vector-store", "lexical", "manifest")
 
@@ -96,15 +100,34 @@ def inject(point: str) -> None:
         raise SystemExit(f"unknown kill point {point!r}; one of {', '.join(POINTS)}")
 
 
+class TeamLabel(TransformComponent):
+    """A user's transformation: labels each evidence with its page's team (metadata the models see)."""
+
+    def __call__(self, nodes, **kwargs):
+        for node in nodes:
+            node.metadata["team"] = "platform" if node.ref_doc_id in ("alpha.html", "beta.html") else "release"
+        return nodes
+
+
 def main(argv: List[str]) -> int:
-    point, source, store = argv
+    point, source, store, *flags = argv
     from llama_index.core import Settings
 
     from llama_index_ragonite.cli import main as ragonite
 
     Settings.embed_model = HashingTermsEmbedding()
     inject(point)
-    return ragonite(["index", source, "--store", store, "--quiet"])
+    if "--transform" not in flags:
+        return ragonite(["index", source, "--store", store, "--quiet"])
+    from llama_index_ragonite import EvidenceContextualizer, EvidenceStore, HTMLEvidenceParser, load_pages
+
+    parser = HTMLEvidenceParser(table_granularity="both", linearizer="verbalized")  # `ragonite index`'s defaults
+    indexed = EvidenceStore(
+        store, parser=parser, contextualizer=EvidenceContextualizer.from_setting("ALL"), transformations=[TeamLabel()]
+    )
+    report = indexed.ingest(load_pages(source, exclude=[store]), remove_missing=True)
+    print(f"{store}: {report}; {len(indexed)} evidences indexed")
+    return 0
 
 
 if __name__ == "__main__":

@@ -51,9 +51,9 @@ def write_pages(folder: Path, pages: dict) -> Path:
     return folder
 
 
-def ragonite_index(point: str, source: Path, store: Path) -> subprocess.CompletedProcess:
+def ragonite_index(point: str, source: Path, store: Path, *flags: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(SCRIPT), point, str(source), str(store)],
+        [sys.executable, str(SCRIPT), point, str(source), str(store), *flags],
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -133,3 +133,32 @@ def test_killed_index_then_edit_and_resume_equals_a_clean_build(builds, point):
     assert len(after["latent"]) == len(after["chroma"]) > 0
     assert open_store(store).check().ok
     assert not any("HP EliteBook" in text or "Acer Swift" in text for text, *_ in after["chroma"].values())
+
+
+@pytest.mark.fault(
+    "a store ingesting with a user's own TransformComponent killed (vector-store or manifest write), pages edited, resumed",
+    "the resumed store equals a clean build with that transformation: its metadata on every evidence, nothing stale",
+)
+@pytest.mark.parametrize("point", ["vector-store", "manifest"])
+def test_a_user_transformation_survives_kill_edit_and_resume(builds, point):
+    root, sources = builds
+    clean, store = root / f"clean-transform-{point}", root / f"store-transform-{point}"
+    assert ragonite_index("none", sources["v3"], clean, "--transform").returncode == 0
+    assert ragonite_index("none", sources["v1"], store, "--transform").returncode == 0
+    killed = ragonite_index(point, sources["v2"], store, "--transform")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    resumed = ragonite_index("none", sources["v3"], store, "--transform")
+    assert resumed.returncode == 0 and "evidences indexed" in resumed.stdout, resumed.stderr
+
+    after = contents(store)
+    assert after == contents(clean)
+    assert open_store(store).check().ok
+    reader = open_store(store)
+    teams = {reader.lexical.get_node(node_id).metadata.get("team") for node_id in after["lexical"]}
+    assert teams == {"platform", "release"}  # the transformation ran on every evidence
+    assert all(text.split("\n\n")[0].endswith(("platform", "release")) for _, text in after["lexical"].values())
+    manifest = reader.manifest
+    assert manifest["transformations"] == ["crash_index.TeamLabel"] or manifest["transformations"][0].endswith(
+        "TeamLabel"
+    )
+    assert contents(root / "clean")["pages"] != after["pages"]  # its settings are part of each page's fingerprint
