@@ -40,6 +40,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from harness import default_data, finish_report, package_at, repository, shown, table_cell
 from harness.asking import Asked, ask_all, out_of_scope_rate, rate_row
+from harness.own_questions import OWN_QUESTIONS, SAMPLE_WIKI
 from harness.store import ALL_STORE, open_all_store
 
 from llama_index_ragonite.bench.answer_metrics import answer_text, is_out_of_scope, k_precision, token_f1
@@ -55,35 +56,9 @@ ROOT = repository(__file__)
 DEFAULT_DATA = default_data(ROOT)
 DEFAULT_STORE = ROOT / "benchmarks" / ".cache" / ALL_STORE
 UNANSWERABLE = ROOT / "benchmarks" / "unanswerable_questions.json"
-SAMPLE_WIKI = ROOT / "examples" / "sample_wiki"
 F1_FACTOR, MAX_MEDIAN_WORDS, LANG_GAP, UNANSWERABLE_TARGET = 1.3, 30, 0.05, 0.85
 POSTER = "Which AMD graphics card(s) was checked with HP 8300 for the OpenXT GPU passthrough tests?"
 POSTER_FOLLOW_UP = "What was the QEMU version in these tests?"  # completed by the engine's offline completer
-
-# Own questions over examples/sample_wiki (written for this check, not tuned on): (lang, question,
-# expected words, all of which the answer must hold; [] = out of scope).
-OWN_QUESTIONS: List[Tuple[str, str, List[str]]] = [
-    ("en", "Which firmware does the Lenovo T14 run in the Aurora 2.0 release testing?", ["1.32"]),
-    ("en", "Which platform failed the UEFI OTA upgrade in Aurora 2.0?", ["Lenovo T14"]),
-    ("en", "Which firmware did the Dell OptiPlex 7070 have in the Aurora 1.9 tests?", ["2.0.4"]),
-    ("en", "Who owns the OTA server?", ["Bob"]),
-    ("en", "What is the default poll interval of the OTA server?", ["6h"]),
-    ("en", "Where are the OTA server settings read from?", ["/etc/aurora/ota.toml"]),
-    ("en", "How long does the security training take?", ["two hours"]),
-    ("en", "Who grants access to the build server?", ["Dana"]),
-    ("en", "Where is the installer log written?", ["/var/log/aurora-install.log"]),
-    ("en", "What should I do if devices reject the manifest?", ["signing key"]),
-    ("en", "Which Raspberry Pi model was tested for Aurora 2.0?", []),
-    ("en", "What is the default value of max_retries on the OTA server?", []),
-    ("en", "Who won the 2018 football world cup?", []),
-    ("de", "Welche Firmware hat das Lenovo T14 in den Aurora-2.0-Tests?", ["1.32"]),
-    ("de", "Wer ist für den OTA-Server zuständig?", ["Bob"]),
-    ("de", "Wie oft fragen die Geräte beim OTA-Server nach Updates?", ["six hours"]),
-    ("de", "Wie lange dauert die Sicherheitsschulung?", ["two hours"]),
-    ("de", "Wer vergibt den Zugang zum Build-Server?", ["Dana"]),
-    ("de", "Welche Firmware hatte das HP EliteBook 840 in den Aurora-Tests?", []),
-    ("de", "Wie hoch ist der Eiffelturm?", []),
-]
 
 
 def old_answers(base: Path, prompts: Sequence[str]) -> List[str]:

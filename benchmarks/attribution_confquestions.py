@@ -34,8 +34,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from attribution_calibration import report as calibration_report
 from harness import default_data, finish_report, repository, shown
+from harness.attribution_calibration import report as calibration_report
 from harness.store import ALL_STORE, open_all_store
 
 from llama_index_ragonite.bench.confquestions import Question, load_questions
@@ -47,11 +47,11 @@ from llama_index_ragonite.bench.slices import question_slices
 from llama_index_ragonite.explain.attribution import (
     PAPER_TEMPERATURE,
     CounterfactualAttributor,
-    SimilarityAttributor,
     default_temperature,
 )
 from llama_index_ragonite.explain.math import cosine_matrix
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
+from llama_index_ragonite.explain.similarity import SimilarityAttributor
 from llama_index_ragonite.explain.surrogate import SurrogateAttributor
 from llama_index_ragonite.prompts import OUT_OF_SCOPE, cited_sources
 from llama_index_ragonite.retrieval.protocols import StoredEmbeddingsRetriever

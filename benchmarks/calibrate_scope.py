@@ -50,7 +50,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from completion_confquestions import (  # noqa: E402
+from harness import default_data, finish_report, shown  # noqa: E402
+from harness.conversations import (  # noqa: E402
     FRESH_OFF_TOPIC,
     HELD_OUT_OFF_TOPIC,
     LAST_OFF_TOPIC,
@@ -58,7 +59,6 @@ from completion_confquestions import (  # noqa: E402
     OFF_TOPIC,
     UNSEEN_OFF_TOPIC,
 )
-from harness import default_data, finish_report, shown  # noqa: E402
 from harness.store import ALL_STORE, open_all_store  # noqa: E402
 
 from llama_index_ragonite.bench.confquestions import load_questions  # noqa: E402

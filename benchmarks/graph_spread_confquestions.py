@@ -30,9 +30,9 @@ def main() -> int:
     ap.add_argument("--graphs", type=int, default=3, help="copies with a graph built again (default 3)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    from completion_confquestions import run_worker
-    from completion_report import LATER_LISTS, list_label, refused
     from harness import default_data, finish_report, shown
+    from harness.completion_report import LATER_LISTS, list_label, refused
+    from harness.conversations import run_worker
     from harness.store import ALL_STORE, rebuilt_copy
 
     from llama_index_ragonite.bench.confquestions import load_questions

@@ -37,7 +37,7 @@ from llama_index_ragonite.parsing.loaders import load_pages
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from answers_confquestions import OWN_QUESTIONS, SAMPLE_WIKI  # noqa: E402
+from harness.own_questions import OWN_QUESTIONS, SAMPLE_WIKI  # noqa: E402
 
 ROOT = repository(__file__)
 # (label, budget as a multiple of the store's evidences or None for the shipped default, candidates or a fraction)

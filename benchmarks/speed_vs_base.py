@@ -32,8 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from answers_confquestions import OWN_QUESTIONS, SAMPLE_WIKI  # noqa: E402
 from harness import default_data, finish_report, package_at, table_cell  # noqa: E402
+from harness.own_questions import OWN_QUESTIONS, SAMPLE_WIKI  # noqa: E402
 
 BUILD = r"""
 import json, sys, time

@@ -30,7 +30,6 @@ from llama_index_ragonite.explain.attention import AttentionRelevance
 from llama_index_ragonite.explain.attribution import (
     Attribution,
     CounterfactualAttributor,
-    SimilarityAttributor,
     default_temperature,
 )
 from llama_index_ragonite.explain.combinations import CombinationExplainer
@@ -44,6 +43,7 @@ from llama_index_ragonite.explain.query_engine import (
     explain_response,
 )
 from llama_index_ragonite.explain.results import AttachedAttribution
+from llama_index_ragonite.explain.similarity import SimilarityAttributor
 from llama_index_ragonite.explain.surrogate import SurrogateAttributor
 from llama_index_ragonite.explain.synthesizer import AttributedSynthesizer
 from llama_index_ragonite.index.chroma_access import chroma_http_client

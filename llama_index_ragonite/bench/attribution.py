@@ -13,7 +13,8 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms.llm import LLM
 
 from llama_index_ragonite.bench.runner import AttributionHook
-from llama_index_ragonite.explain.attribution import BaseAttributor, CounterfactualAttributor, SimilarityAttributor
+from llama_index_ragonite.explain.attribution import BaseAttributor, CounterfactualAttributor
+from llama_index_ragonite.explain.similarity import SimilarityAttributor
 from llama_index_ragonite.explain.surrogate import SurrogateAttributor
 
 METHODS: Dict[str, Callable[..., BaseAttributor]] = {

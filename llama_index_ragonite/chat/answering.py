@@ -9,19 +9,20 @@ reads, and what the offline answer is equivalent to.
 
 from __future__ import annotations
 
-from typing import AsyncIterator, Iterator, Optional, Sequence
+from typing import AsyncIterator, Iterator, List, Optional, Sequence
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms.llm import LLM
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.response_synthesizers.base import BaseSynthesizer
-from llama_index.core.schema import MetadataMode, NodeWithScore
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from llama_index_ragonite.chat.llm_calls import acall_llm, aiter_items, astream_llm, call_llm, stream_llm
 from llama_index_ragonite.chat.responses import TurnResult
 from llama_index_ragonite.models.extractive import ExtractiveAnswerer
-from llama_index_ragonite.models.extractive.answerer import stream_pieces
+from llama_index_ragonite.models.extractive.calls import stream_pieces
 from llama_index_ragonite.models.synthesizers import CitedSynthesizer, ExtractiveSynthesizer
 from llama_index_ragonite.prompts import ANSWER_PROMPT
 
@@ -93,3 +94,22 @@ class Answering:
 def _views(nodes: Sequence[NodeWithScore]) -> list:
     """What a prompt numbers as the sources: each node's LLM view."""
     return [n.node.get_content(metadata_mode=MetadataMode.LLM) for n in nodes]
+
+
+def postprocessed(
+    postprocessors: Sequence[BaseNodePostprocessor], top_k: int, question: str, nodes: Sequence[NodeWithScore]
+) -> List[NodeWithScore]:
+    """The node postprocessors in order, then the top ``top_k`` (after them: a reranker sees the whole pool)."""
+    bundle = QueryBundle(question)
+    for postprocessor in postprocessors:
+        nodes = postprocessor.postprocess_nodes(list(nodes), query_bundle=bundle)
+    return list(nodes)[:top_k]
+
+
+async def apostprocessed(
+    postprocessors: Sequence[BaseNodePostprocessor], top_k: int, question: str, nodes: Sequence[NodeWithScore]
+) -> List[NodeWithScore]:
+    bundle = QueryBundle(question)
+    for postprocessor in postprocessors:
+        nodes = await postprocessor.apostprocess_nodes(list(nodes), query_bundle=bundle)
+    return list(nodes)[:top_k]

@@ -1,4 +1,5 @@
-"""The chat store's SQLite file: schema, versioned migration, connection settings, write transactions.
+"""The chat store's SQLite file: schema, versioned migration, connection settings, write transactions,
+and the row-level statements the store's methods share.
 
 Kept apart from ``SQLiteChatStore`` so the store's methods read as conversation logic while
 the file-level concerns (WAL, busy timeout, ``PRAGMA user_version``) live in one place.
@@ -9,19 +10,27 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import List, Optional, Sequence
+
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
 from llama_index_ragonite.errors import ChatStoreError
 
 __all__ = [
     "MEMORY",
     "SCHEMA_VERSION",
+    "conversation_row",
     "default_history_file",
     "immediate_transaction",
+    "insert_messages",
     "is_write_refusal",
+    "message_rows",
     "open_chat_database",
+    "touch",
 ]
 
 SCHEMA_VERSION = 1
@@ -151,3 +160,28 @@ def is_write_refusal(err: sqlite3.OperationalError) -> bool:
     """SQLite's ways of saying a file or its folder cannot be written (no error codes before 3.11)."""
     text = str(err).lower()
     return any(m in text for m in ("readonly", "read-only", "unable to open", "disk i/o", "permission"))
+
+
+# -- rows (inside a read or write transaction) ----------------------------------------------
+def conversation_row(conn: sqlite3.Connection, key: str) -> Optional[tuple]:
+    """(id, deleted_at) of the conversation, or None."""
+    return conn.execute("SELECT id, deleted_at FROM conversations WHERE id = ?", (key,)).fetchone()
+
+
+def touch(conn: sqlite3.Connection, key: str) -> None:
+    conn.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (time.time(), key))
+
+
+def message_rows(conn: sqlite3.Connection, key: str) -> List[tuple]:
+    """(id, role, message JSON) of the conversation's messages, in order."""
+    return conn.execute(
+        "SELECT id, role, message FROM messages WHERE conversation_id = ? ORDER BY id", (key,)
+    ).fetchall()
+
+
+def insert_messages(conn: sqlite3.Connection, key: str, messages: Sequence[ChatMessage]) -> None:
+    now = time.time()
+    conn.executemany(
+        "INSERT INTO messages (conversation_id, role, message, created_at) VALUES (?, ?, ?, ?)",
+        [(key, MessageRole(m.role).value, m.model_dump_json(), now) for m in messages],
+    )

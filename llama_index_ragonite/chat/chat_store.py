@@ -52,9 +52,13 @@ from llama_index.core.storage.chat_store.base import BaseChatStore
 from llama_index_ragonite.chat.chat_db import (
     MEMORY,
     SCHEMA_VERSION,
+    conversation_row,
     immediate_transaction,
+    insert_messages,
     is_write_refusal,
+    message_rows,
     open_chat_database,
+    touch,
 )
 from llama_index_ragonite.chat.chat_records import (
     RATINGS,
@@ -141,19 +145,15 @@ class SQLiteChatStore(BaseChatStore):
             ) from err
 
     # -- helpers (call inside _read/_write) -------------------------------------------
-    @staticmethod
-    def _row(conn: sqlite3.Connection, key: str) -> Optional[tuple]:
-        return conn.execute("SELECT id, deleted_at FROM conversations WHERE id = ?", (key,)).fetchone()
-
     def _existing(self, conn: sqlite3.Connection, key: str) -> tuple:
-        row = self._row(conn, check_conversation_id(key))
+        row = conversation_row(conn, check_conversation_id(key))
         if row is None:
             raise UnknownConversationError(f"No conversation with id {key!r} in {self.path}")
         return row
 
     def _writable(self, conn: sqlite3.Connection, key: str, create: bool) -> bool:
         """Whether the conversation exists (creating it if asked); refuses deleted ones."""
-        row = self._row(conn, check_conversation_id(key))
+        row = conversation_row(conn, check_conversation_id(key))
         if row is None:
             if create:
                 now = time.time()
@@ -165,59 +165,41 @@ class SQLiteChatStore(BaseChatStore):
             )
         return True
 
-    @staticmethod
-    def _touch(conn: sqlite3.Connection, key: str) -> None:
-        conn.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (time.time(), key))
-
-    @staticmethod
-    def _message_rows(conn: sqlite3.Connection, key: str) -> List[tuple]:
-        return conn.execute(
-            "SELECT id, role, message FROM messages WHERE conversation_id = ? ORDER BY id", (key,)
-        ).fetchall()
-
-    @staticmethod
-    def _insert(conn: sqlite3.Connection, key: str, messages: List[ChatMessage]) -> None:
-        now = time.time()
-        conn.executemany(
-            "INSERT INTO messages (conversation_id, role, message, created_at) VALUES (?, ?, ?, ?)",
-            [(key, MessageRole(m.role).value, m.model_dump_json(), now) for m in messages],
-        )
-
     # -- BaseChatStore ------------------------------------------------------------------
     def set_messages(self, key: str, messages: List[ChatMessage]) -> None:
         """Replace the conversation's messages (creating it); unchanged leading messages keep their feedback."""
         new = [m.model_dump_json() for m in messages]
         with self._write() as conn:
             self._writable(conn, key, create=True)
-            old = self._message_rows(conn, key)
+            old = message_rows(conn, key)
             keep = 0
             while keep < min(len(old), len(new)) and old[keep][2] == new[keep]:
                 keep += 1
             conn.executemany("DELETE FROM messages WHERE id = ?", [(row[0],) for row in old[keep:]])
-            self._insert(conn, key, list(messages[keep:]))
-            self._touch(conn, key)
+            insert_messages(conn, key, list(messages[keep:]))
+            touch(conn, key)
 
     def get_messages(self, key: str) -> List[ChatMessage]:
         """The conversation's messages in order (also of a soft-deleted one); ``[]`` for an unknown id."""
         check_conversation_id(key)
         with self._read() as conn:
-            rows = self._message_rows(conn, key)
+            rows = message_rows(conn, key)
         return [ChatMessage.model_validate_json(row[2]) for row in rows]
 
     def add_message(self, key: str, message: ChatMessage) -> None:
         """Append a message (creating the conversation)."""
         with self._write() as conn:
             self._writable(conn, key, create=True)
-            self._insert(conn, key, [message])
-            self._touch(conn, key)
+            insert_messages(conn, key, [message])
+            touch(conn, key)
 
     def delete_messages(self, key: str) -> Optional[List[ChatMessage]]:
         """Forget the conversation (hard delete, feedback included); its messages, or ``None`` if unknown."""
         check_conversation_id(key)
         with self._write() as conn:
-            if self._row(conn, key) is None:
+            if conversation_row(conn, key) is None:
                 return None
-            rows = self._message_rows(conn, key)
+            rows = message_rows(conn, key)
             conn.execute("DELETE FROM conversations WHERE id = ?", (key,))
         return [ChatMessage.model_validate_json(row[2]) for row in rows]
 
@@ -226,13 +208,13 @@ class SQLiteChatStore(BaseChatStore):
         with self._write() as conn:
             if not self._writable(conn, key, create=False):
                 return None
-            rows = self._message_rows(conn, key)
+            rows = message_rows(conn, key)
             if idx < 0:
                 idx += len(rows)
             if not 0 <= idx < len(rows):
                 return None
             conn.execute("DELETE FROM messages WHERE id = ?", (rows[idx][0],))
-            self._touch(conn, key)
+            touch(conn, key)
         return ChatMessage.model_validate_json(rows[idx][2])
 
     def delete_last_message(self, key: str) -> Optional[ChatMessage]:
@@ -340,7 +322,7 @@ class SQLiteChatStore(BaseChatStore):
         with self._write() as conn:
             self._existing(conn, conversation_id)
             self._writable(conn, conversation_id, create=False)
-            rows = self._message_rows(conn, conversation_id)
+            rows = message_rows(conn, conversation_id)
             index = message_index + len(rows) if message_index < 0 else message_index
             if not 0 <= index < len(rows):
                 raise IndexError(
@@ -364,7 +346,7 @@ class SQLiteChatStore(BaseChatStore):
         """The conversation's feedback in message order (also of a soft-deleted conversation)."""
         with self._read() as conn:
             self._existing(conn, conversation_id)
-            ids = [row[0] for row in self._message_rows(conn, conversation_id)]
+            ids = [row[0] for row in message_rows(conn, conversation_id)]
             rows = conn.execute(
                 """
                 SELECT f.message_id, f.rating, f.comment, f.created_at FROM feedback f

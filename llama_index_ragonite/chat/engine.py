@@ -28,12 +28,12 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.memory import BaseMemory, ChatMemoryBuffer
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import BasePromptTemplate
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore
 from llama_index.core.settings import Settings
 
-from llama_index_ragonite.chat.answering import Answering, is_offline
+from llama_index_ragonite.chat.answering import Answering, apostprocessed, is_offline, postprocessed
 from llama_index_ragonite.chat.completion import OfflineQuestionCompleter, QuestionCompleter
-from llama_index_ragonite.chat.conversation_retrieval import TOPIC_KEY, ConversationRetrieval, topic_of
+from llama_index_ragonite.chat.conversation_retrieval import ConversationRetrieval
 from llama_index_ragonite.chat.llm_calls import aiter_items, close_stream
 from llama_index_ragonite.chat.responses import (
     RagoniteChatResponse,
@@ -43,7 +43,15 @@ from llama_index_ragonite.chat.responses import (
     turn_metadata,
     without_truncated,
 )
-from llama_index_ragonite.chat.suggestions import FollowUpSuggester, question_language, suggest_follow_ups
+from llama_index_ragonite.chat.suggestions import FollowUpSuggester, suggest_follow_ups
+from llama_index_ragonite.chat.turn_start import (
+    MAX_MESSAGE_CHARS,
+    checked_message,
+    default_completer,
+    is_out_of_scope,
+    turn_for,
+    user_message,
+)
 from llama_index_ragonite.errors import LLMCallError
 from llama_index_ragonite.events import AnswerEvent, AnswerPromptEvent
 from llama_index_ragonite.models.defaults import resolve_llm, settings_llm
@@ -61,8 +69,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 dispatcher = get_dispatcher(__name__)
-
-MAX_MESSAGE_CHARS = 20_000
 
 
 class RagoniteChatEngine(BaseChatEngine):
@@ -117,7 +123,7 @@ class RagoniteChatEngine(BaseChatEngine):
         self._llm = resolve_llm(llm)
         if llm is None and settings_llm() is None:  # our own default, wired like Settings' default LLM
             self._llm.callback_manager = self.callback_manager
-        self._completer = completer if completer is not None else _default_completer(self._llm)
+        self._completer = completer if completer is not None else default_completer(self._llm)
         if conversation_retrieval is None or conversation_retrieval is True:
             auto = conversation_retrieval or isinstance(self._completer, OfflineQuestionCompleter)
             conversation_retrieval = ConversationRetrieval() if auto else None
@@ -236,7 +242,7 @@ class RagoniteChatEngine(BaseChatEngine):
                     "answered out of scope."
                 )
             answer = OUT_OF_SCOPE
-        answered = not _is_out_of_scope(answer)
+        answered = not is_out_of_scope(answer)
         turn.cited = checked.cited if answered else []
         turn.follow_ups = suggested or self._suggester.offline(
             nodes, turn.completed_question, turn.language, turn.cited, answered
@@ -246,19 +252,6 @@ class RagoniteChatEngine(BaseChatEngine):
 
     def _response(self, answer: str, nodes: List[NodeWithScore], turn: TurnResult) -> RagoniteChatResponse:
         return RagoniteChatResponse(response=answer, source_nodes=nodes, metadata=turn_metadata(turn, nodes), turn=turn)
-
-    def _select(self, question: str, nodes: Sequence[NodeWithScore]) -> List[NodeWithScore]:
-        """The node postprocessors in order, then the top ``top_k`` (after them: a reranker sees the whole pool)."""
-        bundle = QueryBundle(question)
-        for postprocessor in self._node_postprocessors:
-            nodes = postprocessor.postprocess_nodes(list(nodes), query_bundle=bundle)
-        return list(nodes)[: self._top_k]
-
-    async def _aselect(self, question: str, nodes: Sequence[NodeWithScore]) -> List[NodeWithScore]:
-        bundle = QueryBundle(question)
-        for postprocessor in self._node_postprocessors:
-            nodes = await postprocessor.apostprocess_nodes(list(nodes), query_bundle=bundle)
-        return list(nodes)[: self._top_k]
 
     def _synthesize_event(self, turn: TurnResult):
         """The callback event around writing the answer (what a response synthesizer fires in core)."""
@@ -283,21 +276,22 @@ class RagoniteChatEngine(BaseChatEngine):
             else:
                 answer = self._finish(turn, OUT_OF_SCOPE, nodes)
             self._answered(event, answer, nodes)
-        self._memory.put(_user_message(message, nodes))
+        self._memory.put(user_message(message, nodes))
         self._memory.put(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
         return self._response(answer, nodes, turn)
 
     def _begin(self, message: str, chat_history: Optional[List[ChatMessage]]):
         """Check the message, complete it from the history, retrieve and postprocess for the completed question."""
-        message = _checked(message)
+        message = checked_message(message)
         history = self._history(chat_history)
         completed = self._completer.complete(history, message) if self._needs_completion(history) else message
-        turn = _turn_for(message, completed)
+        turn = turn_for(message, completed)
         if self._conversation is None or not self._needs_completion(history):
-            return message, history, turn, self._select(completed, self._retriever.retrieve(completed))
-        hits = self._conversation.retrieve(self._retriever, history, message, completed)
-        turn.retrieval = hits.record()
-        return message, history, turn, self._select(completed, hits.nodes)
+            found = self._retriever.retrieve(completed)
+        else:
+            hits = self._conversation.retrieve(self._retriever, history, message, completed)
+            turn.retrieval, found = hits.record(), hits.nodes
+        return message, history, turn, postprocessed(self._node_postprocessors, self._top_k, completed, found)
 
     @dispatcher.span
     @trace_method("chat")
@@ -311,7 +305,7 @@ class RagoniteChatEngine(BaseChatEngine):
                 deltas = self._answering.deltas(turn, nodes)
             else:
                 deltas = iter([OUT_OF_SCOPE])
-        self._memory.put(_user_message(message, nodes))
+        self._memory.put(user_message(message, nodes))
         response = RagoniteStreamingChatResponse(source_nodes=nodes, turn=turn)
         response.chat_stream = self._finishing_stream(deltas, turn, nodes, response)
         thread = Thread(target=response.write_response_to_history, args=(self._memory,))
@@ -352,21 +346,22 @@ class RagoniteChatEngine(BaseChatEngine):
             else:
                 answer = self._finish(turn, OUT_OF_SCOPE, nodes)
             self._answered(event, answer, nodes)
-        await self._memory.aput(_user_message(message, nodes))
+        await self._memory.aput(user_message(message, nodes))
         await self._memory.aput(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
         return self._response(answer, nodes, turn)
 
     async def _abegin(self, message: str, chat_history: Optional[List[ChatMessage]]):
-        message = _checked(message)
+        message = checked_message(message)
         history = self._history(chat_history)
         needs = self._needs_completion(history)
         completed = await self._completer.acomplete(history, message) if needs else message
-        turn = _turn_for(message, completed)
+        turn = turn_for(message, completed)
         if self._conversation is None or not needs:
-            return message, history, turn, await self._aselect(completed, await self._retriever.aretrieve(completed))
-        hits = await self._conversation.aretrieve(self._retriever, history, message, completed)
-        turn.retrieval = hits.record()
-        return message, history, turn, await self._aselect(completed, hits.nodes)
+            found = await self._retriever.aretrieve(completed)
+        else:
+            hits = await self._conversation.aretrieve(self._retriever, history, message, completed)
+            turn.retrieval, found = hits.record(), hits.nodes
+        return message, history, turn, await apostprocessed(self._node_postprocessors, self._top_k, completed, found)
 
     @dispatcher.span
     @trace_method("chat")
@@ -380,7 +375,7 @@ class RagoniteChatEngine(BaseChatEngine):
                 deltas = self._answering.adeltas(turn, nodes)
             else:
                 deltas = aiter_items([OUT_OF_SCOPE])
-        await self._memory.aput(_user_message(message, nodes))
+        await self._memory.aput(user_message(message, nodes))
         response = RagoniteStreamingChatResponse(source_nodes=nodes, turn=turn)
         response.achat_stream = self._afinishing_stream(deltas, turn, nodes, response)
         response.awrite_response_to_history_task = asyncio.create_task(
@@ -401,45 +396,3 @@ class RagoniteChatEngine(BaseChatEngine):
         if turn.truncated:
             yield ChatResponse(message=truncated_message(text), delta="")
         response.metadata = turn_metadata(turn, nodes)
-
-
-def _turn_for(message: str, completed: str) -> TurnResult:
-    """The turn's result so far: its completed question, its language, and the completer's warning if any
-    (``Completion.warning``: an LLM's rephrasing that was not used)."""
-    turn = TurnResult(completed_question=str(completed), language=_language(message, completed))
-    if getattr(completed, "warning", None):
-        turn.warn(completed.warning)
-    return turn
-
-
-def _user_message(message: str, nodes: Sequence[NodeWithScore]) -> ChatMessage:
-    """The user's turn for the memory, with the page its top evidence came from (the next turn's topic)."""
-    topic = topic_of(nodes)
-    return ChatMessage(role=MessageRole.USER, content=message, additional_kwargs={TOPIC_KEY: topic} if topic else {})
-
-
-def _default_completer(llm: LLM) -> QuestionCompleter:
-    """The offline completer for the extractive answerer, the paper's LLM completion for a real LLM."""
-    from llama_index_ragonite.chat.completion import LLMQuestionCompleter
-
-    return OfflineQuestionCompleter() if is_offline(llm) else LLMQuestionCompleter(llm=llm)
-
-
-def _language(message: str, completed: str) -> str:
-    """The user's turn's language; a message too short to tell ("Bob?") takes the completed question's."""
-    return question_language(message) or question_language(completed) or "en"
-
-
-def _checked(message: str) -> str:
-    if not isinstance(message, str) or not any(c.isprintable() and not c.isspace() for c in message):
-        raise ValueError("Empty message: ask a question")  # blank, or nothing but control characters
-    if len(message) > MAX_MESSAGE_CHARS:
-        raise ValueError(
-            f"Message of {len(message):,} characters is longer than {MAX_MESSAGE_CHARS:,}: ask a question, "
-            "not a document (index documents with `ragonite index`)"
-        )
-    return message.strip()
-
-
-def _is_out_of_scope(answer: str) -> bool:
-    return OUT_OF_SCOPE.rstrip(".").lower() in answer.lower()

@@ -53,7 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def build_explainer(args: argparse.Namespace, engine: Any) -> Any:
     """The explainer ``args.method`` names, on the chat engine's own LLM and answer prompt."""
     if args.method in ("counterfactual", "naive", "surrogate"):
-        from llama_index_ragonite.explain.attribution import CounterfactualAttributor, SimilarityAttributor
+        from llama_index_ragonite.explain.attribution import CounterfactualAttributor
+        from llama_index_ragonite.explain.similarity import SimilarityAttributor
         from llama_index_ragonite.explain.surrogate import SurrogateAttributor
 
         attributor = {

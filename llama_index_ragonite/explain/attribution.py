@@ -60,7 +60,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from llama_index_ragonite.events import AttributionEndEvent, AttributionStartEvent
 from llama_index_ragonite.explain.base import BaseExplainer
-from llama_index_ragonite.explain.math import cosine_matrix, dbscan_clusters, held_softmax, softmax
+from llama_index_ragonite.explain.math import cosine_matrix, dbscan_clusters, held_softmax
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
 from llama_index_ragonite.explain.results import Attribution, ClusterAttribution
 from llama_index_ragonite.explain.spans import claim_attributions
@@ -76,7 +76,6 @@ __all__ = [
     "ClusterAttribution",
     "CounterfactualAttributor",
     "EmbeddingLookup",
-    "SimilarityAttributor",
     "default_temperature",
 ]
 
@@ -386,21 +385,3 @@ def same_information(groups: List[List[int]], nodes: Sequence[NodeWithScore]) ->
             by_text.setdefault(information(i), []).append(i)
         split.extend(by_text.values())
     return sorted(split, key=lambda c: c[0])
-
-
-class SimilarityAttributor(BaseAttributor):
-    """The naive baseline: softmax over cosine(answer, evidence). No LLM calls; a heuristic, not a cause."""
-
-    METHOD: ClassVar[str] = "similarity"
-
-    async def _aexplain(
-        self, query: str, nodes: List[NodeWithScore], answer: str, regenerator: AnswerRegenerator
-    ) -> Attribution:
-        clusters = [ClusterAttribution([i], None) for i in range(len(nodes))]
-        if nodes:
-            evidence = await self.evidence_embeddings(nodes)
-            answer_vector = await self.embed_model.aget_query_embedding(strip_citations(answer) or query)
-            sims = cosine_matrix(np.asarray([answer_vector]), evidence)[0]
-            for c, sim, share in zip(clusters, sims, softmax(sims, self.temperature)):
-                c.contribution, c.share = float(sim), float(share)
-        return self._result(query, nodes, answer, clusters)

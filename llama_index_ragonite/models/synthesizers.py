@@ -23,7 +23,8 @@ from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.types import RESPONSE_TEXT_TYPE
 
 from llama_index_ragonite.models.defaults import resolve_llm
-from llama_index_ragonite.models.extractive.answerer import ExtractiveAnswerer, stream_pieces
+from llama_index_ragonite.models.extractive.answerer import ExtractiveAnswerer
+from llama_index_ragonite.models.extractive.calls import stream_pieces
 from llama_index_ragonite.models.extractive.prompt import node_source, plain_question
 from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, check_citations, format_history, format_views
 

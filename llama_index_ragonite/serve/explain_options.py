@@ -14,9 +14,10 @@ from typing import Annotated, Any, Dict, Literal, Optional, Tuple, Union, get_ar
 
 from llama_index.core.bridge.pydantic import TypeAdapter, ValidationError
 
-from llama_index_ragonite.explain.attribution import CounterfactualAttributor, SimilarityAttributor
+from llama_index_ragonite.explain.attribution import CounterfactualAttributor
 from llama_index_ragonite.explain.combinations import CombinationExplainer
 from llama_index_ragonite.explain.permutations import PermutationExplainer
+from llama_index_ragonite.explain.similarity import SimilarityAttributor
 from llama_index_ragonite.explain.surrogate import SurrogateAttributor
 
 __all__ = ["ATTRIBUTORS", "METHODS", "RAGE", "checked_options", "option_schema"]

@@ -12,8 +12,9 @@ from fakes import CountingEmbedding, HashingEmbedding, KeywordLLM, collected_eve
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from llama_index_ragonite.events import AttributionEndEvent, AttributionStartEvent
-from llama_index_ragonite.explain.attribution import CounterfactualAttributor, SimilarityAttributor
+from llama_index_ragonite.explain.attribution import CounterfactualAttributor
 from llama_index_ragonite.explain.math import softmax
+from llama_index_ragonite.explain.similarity import SimilarityAttributor
 from llama_index_ragonite.models.extractive import parse_prompt
 from llama_index_ragonite.prompts import OUT_OF_SCOPE, strip_citations
 

@@ -18,10 +18,11 @@ from llama_index_ragonite.events import (
     PerturbationEndEvent,
     PerturbationStartEvent,
 )
-from llama_index_ragonite.explain.attribution import CounterfactualAttributor, SimilarityAttributor
+from llama_index_ragonite.explain.attribution import CounterfactualAttributor
 from llama_index_ragonite.explain.base import BaseExplainer, ExplanationResult
 from llama_index_ragonite.explain.combinations import CombinationExplainer
 from llama_index_ragonite.explain.permutations import PermutationExplainer
+from llama_index_ragonite.explain.similarity import SimilarityAttributor
 from llama_index_ragonite.explain.surrogate import SurrogateAttributor
 
 NODES = evidences(OTHER, PORT, THIRD)

@@ -12,8 +12,9 @@ from llama_index.core.schema import Document, MetadataMode, NodeWithScore, TextN
 
 from llama_index_ragonite.chat.engine import RagoniteChatEngine
 from llama_index_ragonite.events import AttributionEndEvent, AttributionStartEvent
-from llama_index_ragonite.explain.attribution import CounterfactualAttributor, SimilarityAttributor
+from llama_index_ragonite.explain.attribution import CounterfactualAttributor
 from llama_index_ragonite.explain.query_engine import AttributedQueryEngine, aexplain_response, explain_response
+from llama_index_ragonite.explain.similarity import SimilarityAttributor
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
 from llama_index_ragonite.retrieval.retriever import HybridRetriever

@@ -26,38 +26,15 @@ Response synthesizers call ``predict``/``stream`` with the template and its vari
 the call (a context variable: concurrent calls never mix); ``chat`` reads its messages alike. Plain strings (``complete``)
 are matched against the stock templates and ``templates``. With nodes at hand no prompt is
 needed: ``ExtractiveSynthesizer`` reads them and calls ``answer_sources``, where every path ends.
-
-The algorithm, one module per step, with one small class around them:
-
-1. ``prompt.parse_prompt`` / ``templates``: the sources (topic: ``Page:``/``Section:`` lines;
-   raw evidence) and the question.
-2. ``units.split_units``: evidences into rows, list items and sentences; a lead-in ("… including:") is
-   quoted with the list it announces (``continued_lead_ins``).
-3. ``scoring.score_units`` (IDF-weighted share of the question's words in a unit, identifiers
-   matched verbatim, units that restate the question damped), mixed with the cosine of question
-   and unit by an embedding model (``embed_model``: the store's in the chat engine, else the
-   embedded multilingual default) for the ``embed_candidates`` best units in one batch; German
-   questions over English pages alike. Units without what the question asks for (a person, a
-   date, an amount) weigh ``type_weight`` (``answer_types.py``).
-4. ``scoring.select_units``: ranked with a small prior for earlier sources (retrieval rank),
-   the best unit wherever it stands in its passage, plus further items of the same enumeration
-   (rows of the same table) that score close (``max_units``, ``close_ratio``). Whether it
-   answers at all is one calibrated decision (``scope.py``): how well the best unit answers by
-   meaning and words, and retrieval's confidence; below it the answer is out of scope.
-5. ``compose.compose_answer``: the chosen units (a row cut to its asked cells, ``cells.py``; a
-   sentence without the clauses that only restate the question, ``drop_echo``), trimmed to
-   ``max_words``, each cited; a unit that adds nothing new is left out.
+The algorithm, one module per step, is in the package's docstring (``models.extractive``).
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections import OrderedDict
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any, AsyncIterator, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import (
@@ -76,6 +53,13 @@ from llama_index.core.llms.custom import CustomLLM
 from llama_index.core.prompts import BasePromptTemplate
 
 from llama_index_ragonite.models.extractive.answer_types import by_asked_type
+from llama_index_ragonite.models.extractive.calls import (
+    VARIABLES,
+    as_async,
+    call_variables,
+    streamed,
+    template_variables,
+)
 from llama_index_ragonite.models.extractive.compose import compose_answer
 from llama_index_ragonite.models.extractive.prompt import PromptSource, parse_prompt
 from llama_index_ragonite.models.extractive.scope import Assessment, ScopeModel, scope_features, scope_model_for
@@ -112,13 +96,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_LABEL = "Extractive answer: "
 _EMBED_CACHE_SIZE = 20_000  # unit embeddings kept per answerer: turns of a conversation revisit the same pages
 _TOPIC_CACHE_SIZE = 4_096  # topics of recent answers: a refine or tree_summarize step reads them back
-# The template variables of the predict/stream call in progress (per task/thread: concurrent calls never mix).
-_VARIABLES: ContextVar[Optional[Dict[str, Any]]] = ContextVar("ragonite_template_variables", default=None)
-
-
-def stream_pieces(text: str) -> Iterator[str]:
-    """Word-by-word deltas (each word with its following whitespace), concatenating to ``text``."""
-    yield from re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
 
 
 class ExtractiveAnswerer(CustomLLM):
@@ -374,70 +351,42 @@ class ExtractiveAnswerer(CustomLLM):
 
     # -- predict/stream/chat: keep the call's template variables for the completion it makes ------
     def predict(self, prompt: BasePromptTemplate, **prompt_args: Any) -> str:
-        with _call_variables(_variables(prompt, prompt_args)):
+        with call_variables(template_variables(prompt, prompt_args)):
             return super().predict(prompt, **prompt_args)
 
     async def apredict(self, prompt: BasePromptTemplate, **prompt_args: Any) -> str:
-        with _call_variables(_variables(prompt, prompt_args)):
+        with call_variables(template_variables(prompt, prompt_args)):
             return await super().apredict(prompt, **prompt_args)
 
     def stream(self, prompt: BasePromptTemplate, **prompt_args: Any):
-        with _call_variables(_variables(prompt, prompt_args)):
+        with call_variables(template_variables(prompt, prompt_args)):
             return super().stream(prompt, **prompt_args)  # the answer is computed before the stream is returned
 
     async def astream(self, prompt: BasePromptTemplate, **prompt_args: Any):
-        with _call_variables(_variables(prompt, prompt_args)):
+        with call_variables(template_variables(prompt, prompt_args)):
             return await super().astream(prompt, **prompt_args)
 
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         """A context system message and the last user message read as a stock QA request (else the
         messages as one prompt); ``achat`` comes here too."""
-        with _call_variables(_VARIABLES.get() or chat_variables(messages)):
+        with call_variables(VARIABLES.get() or chat_variables(messages)):
             return super().chat(messages, **kwargs)
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        with _call_variables(_VARIABLES.get() or chat_variables(messages)):
+        with call_variables(VARIABLES.get() or chat_variables(messages)):
             return super().stream_chat(messages, **kwargs)
 
     async def astream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseAsyncGen:
-        return _async(self.stream_chat(messages, **kwargs))  # answered now, not in the stream as CustomLLM does
+        return as_async(self.stream_chat(messages, **kwargs))  # answered now, not in the stream as CustomLLM does
 
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return CompletionResponse(text=self.answer(prompt, _VARIABLES.get()))
+        return CompletionResponse(text=self.answer(prompt, VARIABLES.get()))
 
     @llm_completion_callback()
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
-        return _streamed(self.answer(prompt, _VARIABLES.get()))
+        return streamed(self.answer(prompt, VARIABLES.get()))
 
     @llm_completion_callback()
     async def astream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseAsyncGen:
-        return _async(_streamed(self.answer(prompt, _VARIABLES.get())))  # answered now, while the variables are set
-
-
-@contextmanager
-def _call_variables(variables: Optional[Dict[str, Any]]) -> Iterator[None]:
-    """``variables`` are the template variables of the completion made inside the block."""
-    token = _VARIABLES.set(variables)
-    try:
-        yield
-    finally:
-        _VARIABLES.reset(token)
-
-
-def _variables(prompt: BasePromptTemplate, prompt_args: Dict[str, Any]) -> Dict[str, Any]:
-    """The template's partial variables and the call's, as the template is filled with them."""
-    return {**(getattr(prompt, "kwargs", None) or {}), **prompt_args}
-
-
-async def _async(responses: Iterator[Any]) -> AsyncIterator[Any]:
-    """Responses computed already, as the async generator LlamaIndex expects."""
-    for response in responses:
-        yield response
-
-
-def _streamed(text: str) -> CompletionResponseGen:
-    so_far = ""
-    for piece in stream_pieces(text):
-        so_far += piece
-        yield CompletionResponse(text=so_far, delta=piece)
+        return as_async(streamed(self.answer(prompt, VARIABLES.get())))  # answered now, while the variables are set

@@ -33,6 +33,7 @@ import httpx
 import tenacity
 
 from llama_index_ragonite.errors import ConfluenceAuthError, ConfluenceError, ConfluenceNotFoundError
+from llama_index_ragonite.parsing.confluence.origin import SiteOrigin, url_origin
 from llama_index_ragonite.parsing.confluence.shapes import (
     checked_page_id,
     content_id,
@@ -101,9 +102,8 @@ class ConfluenceClient:
         if parsed.userinfo:
             raise ValueError("Put Confluence credentials in the arguments or environment variables, not in the URL")
         self.url = url.rstrip("/")
-        self.origin = _origin_text(parsed)
-        self._origin = url_origin(self.url)
-        self._path = parsed.path.rstrip("/")  # e.g. /wiki (Cloud), /confluence or "" (Data Center)
+        self.site = SiteOrigin(self.url)
+        self.origin = self.site.text
         self.max_retries, self.backoff, self.max_wait, self.page_limit = max_retries, backoff, max_wait, page_limit
         self.timeout, self.max_redirects, self.max_response_bytes = timeout, max_redirects, max_response_bytes
         self.max_listing_pages, self.max_requests = max_listing_pages, max_requests
@@ -111,7 +111,6 @@ class ConfluenceClient:
         self._sleep = sleep
         self.requests: Counter = Counter()
         self.retries = 0
-        self._warned_base = False
         self.start_run()
         headers = {"Accept": "application/json", "User-Agent": "llama-index-ragonite"}
         pat = personal_access_token or os.environ.get(ENV_VARS["personal_access_token"])
@@ -190,7 +189,7 @@ class ConfluenceClient:
         Why by hand: httpx would follow a redirect anywhere; here a redirect to another origin
         is an error that names it, and neither the request nor the credentials go there."""
         for _ in range(self.max_redirects + 1):
-            self._check_origin(url, what, "a request would go to")
+            self.site.check(url, what, "a request would go to")
             self._before_request(what)
             self.requests[kind] += 1
             self._run_requests += 1
@@ -201,7 +200,7 @@ class ConfluenceClient:
                 url, params = str(response.url.join(response.headers["Location"])), None
             except httpx.InvalidURL:
                 raise ConfluenceError(f"{what}: {self.url} redirected to an invalid URL") from None
-            self._check_origin(url, what, f"{self.url} redirected (HTTP {response.status_code}) to")
+            self.site.check(url, what, f"{self.url} redirected (HTTP {response.status_code}) to")
         raise ConfluenceError(
             f"{what}: {self.url} redirected more than {self.max_redirects} times (a redirect loop?); not followed further"
         )
@@ -251,13 +250,6 @@ class ConfluenceClient:
         return ConfluenceError(
             f"{what}: {self.url} {how}: the answer exceeds max_response_bytes ({self.max_response_bytes:,} bytes)"
         )
-
-    def _check_origin(self, url: str, what: str, how: str) -> None:
-        if url_origin(url) != self._origin:
-            raise ConfluenceError(
-                f"{what}: {how} {_origin_text(url)}, another origin than {self.origin}: not followed "
-                "(requests and credentials go to the configured site only)"
-            )
 
     def _run_end(self) -> Optional[float]:
         return None if self.run_deadline is None else self._run_started + self.run_deadline
@@ -343,7 +335,7 @@ class ConfluenceClient:
                 )
             read.add(key)
             data = self.get(url, params, what, kind)
-            self._note_base(data, what)
+            self.site.note_base(data, what)
             results = get_field(data, "results", list, what, [])
             ids = [content_id(result, what, f"results[{i}]") for i, result in enumerate(results)]
             repeats = repeats + 1 if ids and listed.issuperset(ids) else 0  # once: an edit shifted the listing
@@ -354,44 +346,12 @@ class ConfluenceClient:
             next_link = get_field(data, "_links.next", str, what)
             full = bool(results) and len(results) >= get_field(data, "limit", int, what, 0)
             if next_link:
-                url, params = self._resolve_next(next_link, what), None
+                url, params = self.site.resolve_next(next_link, what), None
             elif full and not get_field(data, "_links", dict, what):  # no links at all: page by start/limit
                 start = get_field(data, "start", int, what, 0)
                 params = {**(params or {}), "start": start + len(results)}
             else:
                 url = None
-
-    def _resolve_next(self, link: str, what: str) -> str:
-        """``_links.next`` as a URL on the configured origin.
-
-        Confluence gives ``next`` relative to its context path (``/rest/api/content?…``, base
-        ``https://host/wiki``); ``_links.base`` is not used for requests (behind a proxy it often
-        names an internal host). A relative link that starts with the configured URL's path is
-        taken from the origin, any other one from the configured URL. An absolute link must name
-        the configured origin."""
-        try:
-            target = httpx.URL(link)
-        except httpx.InvalidURL:
-            raise ConfluenceError(f"{what}: _links.next is not a URL") from None
-        if target.scheme or target.host:
-            self._check_origin(link, what, "_links.next points to")
-            return link
-        if self._path and (link == self._path or link.startswith(self._path + "/")):
-            return self.origin + link
-        return f"{self.url}/{link.lstrip('/')}"
-
-    def _note_base(self, data: Dict[str, Any], what: str) -> None:
-        """Warn once when ``_links.base`` names another origin: it is ignored for requests and page links."""
-        base = get_field(data, "_links.base", str, what)
-        if base and not self._warned_base and url_origin(base) != self._origin:
-            self._warned_base = True
-            logger.warning(
-                "Confluence at %s calls itself %s (another origin; an internal name behind a proxy?): "
-                "requests and page links stay on %s",
-                self.url,
-                _origin_text(base),
-                self.origin,
-            )
 
     # -- the calls the reader makes ----------------------------------------------------------
     def space_pages(self, space_key: str, expand: str, kind: str = "list") -> Iterator[Dict[str, Any]]:
@@ -409,7 +369,7 @@ class ConfluenceClient:
         page_id = checked_page_id(page_id)  # it goes into the path
         what = f"page {page_id}"
         page = self.get(f"content/{page_id}", {"expand": expand}, what, kind)
-        self._note_base(page, what)
+        self.site.note_base(page, what)
         content_id(page, what)
         return page
 
@@ -421,24 +381,6 @@ class ConfluenceClient:
             batch = [str(int(i)) for i in page_ids[start : start + _ID_BATCH]]  # ids are numbers: nothing to inject
             found.extend(self.search(f"id in ({','.join(batch)})", expand, kind="body"))
         return found
-
-
-def url_origin(url: Any) -> Optional[Tuple[str, str, Optional[int]]]:
-    """(scheme, host, port) of ``url`` (port None for the scheme's default); None when unreadable."""
-    try:
-        parsed = httpx.URL(str(url))
-    except (httpx.InvalidURL, TypeError, ValueError):
-        return None
-    return parsed.scheme, parsed.host, parsed.port
-
-
-def _origin_text(url: Any) -> str:
-    origin = url_origin(url)
-    if origin is None or not origin[1]:
-        return repr(str(url)[:80])
-    scheme, host, port = origin
-    host = f"[{host}]" if ":" in host else host
-    return (f"{scheme}:" if scheme else "") + f"//{host}" + (f":{port}" if port else "")
 
 
 def _decoded(response: httpx.Response, what: str, site: str) -> Iterator[bytes]:

@@ -6,10 +6,9 @@ import json
 from collections import Counter
 from typing import Dict, List
 
-from completion_confquestions import LATER_OFF_TOPIC_LISTS
 from harness import shown
+from harness.conversations import LATER_OFF_TOPIC_LISTS, OWN, ROOT
 from harness.store import open_all_store
-
 from llama_index_ragonite.bench.confquestions import load_questions
 from llama_index_ragonite.bench.metrics import gold_keys, mean, mrr_at_k, precision_at_1
 from llama_index_ragonite.bench.significance import mcnemar
@@ -37,8 +36,6 @@ def table(questions, ranked: Dict[str, List[List[str]]], metric, slices) -> List
 
 
 def own_table(runs) -> List[str]:
-    from completion_confquestions import OWN
-
     data = json.loads(OWN.read_text(encoding="utf-8"))["conversations"]
     lines = [
         "| engine | self-contained follow-ups unchanged | follow-ups completed | ... with the previous topic "
@@ -90,8 +87,6 @@ def answered_off_topic(run: dict) -> List[str]:
 
 
 def report(args, runs: Dict[str, dict], head: str, wall: float, load: float) -> List[str]:
-    from completion_confquestions import ROOT
-
     questions = load_questions(args.data)
     store = open_all_store(args.store, args.data)
     retriever = HybridRetriever.from_store(store, k_lexical=10, k_dense=10, top_n=10)

@@ -1,0 +1,63 @@
+"""What a chat turn starts from: the user's message checked, its language, its result so far, and the
+user message the memory keeps (with the page its answer came from, the next turn's topic)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.llms.llm import LLM
+from llama_index.core.schema import NodeWithScore
+
+from llama_index_ragonite.chat.answering import is_offline
+from llama_index_ragonite.chat.completion import OfflineQuestionCompleter, QuestionCompleter
+from llama_index_ragonite.chat.conversation_retrieval import TOPIC_KEY, topic_of
+from llama_index_ragonite.chat.responses import TurnResult
+from llama_index_ragonite.chat.suggestions import question_language
+from llama_index_ragonite.prompts import OUT_OF_SCOPE
+
+__all__ = ["MAX_MESSAGE_CHARS", "checked_message", "default_completer", "is_out_of_scope", "turn_for", "user_message"]
+
+MAX_MESSAGE_CHARS = 20_000
+
+
+def turn_for(message: str, completed: str) -> TurnResult:
+    """The turn's result so far: its completed question, its language, and the completer's warning if any
+    (``Completion.warning``: an LLM's rephrasing that was not used)."""
+    turn = TurnResult(completed_question=str(completed), language=turn_language(message, completed))
+    if getattr(completed, "warning", None):
+        turn.warn(completed.warning)
+    return turn
+
+
+def user_message(message: str, nodes: Sequence[NodeWithScore]) -> ChatMessage:
+    """The user's turn for the memory, with the page its top evidence came from (the next turn's topic)."""
+    topic = topic_of(nodes)
+    return ChatMessage(role=MessageRole.USER, content=message, additional_kwargs={TOPIC_KEY: topic} if topic else {})
+
+
+def default_completer(llm: LLM) -> QuestionCompleter:
+    """The offline completer for the extractive answerer, the paper's LLM completion for a real LLM."""
+    from llama_index_ragonite.chat.completion import LLMQuestionCompleter
+
+    return OfflineQuestionCompleter() if is_offline(llm) else LLMQuestionCompleter(llm=llm)
+
+
+def turn_language(message: str, completed: str) -> str:
+    """The user's turn's language; a message too short to tell ("Bob?") takes the completed question's."""
+    return question_language(message) or question_language(completed) or "en"
+
+
+def checked_message(message: str) -> str:
+    if not isinstance(message, str) or not any(c.isprintable() and not c.isspace() for c in message):
+        raise ValueError("Empty message: ask a question")  # blank, or nothing but control characters
+    if len(message) > MAX_MESSAGE_CHARS:
+        raise ValueError(
+            f"Message of {len(message):,} characters is longer than {MAX_MESSAGE_CHARS:,}: ask a question, "
+            "not a document (index documents with `ragonite index`)"
+        )
+    return message.strip()
+
+
+def is_out_of_scope(answer: str) -> bool:
+    return OUT_OF_SCOPE.rstrip(".").lower() in answer.lower()
