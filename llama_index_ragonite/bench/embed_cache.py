@@ -14,7 +14,7 @@ import hashlib
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any, Dict, List, Sequence, Union
+from typing import Any, Dict, List, Sequence, Union, cast
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -28,7 +28,7 @@ def model_key(model: BaseEmbedding) -> str:
     model's ``vector_revision`` where it has one (its arithmetic changed under the same settings)."""
     settings = {k: v for k, v in model.to_dict().items() if k not in _IGNORED_FIELDS}
     if getattr(model, "vector_revision", None):
-        settings["vector_revision"] = model.vector_revision
+        settings["vector_revision"] = cast(Any, model).vector_revision
     return f"{model.class_name()}:{json.dumps(settings, sort_keys=True, default=str)}"
 
 

@@ -13,7 +13,7 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, cast
 
 import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -100,7 +100,7 @@ class BenchIndex:
             k_lexical=sides[0],
             k_dense=sides[1],
             top_n=k,
-            fusion=config.fusion,
+            fusion=cast(Any, config.fusion),
             reranker=reranker if config.fusion != "rrf" else None,
             title_weight=1.0 if EvidenceContextualizer.from_setting(config.context).title else 0.0,
         )

@@ -8,7 +8,7 @@ questions both answered: McNemar for 0/1 metrics, one-tailed paired t-test for g
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, cast
 
 from llama_index_ragonite.bench.config import (
     DEMO_VERSION,
@@ -43,9 +43,9 @@ MISS_AT_10 = "no_gold_in_top10"  # 1 - P@10 of the paper: no gold page among the
 Groups = Dict[str, Tuple[str, List[Row]]]
 
 
-def _mean(values: Sequence[float]) -> Optional[float]:
-    values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else None
+def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
 def attribution_hits(record: dict) -> Dict[str, float]:
@@ -64,7 +64,7 @@ def scores(record: dict) -> Dict[str, Optional[float]]:
 def summarize(records: Sequence[dict]) -> Dict[str, Dict[str, Optional[float]]]:
     """slice -> metric -> mean (None when no record of the slice has the metric); plus ``n`` per slice."""
     keys = sorted({k for r in records for k, v in scores(r).items() if v is not None})
-    out = {}
+    out: Dict[str, Dict[str, Optional[float]]] = {}
     for name, keep in RECORD_SLICES:
         part = [r for r in records if keep(r)]
         out[name] = {"n": len(part), **{k: _mean([scores(r).get(k) for r in part]) for k in keys}}
@@ -80,7 +80,7 @@ def significance(records: Sequence[dict], baseline: Sequence[dict]) -> Dict[str,
         both = [(a[key], b[key]) for a, b in pairs if a.get(key) is not None and b.get(key) is not None]
         if len(both) < 2:
             continue
-        xs, ys = [a for a, _ in both], [b for _, b in both]
+        xs, ys = [float(cast(float, a)) for a, _ in both], [float(cast(float, b)) for _, b in both]
         binary = METRICS.get(key, ("", True))[1] if not key.startswith("attribution:") else True
         out[key] = mcnemar(xs, ys) if binary else paired_t_one_tailed(xs, ys)
     return out

@@ -17,7 +17,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms.llm import LLM
@@ -109,7 +109,7 @@ def make_engine(config: BenchConfig, retriever, llm: Optional[LLM]) -> RagoniteC
     elif config.completion == "llm":
         from llama_index_ragonite.chat.completion import LLMQuestionCompleter
 
-        completer = LLMQuestionCompleter(llm=llm)
+        completer = cast(Any, LLMQuestionCompleter(llm=llm))
     return RagoniteChatEngine(
         retriever,
         llm=llm,
@@ -182,7 +182,7 @@ def _ask(engine, q: Question, run: ConfigRun, label: str, history, judge_llm, at
     if score is not None:
         scores.update(score(q.completed, answer, contexts))
     if judge_llm is not None:
-        scores["relevance"] = judge(judge_llm, q.completed, q.answer, answer)
+        scores["relevance"] = cast(float, judge(judge_llm, q.completed, q.answer, answer))
     record = {
         "id": question_id(q),
         "conv_id": q.conv_id,

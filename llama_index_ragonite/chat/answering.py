@@ -9,7 +9,7 @@ reads, and what the offline answer is equivalent to.
 
 from __future__ import annotations
 
-from typing import AsyncIterator, Iterator, List, Optional, Sequence
+from typing import AsyncIterator, Iterator, List, Optional, Sequence, cast
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage
@@ -56,7 +56,9 @@ class Answering:
         self.cited = CitedSynthesizer(llm=llm, answer_prompt=answer_prompt)
         self.extractive: Optional[ExtractiveSynthesizer] = None
         if is_offline(llm):
-            self.extractive = ExtractiveSynthesizer(answerer=_with_embedding(llm, embed_model))
+            self.extractive = ExtractiveSynthesizer(
+                answerer=_with_embedding(cast(ExtractiveAnswerer, llm), embed_model)
+            )
 
     @property
     def synthesizer(self) -> BaseSynthesizer:
@@ -68,6 +70,7 @@ class Answering:
         return self.cited.prompt(question, _views(nodes), history)
 
     def _offline(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> str:
+        assert self.extractive is not None  # called for an offline LLM only
         return self.extractive.answer(turn.completed_question, _views(nodes))
 
     def text(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> str:

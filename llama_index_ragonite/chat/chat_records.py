@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Optional
+from typing import Any, Optional, overload
 
 from llama_index.core.base.llms.types import ChatMessage
 
@@ -37,6 +37,10 @@ class Feedback:
     created_at: datetime  # UTC
 
 
+@overload
+def utc(ts: float) -> datetime: ...
+@overload
+def utc(ts: None) -> None: ...
 def utc(ts: Optional[float]) -> Optional[datetime]:
     """A stored epoch timestamp as an aware UTC datetime (``None`` stays ``None``)."""
     return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc)

@@ -170,7 +170,7 @@ class LLMQuestionCompleter(QuestionCompleter):
             # The first turn stays: it usually names the topic that later turns refer to.
             history = history[: starts[1]] + history[starts[-self.max_history_turns] :]
         lines = [
-            f"{'User' if m.role == MessageRole.USER else 'Assistant'}: {' '.join(m.content.split())}"
+            f"{'User' if m.role == MessageRole.USER else 'Assistant'}: {' '.join((m.content or '').split())}"
             for m in history
             if m.role in (MessageRole.USER, MessageRole.ASSISTANT) and (m.content or "").strip()
         ]

@@ -85,7 +85,7 @@ def _asked_header(rows: Sequence[Sequence[Tuple[str, str]]], asked_words: set, c
     if named or not cited or not rows:
         return named
     overlap = {h: len({w.lower() for w in words(v)} & asked_words) for row in rows for h, v in row}
-    best = max(overlap, key=overlap.get, default=None)
+    best = max(overlap, key=lambda key: overlap[key], default=None)
     return best if best is not None and overlap[best] else None
 
 
@@ -253,7 +253,9 @@ class FollowUpSuggester:
         """The LLM's suggestions, or ``None`` (then the caller suggests offline)."""
         prompt = self._asking(nodes, asked, language, prompts)
         try:
-            return None if prompt is None else self._parsed(self.llm.complete(prompt).text, asked, language)
+            if prompt is None or self.llm is None:  # ``_asking`` gives a prompt only with an LLM
+                return None
+            return self._parsed(self.llm.complete(prompt).text, asked, language)
         except Exception as err:
             return self._failed(err)
 
@@ -261,7 +263,7 @@ class FollowUpSuggester:
         self, nodes: Sequence[NodeWithScore], asked: str, language: str, prompts: Dict[str, str]
     ) -> Optional[List[str]]:
         """``ask`` through the LLM's async API."""
-        if (prompt := self._asking(nodes, asked, language, prompts)) is None:
+        if (prompt := self._asking(nodes, asked, language, prompts)) is None or self.llm is None:
             return None
         try:
             reply = await self.llm.acomplete(prompt)

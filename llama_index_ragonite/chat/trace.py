@@ -17,6 +17,14 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 
+from llama_index_ragonite.events import (
+    AnswerEvent,
+    AnswerPromptEvent,
+    ConversationRetrievalEvent,
+    QuestionCompletedEvent,
+    RetrievalHitsEvent,
+)
+
 TRACED = (
     "QuestionCompletedEvent",
     "RetrievalHitsEvent",
@@ -73,23 +81,22 @@ def render_trace(
     titles = titles or {}
     lines: List[str] = []
     for event in events:
-        name = event.class_name()
-        if name == "QuestionCompletedEvent":
+        if isinstance(event, QuestionCompletedEvent):
             lines.append(f"Completion ({event.completer}): {event.message!r} -> {event.completed!r}")
-        elif name == "RetrievalHitsEvent":
+        elif isinstance(event, RetrievalHitsEvent):
             lines.append(f"{event.source.capitalize()} hits for {event.query!r}:")
             for rank, (node_id, score) in enumerate(zip(event.node_ids[:top], event.scores[:top]), 1):
                 shown = "" if score is None else f"{score:.4f}"
                 lines.append(f"  {rank:>2}. {shown:>8}  {titles.get(node_id, node_id)}")
             if len(event.node_ids) > top:
                 lines.append(f"  … {len(event.node_ids) - top} more")
-        elif name == "ConversationRetrievalEvent":
+        elif isinstance(event, ConversationRetrievalEvent):
             lines.append(f"Conversation retrieval: used the {event.choice} ranking ({event.reason}): {event.query!r}")
-        elif name == "AnswerPromptEvent":
+        elif isinstance(event, AnswerPromptEvent):
             prompt = event.prompt if len(event.prompt) <= prompt_chars else event.prompt[:prompt_chars] + " …"
             lines.append(f"Answer prompt ({event.n_sources} sources, {len(event.prompt):,} chars):")
             lines.extend("  | " + line for line in prompt.splitlines())
-        elif name == "AnswerEvent":
+        elif isinstance(event, AnswerEvent):
             cited = ", ".join(f"Source {i}" for i in event.cited) or "none"
             lines.append(f"Answer (cites {cited}): {event.answer}")
             if event.warning:

@@ -25,8 +25,9 @@ def turn_for(message: str, completed: str) -> TurnResult:
     """The turn's result so far: its completed question, its language, and the completer's warning if any
     (``Completion.warning``: an LLM's rephrasing that was not used)."""
     turn = TurnResult(completed_question=str(completed), language=turn_language(message, completed))
-    if getattr(completed, "warning", None):
-        turn.warn(completed.warning)
+    warning = getattr(completed, "warning", None)  # a ``Completion``'s
+    if warning:
+        turn.warn(warning)
     return turn
 
 

@@ -18,7 +18,7 @@ import sys
 import time
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from llama_index_ragonite.bench import report
 from llama_index_ragonite.bench.attribution import METHODS
@@ -138,7 +138,7 @@ def _base_from_args(args: argparse.Namespace) -> BenchConfig:
     """``--llm``/``--embedding`` and every ``--set`` at once (``--set fusion=rerank+rrf`` takes ``--reranker``)."""
     base = base_config(args.llm, args.embedding)
     names = {f.name for f in fields(base)}
-    changes: Dict[str, object] = {}
+    changes: Dict[str, Any] = {}
     for item in args.set:
         key, _, value = (part.strip() for part in item.partition("="))
         if key not in names:

@@ -110,7 +110,7 @@ def _chat_command(args: argparse.Namespace) -> int:
     models = _models(args)
     engine, chats = _chat_engine(args, conversation, models)
     print(f"Conversation {conversation} over {args.store} (LLM: {args.llm}). {CHAT_HELP}")
-    last = None
+    last: Optional[Any] = None  # the last turn's response
     with TraceRecorder.attached() as trace:
         while True:
             try:

@@ -9,7 +9,7 @@ distribution). The text view is printed; ``--chart`` writes the chart (PNG or SV
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Dict, Type
 
 from llama_index_ragonite.cli.models import add_model_arguments
 from llama_index_ragonite.models.specs import embedding_from_spec, llm_from_spec
@@ -53,16 +53,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def build_explainer(args: argparse.Namespace, engine: Any) -> Any:
     """The explainer ``args.method`` names, on the chat engine's own LLM and answer prompt."""
     if args.method in ("counterfactual", "naive", "surrogate"):
-        from llama_index_ragonite.explain.attribution import CounterfactualAttributor
+        from llama_index_ragonite.explain.attribution import BaseAttributor, CounterfactualAttributor
         from llama_index_ragonite.explain.similarity import SimilarityAttributor
         from llama_index_ragonite.explain.surrogate import SurrogateAttributor
 
-        attributor = {
+        attributor: Dict[str, Type[BaseAttributor]] = {
             "counterfactual": CounterfactualAttributor,
             "naive": SimilarityAttributor,
             "surrogate": SurrogateAttributor,
-        }[args.method]
-        return attributor.from_engine(engine)
+        }
+        return attributor[args.method].from_engine(engine)
     attention = None
     if args.relevance == "attention" and args.attention_model:
         from llama_index_ragonite.explain.attention import AttentionRelevance

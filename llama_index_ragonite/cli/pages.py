@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from llama_index.core.schema import MetadataMode
 
@@ -16,6 +16,7 @@ from llama_index_ragonite.parsing.contextualizer import SETTINGS, EvidenceContex
 from llama_index_ragonite.parsing.linearize import LINEARIZERS
 from llama_index_ragonite.parsing.loaders import load_pages
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
+from llama_index_ragonite.retrieval.fused import FusedNode
 
 
 def _parse_command(args: argparse.Namespace) -> int:
@@ -108,7 +109,7 @@ def _search_command(args: argparse.Namespace) -> int:
     retriever = HybridRetriever.from_store(args.store, top_n=args.top)
     for rank, hit in enumerate(retriever.retrieve(args.query), start=1):
         meta = hit.node.metadata
-        sides = ", ".join(f"{side} #{hit.ranks.get(side) or '-'}" for side in retriever.sides)
+        sides = ", ".join(f"{side} #{cast(FusedNode, hit).ranks.get(side) or '-'}" for side in retriever.sides)
         print(f"{rank:2d}. {hit.score:.4f} ({sides}) {meta.get('title', '')} · {meta['evidence_type']}")
         print("    " + hit.node.get_content()[:300].replace("\n", "\n    "))
     return 0

@@ -7,7 +7,7 @@ answer-distribution analysis (``distribution.py``: what answers a set of perturb
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, cast
 
 from llama_index.core.schema import NodeWithScore
 
@@ -37,7 +37,7 @@ def relevance(nodes: Sequence[NodeWithScore]) -> List[float]:
     """The retrieval scores; when any is missing, the retrieval rank instead (first = most relevant)."""
     if any(n.score is None for n in nodes):
         return [float(len(nodes) - i) for i in range(len(nodes))]
-    return [float(n.score) for n in nodes]
+    return [float(cast(float, n.score)) for n in nodes]
 
 
 def short_answer(text: str, limit: int = 70) -> str:

@@ -84,7 +84,7 @@ class AttentionRelevance:
         import torch
 
         encoded = self.tokenizer(text, return_offsets_mapping=True, return_tensors="pt")
-        offsets = [tuple(int(x) for x in pair) for pair in encoded.pop("offset_mapping")[0].tolist()]
+        offsets = [(int(start), int(end)) for start, end in encoded.pop("offset_mapping")[0].tolist()]
         encoded.pop("token_type_ids", None)
         with torch.no_grad():
             output = self.model(**encoded, output_attentions=True)
@@ -95,7 +95,7 @@ class AttentionRelevance:
         """Each evidence's share of the attention (sums to 1), in the order of ``nodes``."""
         spans = source_spans(prompt, nodes)
         answered = bool(self.use_answer and answer and answer.strip())
-        text = prompt + (" " + answer.strip() if answered else "")  # the answer as generated after the prompt
+        text = prompt + (" " + (answer or "").strip() if answered else "")  # the answer as generated after the prompt
         attentions, offsets = self.attentions(text)
         sources = [[t for t, (a, b) in enumerate(offsets) if b > a and a < end and b > start] for start, end in spans]
         answer_tokens = [t for t, (a, b) in enumerate(offsets) if b > a and a > len(prompt)] if answered else []

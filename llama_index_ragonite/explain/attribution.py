@@ -49,7 +49,7 @@ re-embed the evidences; only the answers are embedded.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, ClassVar, Dict, List, Literal, Mapping, Optional, Sequence
+from typing import Any, Awaitable, Callable, ClassVar, Dict, List, Literal, Mapping, Optional, Sequence, cast
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -115,7 +115,7 @@ class BaseAttributor(BaseExplainer):
         ),
     )
 
-    _embed_model: Optional[BaseEmbedding] = PrivateAttr(default=None)
+    _embed_model: BaseEmbedding = PrivateAttr()  # set in __init__
     _embedding_lookup: Optional[EmbeddingLookup] = PrivateAttr(default=None)
 
     def __init__(
@@ -130,6 +130,11 @@ class BaseAttributor(BaseExplainer):
         self._embed_model, self._embedding_lookup = resolve_embed_model(embed_model), embedding_lookup
         if self.temperature is None:
             self.temperature = default_temperature(self._embed_model)
+
+    @property
+    def softmax_temperature(self) -> float:
+        """``temperature``: the one given, else the model's calibrated one (set at construction)."""
+        return self.temperature if self.temperature is not None else default_temperature(self._embed_model)
 
     @classmethod
     def from_engine(cls, engine: Any, **kwargs: Any) -> "BaseAttributor":
@@ -158,10 +163,10 @@ class BaseAttributor(BaseExplainer):
 
     def attribute(self, query: str, nodes: Sequence[NodeWithScore], answer: Optional[str]) -> Attribution:
         """``explain``: ``answer`` to ``query`` attributed to ``nodes`` (``None``: answered first)."""
-        return self.explain(query, nodes, answer)
+        return cast(Attribution, self.explain(query, nodes, answer))
 
     async def aattribute(self, query: str, nodes: Sequence[NodeWithScore], answer: Optional[str]) -> Attribution:
-        return await self.aexplain(query, nodes, answer)
+        return cast(Attribution, await self.aexplain(query, nodes, answer))
 
     def _start_event(self, question: str, nodes: List[NodeWithScore]) -> AttributionStartEvent:
         return AttributionStartEvent(method=self.METHOD, question=question, n_evidences=len(nodes))
@@ -218,7 +223,8 @@ class BaseAttributor(BaseExplainer):
             vectors = await self.embed_model.aget_text_embedding_batch([base, *distinct])
         else:
             vectors = [await answer_vector, *await self.embed_model.aget_text_embedding_batch(distinct)]
-        similarity = dict(zip(distinct, cosine_matrix(vectors[:1], vectors[1:])[0].tolist()))
+        matrix = np.asarray(vectors)
+        similarity = dict(zip(distinct, cosine_matrix(matrix[:1], matrix[1:])[0].tolist()))
         return [1.0 if t == base else similarity[t] for t in texts]
 
     def _result(
@@ -286,7 +292,7 @@ class CounterfactualAttributor(BaseAttributor):
         clustered = self.cluster and len(nodes) > 1
         vectors = await self.evidence_embeddings(nodes) if nodes and (clustered or similar) else None
         if clustered:
-            groups = same_information(dbscan_clusters(vectors, self.eps, self.min_samples), nodes)
+            groups = same_information(dbscan_clusters(cast(np.ndarray, vectors), self.eps, self.min_samples), nodes)
         else:
             groups = [[i] for i in range(len(nodes))]
         without = [[n for i, n in enumerate(nodes) if i not in g] for g in groups for _ in range(self.rounds)]
@@ -298,7 +304,9 @@ class CounterfactualAttributor(BaseAttributor):
         per_cluster = [answers[k * self.rounds : (k + 1) * self.rounds] for k in range(len(groups))]
 
         done = [a for alts in per_cluster if None not in alts for a in alts]
-        similarity = iter(await self.answer_similarities(query, answer, done, self.prepend_question, answer_vector))
+        similarity = iter(
+            await self.answer_similarities(query, answer, cast(List[str], done), self.prepend_question, answer_vector)
+        )
         signal = await self._similarities(vectors, answer_vector) if similar else self._retrieval_scores(nodes)
         answer_vector.cancel()  # unused when no alternative differed and no similarity tie-break
 
@@ -322,16 +330,16 @@ class CounterfactualAttributor(BaseAttributor):
         claims = []
         if self.claims:
             claims = await claim_attributions(
-                self.embed_model, answer, len(nodes), clusters, self.temperature, self.spread
+                self.embed_model, answer, len(nodes), clusters, self.softmax_temperature, self.spread
             )
-        label = TIE_BREAKS[self.tie_break] if signal is not None else None
+        label = TIE_BREAKS[self.tie_break] if signal is not None and self.tie_break is not None else None
         return self._result(query, nodes, answer, clusters, tie_signal=signal or [], tie_break=label, claims=claims)
 
     def _retrieval_scores(self, nodes: Sequence[NodeWithScore]) -> Optional[List[float]]:
         """The retriever's scores (``tie_break="retrieval"``); ``None`` when off or when a node has none."""
         if self.tie_break != "retrieval" or not nodes or any(n.score is None for n in nodes):
             return None
-        return [float(n.score) for n in nodes]
+        return [float(cast(float, n.score)) for n in nodes]
 
     async def _similarities(
         self, vectors: Optional[np.ndarray], answer_vector: Awaitable[List[float]]
@@ -357,11 +365,11 @@ class CounterfactualAttributor(BaseAttributor):
         live = [c for c in clusters if not c.failed]
         if self.mask_zero_contributions:
             for c in live:
-                if c.contribution <= 1e-9:
+                if (c.contribution or 0.0) <= 1e-9:
                     c.share = 0.0
             live = [c for c in live if c.share is None]
         held = sum(c.failed for c in clusters)
-        for c, share in zip(live, held_softmax([c.contribution for c in live], held, self.temperature)):
+        for c, share in zip(live, held_softmax([c.contribution or 0.0 for c in live], held, self.softmax_temperature)):
             c.share = float(share)
 
 

@@ -113,7 +113,7 @@ class BaseExplainer(BaseComponent):
         "limit). The offline answerer has no tokens to limit and ignores it; a synthesizer uses its own LLM's.",
     )
 
-    _llm: Optional[LLM] = PrivateAttr(default=None)
+    _llm: LLM = PrivateAttr()  # set in __init__
     _synthesizer: Any = PrivateAttr(default=None)
 
     def __init__(self, llm: Optional[LLM] = None, synthesizer: Any = None, **kwargs: Any) -> None:
@@ -138,7 +138,8 @@ class BaseExplainer(BaseComponent):
     def postprocess_nodes(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(_NOT_A_POSTPROCESSOR.format(cls=type(self).__name__))
 
-    apostprocess_nodes = postprocess_nodes
+    async def apostprocess_nodes(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(_NOT_A_POSTPROCESSOR.format(cls=type(self).__name__))
 
     @classmethod
     def class_name(cls) -> str:

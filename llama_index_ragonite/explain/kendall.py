@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import random
 from functools import lru_cache
-from typing import Iterator, List, Sequence, Tuple
+from typing import Iterator, List, Sequence, Set, Tuple
 
 __all__ = [
     "EXACT_UP_TO",
@@ -108,7 +108,7 @@ def orderings_by_tau(
         if k <= exact_up_to or counts[d] <= level_sample:
             yield from orderings_with_inversions(k, d)
             continue
-        drawn = set()
+        drawn: Set[Tuple[int, ...]] = set()
         while len(drawn) < level_sample:
             drawn.add(random_ordering_with_inversions(k, d, rng))
         yield from sorted(drawn)

@@ -12,7 +12,7 @@ by default) — the k best solutions of an assignment problem — also tried in 
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, List, Literal, Optional, Sequence, Tuple
+from typing import Callable, Iterator, List, Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from llama_index.core.bridge.pydantic import Field
@@ -42,16 +42,18 @@ def v_shaped_prior(n: int, start: float = 1.0, middle: float = 0.0, end: float =
     return np.where(p <= centre, left, right)
 
 
-def optimal_orderings(scores: Sequence[float], attention: Sequence[float], k: int) -> List[Tuple[int, ...]]:
+def optimal_orderings(
+    scores: Sequence[float], attention: Union[Sequence[float], np.ndarray], k: int
+) -> List[Tuple[int, ...]]:
     """The ``k`` orderings with the highest sum of relevance × attention of the position, best first.
 
     An assignment of evidences (rows) to positions (columns) with cost −score·attention,
     solved k-best by ``math.k_best_assignments``. Orderings list evidence indices by position.
     """
-    scores, attention = np.asarray(scores, dtype=float), np.asarray(attention, dtype=float)
-    if attention.shape != scores.shape:
-        raise ValueError(f"the position prior gave {attention.size} weights for {scores.size} evidences")
-    cost = -np.outer(scores, attention)
+    relevance, weights = np.asarray(scores, dtype=float), np.asarray(attention, dtype=float)
+    if weights.shape != relevance.shape:
+        raise ValueError(f"the position prior gave {weights.size} weights for {relevance.size} evidences")
+    cost = -np.outer(relevance, weights)
     return [tuple(int(i) for i in np.argsort(cols)) for _, cols in k_best_assignments(cost, k)]
 
 
@@ -126,7 +128,7 @@ class PermutationExplainer(RageExplainer):
             if order not in seen:
                 seen.add(order)
                 candidates.append(perturbation("reorder", n, order, origin=origin))
-        return iter(sorted(candidates, key=lambda p: -p.kendall_tau))
+        return iter(sorted(candidates, key=lambda p: -(p.kendall_tau or 0.0)))
 
     def _candidates(self, nodes: Sequence[NodeWithScore], scores: Sequence[float]) -> Iterator[Perturbation]:
         return self.orderings(nodes, scores)

@@ -17,7 +17,7 @@ from abc import abstractmethod
 from dataclasses import asdict, dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Literal, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Literal, Optional, Sequence, Tuple, Union, cast
 
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.schema import NodeWithScore
@@ -136,7 +136,7 @@ class PerturbationReport(PerturbationCounts, JSONResult):
             f"Answer counterfactuals ({len(self.perturbations)} tried, {len(self.counterfactuals)} counterfactual):"
         ]
         for p in self.perturbations[:limit]:
-            answer = "(LLM call failed)" if p.failed else short_answer(p.answer, 60)
+            answer = "(LLM call failed)" if p.failed else short_answer(p.answer or "", 60)
             lines.append(f"  {'*' if p.changed else ' '} {p.describe()} -> {answer}")
         if len(self.perturbations) > limit:
             lines.append(f"    … {len(self.perturbations) - limit} more (to_dict() lists them all)")
@@ -153,7 +153,7 @@ class PerturbationReport(PerturbationCounts, JSONResult):
             lines.append(f"Relevance: {self.relevance} ({', '.join(f'{s:.3f}' for s in self.scores)})")
         lines.append(self._explanation_line())
         if not self.complete:
-            lines.append(self.incompleteness())
+            lines.append(cast(str, self.incompleteness()))
         lines += self.counterfactual_lines()
         if self.analysis is not None:
             lines += self.analysis.lines()
@@ -276,7 +276,7 @@ class RageExplainer(BaseExplainer):
                 self.distribution_sample, self.seed, self.min_rule_support, cache,
             )  # fmt: skip
         return PerturbationReport(
-            mode=self.mode,
+            mode=str(cast(Any, self).mode),
             question=question,
             original_answer=answer,
             n_evidences=len(nodes),
@@ -297,8 +297,10 @@ class RageExplainer(BaseExplainer):
         return None
 
     def _start_event(self, question: str, nodes: List[NodeWithScore]) -> PerturbationStartEvent:
-        return PerturbationStartEvent(mode=self.mode, question=question, n_evidences=len(nodes))
+        return PerturbationStartEvent(mode=str(cast(Any, self).mode), question=question, n_evidences=len(nodes))
 
     def _end_event(self, result: PerturbationReport, **cost: Any) -> PerturbationEndEvent:
         evaluated, failures = len(result.perturbations), result.failures
-        return PerturbationEndEvent(mode=self.mode, found=result.found, evaluated=evaluated, failures=failures, **cost)
+        return PerturbationEndEvent(
+            mode=str(cast(Any, self).mode), found=result.found, evaluated=evaluated, failures=failures, **cost
+        )

@@ -23,7 +23,7 @@ import logging
 import re
 import string
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
 
 import tenacity
 from llama_index.core.llms.llm import LLM
@@ -181,12 +181,12 @@ class AnswerRegenerator:
     def prompt_for(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
         stock = self._stock_variables(question, nodes)
         if stock is not None:
-            return self.prompt.format(**stock)
+            return self.prompt.format(**cast(Dict[str, Any], stock))
         return self.prompt.format(sources=format_sources(nodes), history="", question=question)
 
     async def _reply(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
         # a synthesizer that takes max_tokens (CitedSynthesizer) gets the limit; stock ones keep their own
-        limit = {"max_tokens": self.max_answer_tokens} if self.max_answer_tokens else {}
+        limit: Dict[str, Any] = {"max_tokens": self.max_answer_tokens} if self.max_answer_tokens else {}
         synthesizer_limit = limit if getattr(self.synthesizer, "takes_max_tokens", False) else {}
         if self.synthesizer is not None and not nodes:  # synthesize() answers nothing without nodes
             return str(await self.synthesizer.aget_response(question, [], **synthesizer_limit) or "")
@@ -194,8 +194,12 @@ class AnswerRegenerator:
             return str((await self.synthesizer.asynthesize(question, list(nodes), **synthesizer_limit)).response or "")
         stock = self._stock_variables(question, nodes)
         if stock is not None:  # as a stock synthesizer calls it: chat templates stay messages
-            return await self.llm.apredict(self.prompt, **stock)  # its arguments are the template's: no limit
-        return (await self.llm.acomplete(self.prompt_for(question, nodes), **limit)).text  # as the chat engine does
+            return await cast(LLM, self.llm).apredict(
+                self.prompt, **stock
+            )  # its arguments are the template's: no limit
+        return (
+            await cast(LLM, self.llm).acomplete(self.prompt_for(question, nodes), **limit)
+        ).text  # as the chat engine does
 
     async def aanswer(self, question: str, nodes: Sequence[NodeWithScore]) -> Optional[str]:
         """The answer from ``nodes`` (in this order), or ``None`` when the LLM failed every attempt.
@@ -268,5 +272,5 @@ class AnswerRegenerator:
 
 
 def _said(state: tenacity.RetryCallState) -> str:
-    err = state.outcome.exception()
+    err = state.outcome.exception() if state.outcome is not None else None
     return f"{type(err).__name__}: {err}"

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Union, cast
 
 from llama_index.core.schema import NodeWithScore
 
@@ -86,7 +86,7 @@ class Attribution(JSONResult):
         """Evidence ``i``'s tie-break signal, rounded to 1e-9 so that copies of one text (equal up to
         rounding) stay tied; -inf when none was recorded: prompt order decides."""
         known = i < len(self.tie_signal) and self.tie_signal[i] is not None
-        return round(float(self.tie_signal[i]), 9) if known else -math.inf
+        return round(float(cast(float, self.tie_signal[i])), 9) if known else -math.inf
 
     @property
     def counterfactual_answers(self) -> List[List[Optional[str]]]:
@@ -202,10 +202,10 @@ class Attribution(JSONResult):
         if len(tied) < 2:
             return None
         names = ", ".join(f"Evidence {i + 1}" for i in tied)
-        note = f"Tie at the top: {names} have the same share ({100 * self.evidence_shares[tied[0]]:.2f}%)"
+        note = f"Tie at the top: {names} have the same share ({100 * (self.evidence_shares[tied[0]] or 0.0):.2f}%)"
         unresolved = self.unresolved_top
         if len(unresolved) < 2:
-            return f"{note}; ranked by {self.tie_break}: Evidence {self.top_evidence + 1} first."
+            return f"{note}; ranked by {self.tie_break}: Evidence {cast(int, self.top_evidence) + 1} first."
         if self.tie_break is None:
             return f"{note}; the order among them is prompt order, not a finding."
         which = ", ".join(f"Evidence {i + 1}" for i in unresolved)
@@ -218,7 +218,7 @@ class Attribution(JSONResult):
             range(len(self.clusters)),
             key=lambda i: (self.clusters[i].failed, -(self.clusters[i].share or 0.0), -self._cluster_signal(i), i),
         )
-        lines = [self.incompleteness()] if not self.complete else []
+        lines = [cast(str, self.incompleteness())] if not self.complete else []
         for i in order:
             c = self.clusters[i]
             if c.failed:
@@ -226,7 +226,7 @@ class Attribution(JSONResult):
             else:
                 shared = self.shared_note(c)
                 lines.append(
-                    f"Attributed {100 * c.share:.2f}% to {c.label(i + 1)}" + (f" ({shared})" if shared else "")
+                    f"Attributed {100 * (c.share or 0.0):.2f}% to {c.label(i + 1)}" + (f" ({shared})" if shared else "")
                 )
         tie = self.tie_note()
         return "\n".join(lines + ([tie] if tie else []) + self.claim_lines())
@@ -237,8 +237,9 @@ class Attribution(JSONResult):
             return []
         lines = ["Per claim:"]
         for number, claim in enumerate(self.claims, 1):
-            ranked = sorted((i for i, s in enumerate(claim.shares) if s is not None), key=lambda i: -claim.shares[i])
-            best = ", ".join(f"Evidence {i + 1} {100 * claim.shares[i]:.2f}%" for i in ranked[:2])
+            known = {i: s for i, s in enumerate(claim.shares) if s is not None}
+            ranked = sorted(known, key=lambda i: -known[i])
+            best = ", ".join(f"Evidence {i + 1} {100 * known[i]:.2f}%" for i in ranked[:2])
             lines.append(f'  {number}. "{claim.text}": {best or "not attributed"}')
         return lines
 
@@ -307,7 +308,7 @@ class AttachedAttribution(Attribution, dict):
     walk dataclasses (pydantic's, FastAPI's ``jsonable_encoder``) see the fields, not the mapping: give
     them ``to_dict()``."""
 
-    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _read_only
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _read_only  # type: ignore[assignment]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         Attribution.__init__(self, *args, **kwargs)

@@ -33,6 +33,6 @@ class SimilarityAttributor(BaseAttributor):
             evidence = await self.evidence_embeddings(nodes)
             answer_vector = await self.embed_model.aget_query_embedding(strip_citations(answer) or query)
             sims = cosine_matrix(np.asarray([answer_vector]), evidence)[0]
-            for c, sim, share in zip(clusters, sims, softmax(sims, self.temperature)):
+            for c, sim, share in zip(clusters, sims, softmax(sims, self.softmax_temperature)):
                 c.contribution, c.share = float(sim), float(share)
         return self._result(query, nodes, answer, clusters)

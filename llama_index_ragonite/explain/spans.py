@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from llama_index_ragonite.explain.math import cosine_matrix, held_softmax
 from llama_index_ragonite.models.extractive.answerer import DEFAULT_LABEL
 from llama_index_ragonite.prompts import OUT_OF_SCOPE, citation_ends, cited_sources, strip_citations
@@ -68,7 +70,7 @@ def answer_claims(answer: str, n_sources: int) -> List[ClaimAttribution]:
     """The claims of ``answer`` (see the module doc), with their offsets and cited sources; empty
     claims (markers or punctuation only) are left out."""
     bounds = sorted({0, len(answer), *citation_ends(answer)})
-    pieces = []
+    pieces: List[Any] = []
     for start, end in zip(bounds, bounds[1:]):
         cuts = [start, *(m.end() for m in _SENTENCE_END.finditer(answer, start, end)), end]
         pieces.extend(zip(cuts, cuts[1:]))
@@ -126,7 +128,7 @@ async def claim_attributions(
         out = [0.0] * len(texts)
         if not alternative:
             return out
-        sims = cosine_matrix([vectors[t] for t in texts], [vectors[a] for a in alternative])
+        sims = cosine_matrix(np.asarray([vectors[t] for t in texts]), np.asarray([vectors[a] for a in alternative]))
         for j, other in enumerate(alternative):
             i = texts.index(other) if other in texts else int(sims[:, j].argmax())
             out[i] = max(out[i], 1.0 if other == texts[i] else float(sims[i, j]))

@@ -37,7 +37,7 @@ renormalised over the identified evidences (``math.held_softmax``, ``explain.res
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Dict, List
+from typing import Any, ClassVar, Dict, List, cast
 
 import numpy as np
 from llama_index.core.bridge.pydantic import Field
@@ -93,7 +93,7 @@ class SurrogateAttributor(BaseAttributor):
         answers = await regenerator.aanswer_many(query, kept, among=nodes)
         failures = dict(regenerator.failures)
         ok = [i for i, a in enumerate(answers) if a is not None]
-        y = await self.answer_similarities(query, answer, [answers[i] for i in ok], self.prepend_question)
+        y = await self.answer_similarities(query, answer, [cast(str, answers[i]) for i in ok], self.prepend_question)
         sim: Dict[int, float] = dict(zip(ok, y))
 
         clusters = []
@@ -147,6 +147,6 @@ class SurrogateAttributor(BaseAttributor):
                 c.error = "never both kept and dropped in the answered masks: weight unknown"
         live = [c for c in clusters if not c.failed]
         held = len(clusters) - len(live)  # unknown weights keep their place at 0, without a share
-        for c, share in zip(live, held_softmax([c.contribution for c in live], held, self.temperature)):
+        for c, share in zip(live, held_softmax([c.contribution or 0.0 for c in live], held, self.softmax_temperature)):
             c.share = float(share)
         return {"intercept": b, "alpha_absolute": penalty, "r2": r2}

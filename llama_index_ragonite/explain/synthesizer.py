@@ -22,7 +22,7 @@ its answers cannot depend on them).
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, cast
 
 from llama_index.core.base.response.schema import RESPONSE_TYPE
 from llama_index.core.llms.llm import LLM
@@ -32,6 +32,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 
 from llama_index_ragonite.explain.annotation import attach_attribution
 from llama_index_ragonite.explain.attribution import BaseAttributor, CounterfactualAttributor
+from llama_index_ragonite.explain.results import Attribution
 from llama_index_ragonite.models.defaults import resolve_llm
 from llama_index_ragonite.prompts import STOCK_CONTEXT_VARIABLES
 
@@ -100,7 +101,7 @@ class AttributedSynthesizer(BaseSynthesizer):
     @property
     def attributor(self) -> BaseAttributor:
         """The attributor, bound to the wrapped synthesizer."""
-        return self._attributor
+        return cast(BaseAttributor, self._attributor)
 
     # -- prompts live in the wrapped synthesizer --------------------------------
     def _get_prompts(self) -> PromptDictType:
@@ -122,7 +123,8 @@ class AttributedSynthesizer(BaseSynthesizer):
     ) -> RESPONSE_TYPE:
         response = self._synthesizer.synthesize(query, nodes, additional_source_nodes, **response_kwargs)
         if nodes:
-            attribution = self._attributor.explain(_question(query), nodes, str(response.response or ""))
+            answer = str(getattr(response, "response", "") or "")
+            attribution = cast(Attribution, self._attributor.explain(_question(query), nodes, answer))
             attach_attribution(response, attribution)
         return response
 
@@ -135,7 +137,8 @@ class AttributedSynthesizer(BaseSynthesizer):
     ) -> RESPONSE_TYPE:
         response = await self._synthesizer.asynthesize(query, nodes, additional_source_nodes, **response_kwargs)
         if nodes:
-            attribution = await self._attributor.aexplain(_question(query), nodes, str(response.response or ""))
+            answer = str(getattr(response, "response", "") or "")
+            attribution = cast(Attribution, await self._attributor.aexplain(_question(query), nodes, answer))
             attach_attribution(response, attribution)
         return response
 

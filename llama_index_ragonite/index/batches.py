@@ -15,7 +15,7 @@ on a 20,000-row page glibc otherwise keeps ~100 MB of written nodes mapped.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, NamedTuple, Optional, Sequence
+from typing import Any, List, NamedTuple, Optional, Sequence, cast
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -91,7 +91,7 @@ def write_evidences(
     nodes = evidences.nodes
     starts = range(0, len(nodes), WRITE_BATCH)
     for start in get_tqdm_iterable(starts, show_progress and len(starts) > 1, f"Writing {len(nodes)} evidences"):
-        batch = nodes[start : start + WRITE_BATCH]
+        batch = cast(List[BaseNode], nodes[start : start + WRITE_BATCH])  # not yet released
         for node, vector in zip(batch, evidences.vectors[start : start + WRITE_BATCH]):
             node.embedding = vector.tolist()
         try:

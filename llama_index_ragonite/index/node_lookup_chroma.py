@@ -10,7 +10,7 @@ sides out of step) take the stock path, so the retriever's checks still see them
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional, cast
 
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import BaseNode
@@ -36,13 +36,14 @@ class NodeLookupChromaVectorStore(ChromaVectorStore):
     ) -> VectorStoreQueryResult:
         if "include" in kwargs:  # the caller asked Chroma for something itself
             return super()._query(query_embeddings, n_results, where, **kwargs)
-        filters = {"where": where} if where else {}
+        filters: Dict[str, Any] = {"where": where} if where else {}
         found = self._collection.query(
             query_embeddings=query_embeddings, n_results=n_results, include=["distances"], **filters, **kwargs
         )
-        ids, distances = found["ids"][0], found["distances"][0]
+        ids, distances = found["ids"][0], cast(List[List[float]], found["distances"])[0]
         nodes = [self._lookup(node_id) for node_id in ids]
         if any(node is None for node in nodes):
             return super()._query(query_embeddings, n_results, where, **kwargs)
         # the stock store's score for a distance, so fused scores and displays are unchanged
-        return VectorStoreQueryResult(nodes=nodes, similarities=[math.exp(-d) for d in distances], ids=ids)
+        held = cast(List[BaseNode], nodes)  # every one found (checked above)
+        return VectorStoreQueryResult(nodes=held, similarities=[math.exp(-d) for d in distances], ids=ids)

@@ -19,7 +19,7 @@ import zipfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Dict
 
 import numpy as np
 
@@ -105,7 +105,8 @@ def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
     """Write ``arrays`` to an uncompressed ``.npz`` atomically, with their sha256 as one more member."""
     arrays = {name: np.asarray(array) for name, array in arrays.items()}
     with atomic_file(path) as file:
-        np.savez(file, **arrays, **{NPZ_CHECKSUM: np.array(_arrays_sha256(arrays))})
+        members: Dict[str, Any] = {**arrays, NPZ_CHECKSUM: np.array(_arrays_sha256(arrays))}
+        np.savez(file, **members)
 
 
 def fsync_tree(folder: Path) -> None:

@@ -17,7 +17,7 @@ import logging
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union, cast
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, Document, TransformComponent
@@ -119,7 +119,8 @@ class EvidenceStore:
             self._fingerprinted = None if why else (id(model), prints["probes"][0])
         if why:
             raise StoreError(
-                f"{self.path} was built with embedding model {recorded!r}, not {embedding_id(model)!r} ({why}); "
+                f"{self.path} was built with embedding model {recorded!r}, not {embedding_id(cast(BaseEmbedding, model))!r} "
+                f"({why}); "
                 "open it with the same model or build a new store"
             )
 
@@ -167,7 +168,7 @@ class EvidenceStore:
 
     def _check_readable(self) -> None:
         """The cheap check at open: an interrupted write or counts that disagree are errors, not silent."""
-        check_readable(self.path, self._vector_store.client, self.lexical, self.latent)
+        check_readable(self.path, cast(Any, self._vector_store).client, self.lexical, self.latent)  # just opened
 
     def fingerprint(self, doc: Document) -> str:
         """Changes when the page or the way it is indexed changes (the parser's, contextualizer's and

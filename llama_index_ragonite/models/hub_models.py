@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, List, Optional, cast
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
@@ -155,7 +155,7 @@ class BGEReranker(BaseNodePostprocessor):
         scores = self.score(query_bundle.query_str, [n.node.get_content(MetadataMode.EMBED) for n in nodes])
         for node, score in zip(nodes, scores):
             node.score = score
-        ranked = sorted(nodes, key=lambda n: -n.score)  # stable: ties keep the incoming order
+        ranked = sorted(nodes, key=lambda n: -cast(float, n.score))  # stable: ties keep the incoming order
         return ranked[: self.top_n] if self.top_n else ranked
 
     # FlagReranker is blocking torch code: a thread keeps the event loop free.

@@ -86,13 +86,13 @@ def _retrying_sdk_clients(
     from openai import AsyncOpenAI
     from openai import OpenAI as SyncOpenAI
 
-    sdk = {
+    sdk: Dict[str, Any] = {
         "api_key": api_key,
         "base_url": api_base,
         "max_retries": max_retries,
         "timeout": timeout,
         "default_headers": kwargs.get("default_headers"),
-    }
+    }  # one set of the SDK's keywords, for both clients
     return (
         SyncOpenAI(**sdk, http_client=kwargs.get("http_client")),
         AsyncOpenAI(**sdk, http_client=kwargs.get("async_http_client")),

@@ -43,8 +43,12 @@ class OpenAICompatibleLLM(OpenAI):
 
     @property
     def metadata(self) -> LLMMetadata:
-        sizes = {"context_window": self.context_window, "num_output": self.max_tokens or -1}
-        return LLMMetadata(model_name=self.model, is_chat_model=self.is_chat_model, **sizes)
+        return LLMMetadata(
+            model_name=self.model,
+            is_chat_model=self.is_chat_model,
+            context_window=self.context_window,
+            num_output=self.max_tokens or -1,
+        )
 
     @property
     def _tokenizer(self) -> None:  # tiktoken knows OpenAI's models only

@@ -34,11 +34,11 @@ or heading), where LlamaIndex shows the bare text. Measured in docs/parsing.md.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, cast
 
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TransformComponent
+from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TextNode, TransformComponent
 
 from llama_index_ragonite.events import EvidencesContextualizedEvent
 
@@ -109,7 +109,7 @@ class EvidenceContextualizer(TransformComponent):
     def from_setting(cls, setting: str, **kwargs: Any) -> "EvidenceContextualizer":
         """One of the paper's settings: NONE, TTL, HDR, BEF, AFT, ALL."""
         try:
-            switches = SETTINGS[setting.upper()]
+            switches: Dict[str, Any] = dict(SETTINGS[setting.upper()])
         except KeyError:
             raise ValueError(f"Unknown contextualization {setting!r}; choose one of {list(SETTINGS)}") from None
         return cls(**switches, **kwargs)
@@ -245,8 +245,9 @@ class EvidenceContextualizer(TransformComponent):
                 header, end = [end], ""
             node.metadata[self.context_key] = "\n".join(header)
             node.metadata[self.embed_context_key] = embed_context
-            if self.after_position == "end" or trailing_after(node.text_template)[1]:
-                node.text_template = after_template(end)  # a user's own template is left alone otherwise
+            templated = cast(TextNode, node)  # the parser's nodes are TextNodes: they carry a text template
+            if self.after_position == "end" or trailing_after(templated.text_template)[1]:
+                templated.text_template = after_template(end)  # a user's own template is left alone otherwise
             keys = [k for k in node.metadata if k not in self.visible_metadata_keys]
             node.excluded_embed_metadata_keys = [k for k in keys if k != self.embed_context_key]
             node.excluded_llm_metadata_keys = [k for k in keys if k != self.context_key]

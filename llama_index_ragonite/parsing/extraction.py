@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from bs4 import BeautifulSoup, Tag
 from bs4.builder import ParserRejectedMarkup
@@ -42,7 +42,7 @@ TABLE_GRANULARITIES = ("rows", "table", "both")
 
 _BULLET = re.compile(r"^\s*(?:[*\-•·–]|\d{1,3}[.)])\s+\S")
 _TAG = re.compile(r"<[^>]*>")
-_BREAK = object()  # end of a container: the next text starts a new line
+_BREAK: Any = object()  # end of a container: the next text starts a new line
 
 
 @dataclass

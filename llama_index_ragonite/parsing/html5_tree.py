@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from bs4 import BeautifulSoup
-from bs4.builder import HTMLParserTreeBuilder
+from bs4.builder._htmlparser import HTMLParserTreeBuilder  # re-exported by bs4.builder at run time only
 from bs4.element import Comment
 from selectolax.lexbor import LexborHTMLParser
 
@@ -32,7 +32,7 @@ class HTML5TreeBuilder(HTMLParserTreeBuilder):
     ALTERNATE_NAMES: List[str] = []
     features = [NAME, "html5"]
 
-    def feed(self, markup: Any) -> None:
+    def feed(self, markup: Any) -> None:  # type: ignore[override]  # bs4's stub names another markup type
         assert isinstance(markup, str) and self.soup is not None
         document = LexborHTMLParser(markup)
         root = document.root

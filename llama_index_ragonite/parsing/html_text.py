@@ -140,8 +140,14 @@ def discard_tree(soup: BeautifulSoup) -> None:
     soup.decompose()
 
 
+def attribute(tag: Tag, name: str) -> str:
+    """An attribute's value as text ("" when absent; a multi-valued one, such as ``class``, joined)."""
+    value = tag.get(name)
+    return " ".join(value) if isinstance(value, list) else (value or "")
+
+
 def macro_name(tag: Tag) -> str:
-    return (tag.get("ac:name") or "").lower()
+    return attribute(tag, "ac:name").lower()
 
 
 def is_navigation_macro(tag: Tag) -> bool:
@@ -155,7 +161,7 @@ def adf_children(tag: Tag) -> list:
 
 
 def _parameter_visible(tag: Tag) -> bool:
-    name = (tag.get("ac:name") or "").lower()
+    name = attribute(tag, "ac:name").lower()
     parent = tag.parent
     macro = macro_name(parent) if isinstance(parent, Tag) else ""
     return name in _VISIBLE_PARAMETERS or name in _VISIBLE_PARAMETERS_BY_MACRO.get(macro, ())
@@ -174,15 +180,15 @@ def target_label(tag: Tag) -> str:
     """Name of what an unlabelled ``ac:link`` points at: page title, file, space, URL or user."""
     for target in tag.find_all(True):
         if target.name == "ri:page":
-            return target.get("ri:content-title", "")
+            return attribute(target, "ri:content-title")
         if target.name == "ri:blog-post":
-            return target.get("ri:content-title", "")
+            return attribute(target, "ri:content-title")
         if target.name == "ri:attachment":
-            return target.get("ri:filename", "")
+            return attribute(target, "ri:filename")
         if target.name == "ri:space":
-            return target.get("ri:space-key", "")
+            return attribute(target, "ri:space-key")
         if target.name == "ri:url":
-            return target.get("ri:value", "")
+            return attribute(target, "ri:value")
         if target.name == "ri:user":
             return user_label(target)
     return ""
@@ -190,10 +196,10 @@ def target_label(tag: Tag) -> str:
 
 def user_label(tag: Tag) -> str:
     """Confluence stores users as opaque keys; show ``@name`` or a short, stable handle."""
-    name = tag.get("ri:username")
+    name = attribute(tag, "ri:username")
     if name:
         return "@" + name
-    key = tag.get("ri:account-id") or tag.get("ri:userkey") or ""
+    key = attribute(tag, "ri:account-id") or attribute(tag, "ri:userkey")
     return "@user-" + key[-6:] if key else "@user"
 
 
@@ -306,7 +312,7 @@ def _emit_leaf(tag: Tag, out: List[Token]) -> bool:
     elif name == "ri:user":
         out += [SPACE, user_label(tag), SPACE]
     elif name == "time" and not tag.get_text(strip=True):
-        out.append(tag.get("datetime", ""))
+        out.append(attribute(tag, "datetime"))
     elif name != "ac:image":
         return False
     return True

@@ -30,13 +30,42 @@ class FusedNode(NodeWithScore):
         self.ranks[side], self.scores[side] = rank, score
 
     # -- read-only names of earlier releases (deprecated, kept for one release) --
-    lexical_rank = property(lambda self: self.ranks.get("lexical"))
-    lexical_score = property(lambda self: self.scores.get("lexical"))
-    dense_rank = property(lambda self: self.ranks.get("dense"))
-    dense_score = property(lambda self: self.scores.get("dense"))
-    latent_rank = property(lambda self: self.ranks.get("latent"))
-    latent_score = property(lambda self: self.scores.get("latent"))
-    title_rank = property(lambda self: self.ranks.get("title"))
-    title_score = property(lambda self: self.scores.get("title"))
-    rerank_rank = property(lambda self: self.ranks.get("rerank"))
-    rerank_score = property(lambda self: self.scores.get("rerank"))
+    @property
+    def lexical_rank(self) -> Optional[int]:
+        return self.ranks.get("lexical")
+
+    @property
+    def lexical_score(self) -> Optional[float]:
+        return self.scores.get("lexical")
+
+    @property
+    def dense_rank(self) -> Optional[int]:
+        return self.ranks.get("dense")
+
+    @property
+    def dense_score(self) -> Optional[float]:
+        return self.scores.get("dense")
+
+    @property
+    def latent_rank(self) -> Optional[int]:
+        return self.ranks.get("latent")
+
+    @property
+    def latent_score(self) -> Optional[float]:
+        return self.scores.get("latent")
+
+    @property
+    def title_rank(self) -> Optional[int]:
+        return self.ranks.get("title")
+
+    @property
+    def title_score(self) -> Optional[float]:
+        return self.scores.get("title")
+
+    @property
+    def rerank_rank(self) -> Optional[int]:
+        return self.ranks.get("rerank")
+
+    @property
+    def rerank_score(self) -> Optional[float]:
+        return self.scores.get("rerank")

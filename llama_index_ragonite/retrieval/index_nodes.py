@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Container, Dict, Hashable, List, Optional, Tuple
+from typing import Any, Dict, Hashable, List, Mapping, Optional, Tuple
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store import VectorStoreIndex
@@ -81,7 +81,7 @@ def node_count(index: Optional[VectorStoreIndex]) -> Optional[int]:
     return None
 
 
-def _held_vectors(index: VectorStoreIndex) -> Optional[Container[str]]:
+def _held_vectors(index: VectorStoreIndex) -> Optional[Mapping[str, Any]]:
     """The vector ids a ``SimpleVectorStore`` holds (``delete_nodes`` drops them there only); None: unknown."""
     store = index.vector_store
     return store.data.embedding_dict if isinstance(store, SimpleVectorStore) else None
@@ -207,10 +207,10 @@ class IndexMirror:
             ]
             self.lexical.delete(gone)
             self.lexical.upsert(fresh)  # unchanged text keeps the BM25 matrix as it is
-            if self.latent is not None:
+            if self.latent is not None and self.embed_model is not None:  # add_latent sets both
                 self.latent.delete(gone)
                 if fresh:
-                    self.latent.upsert(fresh, embed_nodes(self.embed_model, fresh))
+                    self.latent.upsert(fresh, embed_nodes(self.embed_model, fresh) or [])
             self._hashes, self._signature = hashes, now
         if why is not None:
             logger.log(

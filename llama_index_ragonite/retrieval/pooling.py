@@ -7,7 +7,7 @@ they are and however they are kept in step (``keeping``); the rank arithmetic it
 
 from __future__ import annotations
 
-from typing import AbstractSet, Dict, List, Mapping, Optional, Sequence
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.schema import NodeWithScore
@@ -60,14 +60,14 @@ def fuse(
                 pool[hit.node.node_id].place("rerank", rank, hit.score)
         _event(query, "rerank", reranked)
     if fusion == "rerank":
-        order = [(h.node.node_id, h.score) for h in reranked or []]
+        order: List[Tuple[Any, Optional[float]]] = [(h.node.node_id, h.score) for h in reranked or []]
     else:
         rankings = [_ranking(pool, name, name in page_sides) for name in weights]
         counts = list(weights.values())
         if fusion == "rerank+rrf":
             rankings.append(_ranking(pool, "rerank", False))
             counts.append(1.0)
-        order = rrf_fuse(rankings, k=rrf_k, weights=counts)
+        order = list(rrf_fuse(rankings, k=rrf_k, weights=counts))
     out = []
     for node_id, score in order[:top_n]:
         pool[node_id].score = score

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from typing import Dict, List, Literal, Mapping, Optional, Sequence, Union
+from typing import Dict, List, Literal, Mapping, Optional, Sequence, Union, cast
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -119,9 +119,11 @@ class HybridRetriever(BaseRetriever):
         self._built_in: Dict[str, Side] = {}
         self._own_sides: Dict[str, Side] = {}
         self.dense = dense
-        if built_in and k_lexical and not len(lexical) and _mirror_of is None and node_count(self._dense_index) != 0:
+        empty = lexical is not None and not len(lexical)
+        if built_in and k_lexical and empty and _mirror_of is None and node_count(self._dense_index) != 0:
             raise ValueError(EMPTY_LEXICAL)
-        self.keeping = Checked() if _mirror_of is None else Mirrored(IndexMirror(_mirror_of, lexical))
+        mirror = None if _mirror_of is None or lexical is None else IndexMirror(_mirror_of, lexical)
+        self.keeping: Checked = Checked() if mirror is None else Mirrored(mirror)
         self.latent = latent
         for name, side in (sides or {}).items():
             self.add_side(name, side)
@@ -147,7 +149,10 @@ class HybridRetriever(BaseRetriever):
     def dense(self, dense: Union[BaseRetriever, VectorStoreIndex, None]) -> None:
         """A retriever, or an index (searched through ``as_retriever(similarity_top_k=k_dense)``)."""
         self._dense_index = dense if isinstance(dense, VectorStoreIndex) else None
-        self._dense = dense.as_retriever(similarity_top_k=self.k_dense) if self._dense_index is not None else dense
+        index = self._dense_index
+        self._dense = (
+            index.as_retriever(similarity_top_k=self.k_dense) if index is not None else cast(BaseRetriever, dense)
+        )
         self._build_sides()
 
     @property
@@ -172,9 +177,9 @@ class HybridRetriever(BaseRetriever):
 
     def _build_sides(self) -> None:
         """The built-in sides over the current dense, lexical and latent parts (rebuilt when one changes)."""
-        if self._dense is None:
-            return
         lexical = self._lexical
+        if self._dense is None or lexical is None:
+            return
         self._built_in = {
             "lexical": Side(LexicalRetriever(lexical, self.k_lexical), self.lexical_weight, self.k_lexical),
             "dense": Side(self._dense, 1.0, self.k_dense),
@@ -206,7 +211,7 @@ class HybridRetriever(BaseRetriever):
             retriever = cls.from_store(store, embed_model=embed_model, **kwargs)
         else:
             if index is None:
-                index = VectorStoreIndex(list(nodes), embed_model=embed_model, store_nodes_override=True)
+                index = VectorStoreIndex(list(nodes or ()), embed_model=embed_model, store_nodes_override=True)
             retriever = cls.from_index(index, **kwargs)
         for name, side in (sides or {}).items():
             retriever.add_side(name, side)
@@ -255,8 +260,9 @@ class HybridRetriever(BaseRetriever):
         follow the index: see :meth:`refresh`. ``kwargs`` go to ``HybridRetriever``.
         """
         retriever = cls(dense=index, lexical=LexicalIndex() if lexical is None else lexical, _mirror_of=index, **kwargs)
-        retriever.latent = retriever.keeping.mirror.add_latent(retriever.embed_model, latent)
-        retriever.keeping.mirror.sync()
+        mirror = cast(Mirrored, retriever.keeping).mirror
+        retriever.latent = mirror.add_latent(retriever.embed_model, latent)
+        mirror.sync()
         return retriever
 
     def refresh(self) -> None:
@@ -303,7 +309,8 @@ class HybridRetriever(BaseRetriever):
             pool = pool_hits(query, sides, self.sides)
             reranked = None
             if self.fusion != "rrf" and pool:
-                reranked = self.reranker.postprocess_nodes(rerank_copies(pool), query_bundle=query_bundle)
+                reranker = cast(BaseNodePostprocessor, self.reranker)  # fusion != "rrf" needs one (__init__)
+                reranked = reranker.postprocess_nodes(rerank_copies(pool), query_bundle=query_bundle)
             return self._fuse(query, pool, reranked)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
@@ -326,13 +333,16 @@ class HybridRetriever(BaseRetriever):
         pool = pool_hits(query, sides, self.sides)
         reranked = None
         if self.fusion != "rrf" and pool:
-            reranked = await self.reranker.apostprocess_nodes(rerank_copies(pool), query_bundle=query_bundle)
+            reranker = cast(BaseNodePostprocessor, self.reranker)
+            reranked = await reranker.apostprocess_nodes(rerank_copies(pool), query_bundle=query_bundle)
         return self._fuse(query, pool, reranked)
 
-    def _fuse(self, query: str, pool: Dict[str, FusedNode], reranked: Optional[List[NodeWithScore]]) -> List[FusedNode]:
+    def _fuse(
+        self, query: str, pool: Dict[str, FusedNode], reranked: Optional[List[NodeWithScore]]
+    ) -> List[NodeWithScore]:
         weights = {name: side.weight_for(query) for name, side in self.sides.items()}
         pages = {name for name, side in self.sides.items() if side.ranks_pages}
-        return fuse(query, pool, weights, pages, self.fusion, reranked, self.rrf_k, self.top_n)
+        return list(fuse(query, pool, weights, pages, self.fusion, reranked, self.rrf_k, self.top_n))
 
     def _node_sides(self) -> Dict[str, Side]:
         return {name: side for name, side in self.sides.items() if not side.ranks_pages and side.top_k != 0}
@@ -359,7 +369,8 @@ class HybridRetriever(BaseRetriever):
         also = [hit for found in hits.values() for hit in found]
         for name, side in sides.items():  # after the others (they may score their hits); in-process, off the loop
             if name not in hits:
-                hits[name] = side.cut(await asyncio.to_thread(side.retriever.retrieve_also, own[name], also))
+                pool_aware = cast(PoolAwareRetriever, side.retriever)
+                hits[name] = side.cut(await asyncio.to_thread(pool_aware.retrieve_also, own[name], also))
         return _in_order(hits, sides)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Protocol, Sequence, Union, runtime_checkable
+from typing import Callable, List, Optional, Protocol, Sequence, Union, cast, runtime_checkable
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -19,6 +19,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
+from llama_index_ragonite.models.protocols import QueryTermsEmbedding
 
 __all__ = ["LatentTermRetriever", "LexicalRetriever", "PageTitleRetriever", "PoolAwareRetriever", "Side"]
 
@@ -94,7 +95,7 @@ class LatentTermRetriever(_InProcessRetriever):
         """``also``: the other sides' hits, scored too when a large store bounds the search; their nodes are reused."""
         if not self.similarity_top_k:
             return []
-        terms = self.embed_model.get_query_terms(query_bundle.query_str)
+        terms = cast(QueryTermsEmbedding, self.embed_model).get_query_terms(query_bundle.query_str)
         held = {hit.node.node_id: hit.node for hit in also}
         hits = self.latent.search(terms, self.similarity_top_k, also=list(held))
         return [

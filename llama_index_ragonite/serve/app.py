@@ -49,7 +49,7 @@ def _version() -> str:
 @lru_cache(maxsize=1)
 def _docs_page() -> tuple[str, str]:
     """Swagger UI's page and the CSP that lets exactly it run."""
-    html = get_swagger_ui_html(openapi_url="/openapi.json", title="RAGonite API").body.decode()
+    html = bytes(get_swagger_ui_html(openapi_url="/openapi.json", title="RAGonite API").body).decode()
     hashes = " ".join(
         "'sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode() + "'"
         for script in re.findall(r"<script>(.*?)</script>", html, flags=re.S)

@@ -10,11 +10,11 @@ to the page, which builds its form from them) and a value the class refuses is r
 from __future__ import annotations
 
 import types
-from typing import Annotated, Any, Dict, Literal, Optional, Tuple, Union, get_args, get_origin
+from typing import Annotated, Any, Dict, Literal, Optional, Tuple, Type, Union, cast, get_args, get_origin
 
 from llama_index.core.bridge.pydantic import TypeAdapter, ValidationError
 
-from llama_index_ragonite.explain.attribution import CounterfactualAttributor
+from llama_index_ragonite.explain.attribution import BaseAttributor, CounterfactualAttributor
 from llama_index_ragonite.explain.combinations import CombinationExplainer
 from llama_index_ragonite.explain.permutations import PermutationExplainer
 from llama_index_ragonite.explain.similarity import SimilarityAttributor
@@ -22,7 +22,7 @@ from llama_index_ragonite.explain.surrogate import SurrogateAttributor
 
 __all__ = ["ATTRIBUTORS", "METHODS", "RAGE", "checked_options", "option_schema"]
 
-ATTRIBUTORS = {
+ATTRIBUTORS: Dict[str, Type[BaseAttributor]] = {
     "counterfactual": CounterfactualAttributor,
     "naive": SimilarityAttributor,
     "surrogate": SurrogateAttributor,
@@ -121,7 +121,7 @@ def checked_options(method: str, options: Optional[Dict[str, Any]]) -> Dict[str,
         field = fields[name]
         try:
             typed = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
-            options[name] = TypeAdapter(typed).validate_python(value, strict=True)
+            options[name] = TypeAdapter(cast(Any, typed)).validate_python(value, strict=True)
         except ValidationError as err:
             raise ValueError(f"{name}: {err.errors()[0]['msg']}") from None
     return options

@@ -20,6 +20,7 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.schema import NodeWithScore, TextNode
 
+from llama_index_ragonite.events import QuestionCompletedEvent, RetrievalHitsEvent
 from llama_index_ragonite.parsing.contextualizer import shown_context
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
 from llama_index_ragonite.text import detect_language
@@ -98,7 +99,7 @@ def _rank(hit: NodeWithScore, side: str) -> Optional[int]:
 
 def source_json(n: int, hit: NodeWithScore) -> Dict[str, Any]:
     node, meta = hit.node, hit.node.metadata
-    kind = KINDS.get(meta.get("evidence_type"), "passage")
+    kind = KINDS.get(str(meta.get("evidence_type")), "passage")
     text = node.get_content()
     return {
         "n": n,
@@ -123,9 +124,9 @@ def _trace(events: Sequence[BaseEvent], prompts: Dict[str, str], rephraser: Opti
     if prompts.get("follow_ups"):  # the LLM's follow-up suggestions call
         trace["follow_ups_prompt"] = prompts["follow_ups"]
     for event in events:
-        if event.class_name() == "QuestionCompletedEvent":
+        if isinstance(event, QuestionCompletedEvent):
             trace["completion"] = {"message": event.message, "completed": event.completed, "by": event.completer}
-        elif event.source in ("lexical", "dense", "latent", "fused"):
+        elif isinstance(event, RetrievalHitsEvent) and event.source in ("lexical", "dense", "latent", "fused"):
             trace[event.source] = [
                 {"id": i, "title": titles.get(i, ""), "rank": r, "score": s}
                 for r, (i, s) in enumerate(zip(event.node_ids[:20], event.scores[:20]), 1)

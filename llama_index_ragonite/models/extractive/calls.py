@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, AsyncIterator, Dict, Iterator, Optional
+from typing import Any, AsyncGenerator, Dict, Generator, Iterator, Optional
 
 from llama_index.core.base.llms.types import CompletionResponse, CompletionResponseGen
 from llama_index.core.prompts import BasePromptTemplate
@@ -17,7 +17,7 @@ __all__ = ["VARIABLES", "as_async", "call_variables", "stream_pieces", "streamed
 VARIABLES: ContextVar[Optional[Dict[str, Any]]] = ContextVar("ragonite_template_variables", default=None)
 
 
-def stream_pieces(text: str) -> Iterator[str]:
+def stream_pieces(text: str) -> Generator[str, None, None]:
     """Word-by-word deltas (each word with its following whitespace), concatenating to ``text``."""
     yield from re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
 
@@ -37,7 +37,7 @@ def template_variables(prompt: BasePromptTemplate, prompt_args: Dict[str, Any]) 
     return {**(getattr(prompt, "kwargs", None) or {}), **prompt_args}
 
 
-async def as_async(responses: Iterator[Any]) -> AsyncIterator[Any]:
+async def as_async(responses: Iterator[Any]) -> AsyncGenerator[Any, None]:
     """Responses computed already, as the async generator LlamaIndex expects."""
     for response in responses:
         yield response

@@ -103,7 +103,7 @@ def answer_cells(
     names = [(hit, i) for hit, i in conditions if len(cells[i].value.split()) <= KEY_WORDS]
     short = (i for i, c in enumerate(cells) if len(c.value.split()) <= KEY_WORDS)
     key = min(names)[1] if names else next(short, None)
-    return [cells[i] for i in sorted({key, *strong} - {None})]
+    return [cells[i] for i in sorted({i for i in (key, *strong) if i is not None})]
 
 
 def _most_specific(chosen: List[int], named: Sequence[FrozenSet[str]]) -> List[int]:

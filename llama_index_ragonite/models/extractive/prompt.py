@@ -157,5 +157,6 @@ def parse_prompt(prompt: str) -> ParsedPrompt:
     if not users:
         return ParsedPrompt(sources=sources, question="")
     history = [lines[j].strip() for j, _ in turns if end <= j < q_line]
-    question = plain_question(_TURN.match(lines[q_line]).group(2))
+    turn = _TURN.match(lines[q_line])
+    question = plain_question(turn.group(2) if turn else lines[q_line])  # q_line is a turn's line
     return ParsedPrompt(sources=sources, question=question, history=history)

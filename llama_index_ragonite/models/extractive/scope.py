@@ -184,7 +184,7 @@ def scope_features(
     known = [c for c in cosines if c is not None]
     return ScopeFeatures(
         lexical=lexical[best],
-        meaning=cosines[best] if cosines[best] is not None else 0.0,
+        meaning=cosines[best] or 0.0,
         best_meaning=max(known, default=0.0),
         rank=1.0 / (1 + units[best].rank),
         foreign=float(bool(q_lang and s_lang and q_lang != s_lang)),

@@ -64,7 +64,7 @@ def template_pattern(template: BasePromptTemplate, llm: Any = None) -> Optional[
     names = list(template.template_vars)
     if not names:
         return None
-    values = {name: _SENTINEL.format(i) for i, name in enumerate(names)}
+    values: Dict[str, Any] = {name: _SENTINEL.format(i) for i, name in enumerate(names)}
     try:
         if llm is None:
             text = template.format(**values)
@@ -222,7 +222,7 @@ def context_sources(context: str, label: str = "") -> Tuple[List[PromptSource], 
 def _is_context_line(line: str) -> bool:
     """A contextualizer header line (page, section, neighbours): says where a text sits, answers nothing."""
     found = _META_LINE.match(line)
-    return bool(found) and found.group(1).lower() in _TOPIC_KEYS | _NEIGHBOUR_KEYS
+    return found is not None and found.group(1).lower() in _TOPIC_KEYS | _NEIGHBOUR_KEYS
 
 
 def _source(number: int, header: List[str], body: str) -> PromptSource:

@@ -27,7 +27,7 @@ import logging
 import os
 import time
 from collections import Counter
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import httpx
 import tenacity
@@ -170,9 +170,10 @@ class ConfluenceClient:
 
     def _last_answer(self, state: tenacity.RetryCallState, what: str) -> Tuple[httpx.Response, bytes]:
         """After the last attempt: its answer (a retryable status, read as such), or the error that ends the run."""
-        err = state.outcome.exception()
+        outcome = _outcome(state)
+        err = outcome.exception()
         if err is None:
-            return state.outcome.result()
+            return outcome.result()
         raise ConfluenceError(
             f"{what}: {self.url} could not be reached or broke off its answer ({type(err).__name__}) "
             f"after {state.attempt_number} attempts"
@@ -269,9 +270,10 @@ class ConfluenceClient:
     def _wait(self, state: tenacity.RetryCallState, what: str) -> float:
         """Seconds before the next attempt: the server's ``Retry-After``, else exponential backoff, capped;
         a ``ConfluenceError`` when waiting would pass the run deadline."""
-        attempt, err = state.attempt_number - 1, state.outcome.exception()
-        response = None if err is not None else state.outcome.result()[0]
-        why = type(err).__name__ if err is not None else f"HTTP {response.status_code}"
+        attempt, outcome = state.attempt_number - 1, _outcome(state)
+        err = outcome.exception()
+        response = None if err is not None else outcome.result()[0]
+        why = f"HTTP {response.status_code}" if response is not None else type(err).__name__
         seconds = retry_after_seconds(None if response is None else response.headers.get("Retry-After"))
         if seconds is None or seconds != seconds:  # absent, unreadable or NaN
             seconds = self.backoff * 2**attempt
@@ -322,11 +324,13 @@ class ConfluenceClient:
         in a row whose results were all listed before: a server that ignores ``start``) or runs past
         ``max_listing_pages`` pages. A result listed before is not yielded again."""
         what = what or "Confluence"
-        params = {"limit": self.page_limit, "start": 0, **params}
+        query: Optional[Dict[str, Any]] = {"limit": self.page_limit, "start": 0, **params}
         url: Optional[str] = self._absolute(path)
-        read, listed, repeats = set(), set(), 0
+        read: Set[str] = set()
+        listed: Set[str] = set()
+        repeats = 0
         while url:
-            key = str(httpx.URL(url, params=params)) if params else url
+            key = str(httpx.URL(url, params=query)) if query else url
             if key in read:
                 raise ConfluenceError(f"{what}: pagination loop: {self.url} leads back to a listing page already read")
             if len(read) >= self.max_listing_pages:
@@ -334,7 +338,7 @@ class ConfluenceClient:
                     f"{what}: the listing goes on past max_listing_pages ({self.max_listing_pages:,} pages); stopped"
                 )
             read.add(key)
-            data = self.get(url, params, what, kind)
+            data = self.get(url, query, what, kind)
             self.site.note_base(data, what)
             results = get_field(data, "results", list, what, [])
             ids = [content_id(result, what, f"results[{i}]") for i, result in enumerate(results)]
@@ -346,10 +350,10 @@ class ConfluenceClient:
             next_link = get_field(data, "_links.next", str, what)
             full = bool(results) and len(results) >= get_field(data, "limit", int, what, 0)
             if next_link:
-                url, params = self.site.resolve_next(next_link, what), None
+                url, query = self.site.resolve_next(next_link, what), None
             elif full and not get_field(data, "_links", dict, what):  # no links at all: page by start/limit
                 start = get_field(data, "start", int, what, 0)
-                params = {**(params or {}), "start": start + len(results)}
+                query = {**(query or {}), "start": start + len(results)}
             else:
                 url = None
 
@@ -389,3 +393,9 @@ def _decoded(response: httpx.Response, what: str, site: str) -> Iterator[bytes]:
     except httpx.DecodingError:
         encoding = response.headers.get("Content-Encoding", "")
         raise ConfluenceError(f"{what}: {site} sent a body that cannot be decoded as {encoding!r}") from None
+
+
+def _outcome(state: tenacity.RetryCallState) -> Any:
+    """The attempt's outcome (tenacity sets it before it asks for a wait or gives up)."""
+    assert state.outcome is not None
+    return state.outcome

@@ -21,7 +21,7 @@ from llama_index.core.schema import Document
 
 from llama_index_ragonite.errors import PageLoadError
 from llama_index_ragonite.parsing.confluence.pages import ID_PREFIX, make_document
-from llama_index_ragonite.parsing.html_text import discard_tree
+from llama_index_ragonite.parsing.html_text import attribute, discard_tree
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def _page_of(
     page_id = found.group(1) if found else PurePosixPath(member).stem
     heading = soup.find(id="title-text") or soup.find("title")
     space_name, _, title = (heading.get_text(" ", strip=True) if heading else "").rpartition(" : ")
-    crumbs = [a for a in soup.select("#breadcrumbs a") if (a.get("href") or "").lower() not in ("index.html", "")]
+    crumbs = [a for a in soup.select("#breadcrumbs a") if attribute(a, "href").lower() not in ("index.html", "")]
     metadata_div = soup.find(class_="page-metadata")
     modified = _MODIFIED.search(metadata_div.get_text(" ", strip=True)) if metadata_div else None
     if base_url and found:
@@ -109,6 +109,6 @@ def _page_of(
         space=parts[0] if len(parts) > 1 else space_name,
         last_modified=modified.group(1).strip() if modified else "",
         ancestors=[a.get_text(" ", strip=True) for a in crumbs],
-        ancestor_ids=[m.group(1) for a in crumbs if (m := _PAGE_ID.search(a.get("href") or ""))],
+        ancestor_ids=[m.group(1) for a in crumbs if (m := _PAGE_ID.search(attribute(a, "href")))],
         prefix=prefix,
     )
