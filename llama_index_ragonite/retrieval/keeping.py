@@ -25,7 +25,7 @@ from llama_index_ragonite.errors import StoreError
 from llama_index_ragonite.retrieval.index_nodes import NOT_FROM_INDEX, OUT_OF_SYNC, IndexMirror
 from llama_index_ragonite.retrieval.store_follow import StoreFollower
 
-__all__ = ["BUILT_IN", "Checked", "Following", "Mirrored"]
+__all__ = ["BUILT_IN", "Checked", "Following", "Mirrored", "settled"]
 
 BUILT_IN = ("lexical", "dense", "latent")  # the node sides a store or an index keeps; user sides are not checked
 
@@ -114,3 +114,12 @@ class Following(Checked):
 
     def aend(self) -> None:
         self.follower.end()
+
+
+def settled(stale: Optional[str]) -> None:
+    """After a rebuild: a hit still out of step is not fused (the index changed under the query)."""
+    if stale is not None:
+        raise StoreError(
+            f"Node {stale!r} is still out of step right after a rebuild: the index's node listing lacks it, "
+            "or the index changed during the query (retry)"
+        )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import copy
 from typing import Dict, List, Literal, Mapping, Optional, Sequence, Union, cast
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -21,7 +20,7 @@ from llama_index_ragonite.retrieval import core_access
 from llama_index_ragonite.retrieval.fused import FusedNode
 from llama_index_ragonite.retrieval.fusion import RRF_K
 from llama_index_ragonite.retrieval.index_nodes import EMPTY_LEXICAL, IndexMirror, node_count
-from llama_index_ragonite.retrieval.keeping import Checked, Following, Mirrored
+from llama_index_ragonite.retrieval.keeping import Checked, Following, Mirrored, settled
 from llama_index_ragonite.retrieval.pooling import fuse, pool_hits, rerank_copies
 from llama_index_ragonite.retrieval.sides import (
     LatentTermRetriever,
@@ -29,6 +28,7 @@ from llama_index_ragonite.retrieval.sides import (
     PageTitleRetriever,
     PoolAwareRetriever,
     Side,
+    own_bundles,
 )
 from llama_index_ragonite.retrieval.store_follow import StoreFollower, StoreParts, store_parts
 from llama_index_ragonite.text import detect_language
@@ -305,7 +305,7 @@ class HybridRetriever(BaseRetriever):
             if stale is not None:  # rebuilt (or raised): ask every side again
                 self.keeping.out_of_sync(self, stale)
                 sides = self._ask(query_bundle)
-                _settled(self.keeping.stale_hit(self, sides))
+                settled(self.keeping.stale_hit(self, sides))
             pool = pool_hits(query, sides, self.sides)
             reranked = None
             if self.fusion != "rrf" and pool:
@@ -329,7 +329,7 @@ class HybridRetriever(BaseRetriever):
         if stale is not None:  # rebuilt (or raised): ask every side again
             await asyncio.to_thread(keeping.out_of_sync, self, stale)
             sides = await self._aask(query_bundle)
-            _settled(await off_loop(keeping.stale_hit, self, sides))
+            settled(await off_loop(keeping.stale_hit, self, sides))
         pool = pool_hits(query, sides, self.sides)
         reranked = None
         if self.fusion != "rrf" and pool:
@@ -350,7 +350,7 @@ class HybridRetriever(BaseRetriever):
     def _ask(self, bundle: QueryBundle) -> Dict[str, List[NodeWithScore]]:
         """Each node side's hits by name; pool-aware sides last, given the others' hits."""
         sides, hits = self._node_sides(), {}
-        own = _own_bundles(bundle, sides)
+        own = own_bundles(bundle, sides)
         for name, side in sides.items():
             if not isinstance(side.retriever, PoolAwareRetriever):
                 hits[name] = side.cut(side.retriever.retrieve(own[name]))
@@ -362,7 +362,7 @@ class HybridRetriever(BaseRetriever):
 
     async def _aask(self, bundle: QueryBundle) -> Dict[str, List[NodeWithScore]]:
         sides = self._node_sides()
-        own = _own_bundles(bundle, sides)
+        own = own_bundles(bundle, sides)
         first = [name for name, side in sides.items() if not isinstance(side.retriever, PoolAwareRetriever)]
         found = await asyncio.gather(*(sides[name].retriever.aretrieve(own[name]) for name in first))
         hits = {name: sides[name].cut(h) for name, h in zip(first, found)}
@@ -381,24 +381,8 @@ def _checked(bundle: QueryBundle) -> str:
     return query
 
 
-def _settled(stale: Optional[str]) -> None:
-    """After a rebuild: a hit still out of step is not fused (the index changed under the query)."""
-    if stale is not None:
-        raise StoreError(
-            f"Node {stale!r} is still out of step right after a rebuild: the index's node listing lacks it, "
-            "or the index changed during the query (retry)"
-        )
-
-
 async def _now(function, *args):
     return function(*args)
-
-
-def _own_bundles(bundle: QueryBundle, sides: Mapping[str, Side]) -> Dict[str, QueryBundle]:
-    """A copy of the question per side: a vector retriever stores its query embedding on the bundle,
-    which another side with another embedding model must not read. The dense side gets the
-    caller's bundle (and any embedding the caller computed)."""
-    return {name: bundle if name == "dense" else copy.copy(bundle) for name in sides}
 
 
 def _in_order(hits: Dict[str, List[NodeWithScore]], sides: Mapping[str, Side]) -> Dict[str, List[NodeWithScore]]:

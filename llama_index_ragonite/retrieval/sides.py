@@ -10,8 +10,9 @@ with these same classes: :class:`LexicalRetriever` (BM25), the dense index's own
 from __future__ import annotations
 
 import asyncio
+import copy
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Protocol, Sequence, Union, cast, runtime_checkable
+from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Union, cast, runtime_checkable
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -21,7 +22,7 @@ from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.models.protocols import QueryTermsEmbedding
 
-__all__ = ["LatentTermRetriever", "LexicalRetriever", "PageTitleRetriever", "PoolAwareRetriever", "Side"]
+__all__ = ["LatentTermRetriever", "LexicalRetriever", "PageTitleRetriever", "PoolAwareRetriever", "Side", "own_bundles"]
 
 
 @dataclass
@@ -114,3 +115,10 @@ class PageTitleRetriever(_InProcessRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         pages = self.lexical.search_titles(query_bundle.query_str, self.similarity_top_k)
         return [NodeWithScore(node=TextNode(id_=page, text=""), score=score) for page, score in pages]
+
+
+def own_bundles(bundle: QueryBundle, sides: Mapping[str, Side]) -> Dict[str, QueryBundle]:
+    """A copy of the question per side: a vector retriever stores its query embedding on the bundle,
+    which another side with another embedding model must not read. The dense side gets the
+    caller's bundle (and any embedding the caller computed)."""
+    return {name: bundle if name == "dense" else copy.copy(bundle) for name in sides}

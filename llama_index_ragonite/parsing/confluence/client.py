@@ -27,7 +27,7 @@ import logging
 import os
 import time
 from collections import Counter
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import httpx
 import tenacity
@@ -326,9 +326,7 @@ class ConfluenceClient:
         what = what or "Confluence"
         query: Optional[Dict[str, Any]] = {"limit": self.page_limit, "start": 0, **params}
         url: Optional[str] = self._absolute(path)
-        read: Set[str] = set()
-        listed: Set[str] = set()
-        repeats = 0
+        read, listed, repeats = set[str](), set[str](), 0
         while url:
             key = str(httpx.URL(url, params=query)) if query else url
             if key in read:
