@@ -9,10 +9,12 @@ reads, and what the offline answer is equivalent to.
 
 from __future__ import annotations
 
-from typing import AsyncIterator, Iterator, List, Optional, Sequence, cast
+from typing import Any, AsyncIterator, Iterator, List, Optional, Sequence, cast
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.base.response.schema import Response
+from llama_index.core.callbacks import EventPayload
 from llama_index.core.llms.llm import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import BasePromptTemplate
@@ -116,3 +118,8 @@ async def apostprocessed(
     for postprocessor in postprocessors:
         nodes = await postprocessor.apostprocess_nodes(list(nodes), query_bundle=bundle)
     return list(nodes)[:top_k]
+
+
+def answered(event: Any, answer: str, nodes: List[NodeWithScore]) -> None:
+    """End the ``SYNTHESIZE`` callback event around an answer with its response, as core's synthesizers do."""
+    event.on_end(payload={EventPayload.RESPONSE: Response(response=answer, source_nodes=nodes)})

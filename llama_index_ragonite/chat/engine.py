@@ -3,10 +3,9 @@
 One turn: the new message is completed into an intent-explicit question from the conversation
 (skipped on the first turn), the completed question is retrieved, the node postprocessors run, the
 top evidences are numbered ``### Source i ###`` in the answer prompt (offline, the extractive
-synthesizer reads the nodes themselves: ``answering.py``), and the answer cites ``[Source i]``,
-mapped back to the nodes. With no evidence left the answer is the exact out-of-scope sentence
-(never "Empty Response"). Every step fires an instrumentation event, so a trace shows the
-completed question, the lexical, dense and fused hits, the prompt and the answer.
+synthesizer reads the nodes: ``answering.py``), and the answer cites ``[Source i]``, mapped back to
+the nodes; with no evidence left it is the exact out-of-scope sentence. Every step fires an
+instrumentation event: a trace shows the completed question, each side's hits, the prompt, the answer.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from typing import Any, AsyncGenerator, Dict, Generator, List, Optional, Sequenc
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
-from llama_index.core.base.response.schema import Response
 from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload, trace_method
 from llama_index.core.chat_engine.types import BaseChatEngine
 from llama_index.core.instrumentation import get_dispatcher
@@ -31,7 +29,7 @@ from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.settings import Settings
 
-from llama_index_ragonite.chat.answering import Answering, apostprocessed, is_offline, postprocessed
+from llama_index_ragonite.chat.answering import Answering, answered, apostprocessed, is_offline, postprocessed
 from llama_index_ragonite.chat.completion import OfflineQuestionCompleter, QuestionCompleter
 from llama_index_ragonite.chat.conversation_retrieval import ConversationRetrieval
 from llama_index_ragonite.chat.llm_calls import aiter_items, close_stream
@@ -54,8 +52,10 @@ from llama_index_ragonite.chat.turn_start import (
 )
 from llama_index_ragonite.errors import LLMCallError
 from llama_index_ragonite.events import AnswerEvent, AnswerPromptEvent
+from llama_index_ragonite.index.access import Principal
 from llama_index_ragonite.models.defaults import resolve_llm, settings_llm
 from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, check_citations
+from llama_index_ragonite.retrieval.narrowing import ActingRetriever
 
 __all__ = [
     "LLMCallError",
@@ -99,6 +99,7 @@ class RagoniteChatEngine(BaseChatEngine):
         conversation_retrieval: retrieves a follow-up with its conversation too and keeps the ranking
             the evidence favours (``chat.conversation_retrieval``); ``None``: on with the offline
             completer, off otherwise; ``False``: off.
+        principal: who asks: retrieval returns only what they may read (``index.access``).
     """
 
     def __init__(
@@ -115,11 +116,12 @@ class RagoniteChatEngine(BaseChatEngine):
         node_postprocessors: Optional[Sequence[BaseNodePostprocessor]] = None,
         callback_manager: Optional[CallbackManager] = None,
         conversation_retrieval: Optional[ConversationRetrieval | bool] = None,
+        principal: Optional[Principal] = None,
     ) -> None:
         if top_k < 1:
             raise ValueError("top_k must be >= 1")
         self.callback_manager = callback_manager or Settings.callback_manager
-        self._retriever = retriever
+        self._retriever = retriever if principal is None else ActingRetriever(retriever, principal)
         self._llm = resolve_llm(llm)
         if llm is None and settings_llm() is None:  # our own default, wired like Settings' default LLM
             self._llm.callback_manager = self.callback_manager
@@ -259,9 +261,6 @@ class RagoniteChatEngine(BaseChatEngine):
             CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: turn.completed_question}
         )
 
-    def _answered(self, event, answer: str, nodes: List[NodeWithScore]) -> None:
-        event.on_end(payload={EventPayload.RESPONSE: Response(response=answer, source_nodes=nodes)})
-
     # -- sync -------------------------------------------------------------------
     @dispatcher.span
     @trace_method("chat")
@@ -275,7 +274,7 @@ class RagoniteChatEngine(BaseChatEngine):
                 answer = self._finish(turn, text, nodes, suggested)
             else:
                 answer = self._finish(turn, OUT_OF_SCOPE, nodes)
-            self._answered(event, answer, nodes)
+            answered(event, answer, nodes)
         self._memory.put(user_message(message, nodes))
         self._memory.put(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
         return self._response(answer, nodes, turn)
@@ -345,7 +344,7 @@ class RagoniteChatEngine(BaseChatEngine):
                 answer = self._finish(turn, text, nodes, suggested)
             else:
                 answer = self._finish(turn, OUT_OF_SCOPE, nodes)
-            self._answered(event, answer, nodes)
+            answered(event, answer, nodes)
         await self._memory.aput(user_message(message, nodes))
         await self._memory.aput(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
         return self._response(answer, nodes, turn)

@@ -30,9 +30,10 @@ def bm25_over(token_lists: list[list[str]], k1: float, b: float, method: str) ->
 
 
 def best_rows(
-    bm25: bm25s.BM25 | None, query_tokens: list[str], row_rank: np.ndarray, k: int
+    bm25: bm25s.BM25 | None, query_tokens: list[str], row_rank: np.ndarray, k: int, allowed: np.ndarray | None = None
 ) -> list[tuple[int, float]]:
-    """[(row, raw score)] of the top-``k`` rows that hold a query token; ties go to the lower ``row_rank``."""
+    """[(row, raw score)] of the top-``k`` rows that hold a query token (and are ``allowed``, a row mask);
+    ties go to the lower ``row_rank``."""
     if bm25 is None:
         return []
     token_ids = [bm25.vocab_dict[token] for token in query_tokens if token in bm25.vocab_dict]
@@ -44,6 +45,8 @@ def best_rows(
     matched = np.zeros(len(scores), dtype=bool)  # a mask, not np.unique: no sort of every posting
     for token_id in set(token_ids):
         matched[indices[indptr[token_id] : indptr[token_id + 1]]] = True
+    if allowed is not None:
+        matched &= allowed
     rows = np.flatnonzero(matched)
     row_scores = scores[rows].astype(np.float64)
     if len(rows) > k:  # cheap pre-cut that keeps every row tied with the k-th best

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Dict, List, Sequence, cast
+from typing import Any, Dict, List, Mapping, Optional, Sequence, cast
 
 from llama_index.core.ingestion.pipeline import run_transformations
 from llama_index.core.schema import BaseNode, Document, TransformComponent
 from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_ragonite.errors import MassRemovalError
+from llama_index_ragonite.index.access import AccessMap, PageAccess
 from llama_index_ragonite.index.batches import embed_evidences, write_evidences
 from llama_index_ragonite.index.ingest_report import IngestReport, StepClock
 from llama_index_ragonite.index.journal import begin_journal, finish_journal
@@ -69,6 +70,7 @@ def ingest(
     allow_removal: bool = False,
     max_removal_share: float = MAX_REMOVAL_SHARE,
     remove: Sequence[str] = (),
+    access: Optional[Mapping[str, PageAccess]] = None,
 ) -> IngestReport:
     """Bring ``store`` (an ``EvidenceStore``) in line with ``documents``; ``remove_missing`` deletes pages
     not among them, ``remove`` these pages (ids not indexed are ignored), in the same write.
@@ -91,7 +93,7 @@ def ingest(
         doomed = (indexed - set(ids) if remove_missing else set()) | (indexed & set(remove))
         if not allow_removal:
             _guard_removal(store, doomed, max_removal_share)
-        return _ingest(store, documents, doomed, show_progress)
+        return _ingest(store, documents, doomed, show_progress, access)
 
 
 def _guard_removal(store: Any, doomed: set, share: float) -> None:
@@ -105,7 +107,9 @@ def _guard_removal(store: Any, doomed: set, share: float) -> None:
         )
 
 
-def _ingest(store: Any, documents: Sequence[Document], doomed: set, show_progress: bool) -> IngestReport:
+def _ingest(
+    store: Any, documents: Sequence[Document], doomed: set, show_progress: bool, access: Optional[Mapping[str, Any]]
+) -> IngestReport:
     pages: Dict[str, str] = dict(store.manifest.get("pages", {}))
     report = IngestReport()
     clock = StepClock(report.seconds)
@@ -148,8 +152,25 @@ def _ingest(store: Any, documents: Sequence[Document], doomed: set, show_progres
     report.nodes_written = len(evidences)
     del evidences  # its vector matrix, before persisting builds the files
     pages.update(new_fingerprints)
-    if touched or report.repaired or store._manifest_missing():
+    readers_changed = _record_access(store, access, pages)
+    if touched or report.repaired or readers_changed or store._manifest_missing():
         store._write(pages)
         finish_journal(store.path)
     clock.lap("persist")
     return report
+
+
+def _record_access(store: Any, access: Optional[Mapping[str, Any]], pages: Mapping[str, str]) -> bool:
+    """Write who may read which page (before the manifest, which publishes it); True when it changed.
+
+    A permission change bumps no page version: the store writes a new generation for it alone,
+    with nothing re-embedded."""
+    known = store.access
+    updated = AccessMap({**known.pages, **(access or {})})
+    updated.keep_only(set(pages))
+    if updated.pages == known.pages:
+        return False
+    updated.version = known.version + 1
+    updated.save(store.path)
+    store.access = updated
+    return True

@@ -16,7 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from functools import partial
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -86,21 +86,26 @@ class LatentTermIndex:
             self._matrix = self._by_term = None
         return len(gone)
 
-    def search(self, query: SparseVector, k: int = 10, also: Iterable[str] = ()) -> List[Tuple[str, float]]:
+    def search(
+        self, query: SparseVector, k: int = 10, also: Iterable[str] = (), allowed: Optional[AbstractSet[str]] = None
+    ) -> List[Tuple[str, float]]:
         """The ``k`` best (node id, score) by dot product; nodes sharing no term are left out.
 
         Exact unless the query's terms occur more than ``postings_budget`` times in the store; then
         only candidates are scored (see ``_candidates``), among them the nodes in ``also`` (the
         retriever passes the other rankings' hits). Ties go to the smaller node id, so a ranking
-        does not depend on insertion order.
+        does not depend on insertion order. ``allowed``: only these node ids are ranked (the exact
+        search, then masked: the ``k`` best of them).
         """
         if k <= 0 or not self._vectors:
             return []
         node_ids, matrix = self._csr()
         dense_query = self._query_vector(query)
-        rows = self._candidates(dense_query, max(self.candidates, k))
+        rows = None if allowed is not None else self._candidates(dense_query, max(self.candidates, k))
         if rows is None:
             scores, names = self._term_scores(dense_query, np.flatnonzero(dense_query)), node_ids
+            if allowed is not None:
+                scores = np.where(np.fromiter((n in allowed for n in node_ids), bool, len(node_ids)), scores, 0.0)
         else:  # an id not held lands on a neighbour's row: one more row scored, no harm
             extra = [row for row in map(partial(bisect_left, node_ids), also) if row < len(node_ids)]
             rows = np.union1d(rows, np.asarray(extra, np.int64))

@@ -33,6 +33,7 @@ import json
 import os
 import threading
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,7 @@ class LexicalIndex:
 
         self._lock = threading.RLock()
         self._records: dict[str, _Record] = {}
+        self.version = 0  # grows with every change of the nodes (what narrowed searches cache by)
         self._stale = False
         # The compiled matrix; None when nothing is searchable (no nodes, or no tokens at all).
         self._bm25: bm25s.BM25 | None = None
@@ -148,6 +150,7 @@ class LexicalIndex:
             for (node_id, node), tokens in zip(batch.items(), token_lists)
         }
         with self._lock:
+            self.version += 1
             for node_id, record in records.items():
                 old = self._records.get(node_id)
                 # Unchanged text keeps the matrix valid: re-ingesting a page costs no rebuild.
@@ -168,6 +171,7 @@ class LexicalIndex:
                     removed += 1
             if removed:
                 self._stale, self._titles = True, None
+                self.version += 1
         return removed
 
     def delete_ref_doc(self, ref_doc_id: str) -> int:
@@ -202,30 +206,33 @@ class LexicalIndex:
 
     # ------------------------------------------------------------------ search
 
-    def search(self, query: str, k: int = 10) -> list[NodeWithScore]:
+    def search(self, query: str, k: int = 10, allowed: AbstractSet[str] | None = None) -> list[NodeWithScore]:
         """Top-``k`` nodes containing at least one query term, best first, with raw BM25 scores.
 
         Returns fewer than ``k`` results when fewer nodes match, and ``[]`` for a blank query,
-        an empty index, or a query whose terms are all unknown.
+        an empty index, or a query whose terms are all unknown. ``allowed``: only these node ids
+        are searched (before ranking: the ``k`` best of them).
         """
         query_tokens = self._query_tokens(query, k)
         if not query_tokens:
             return []
         with self._lock:
             self._ensure_built()
-            best = best_rows(self._bm25, query_tokens, self._row_rank, k)
+            mask = None if allowed is None else _mask(self._row_ids, allowed)
+            best = best_rows(self._bm25, query_tokens, self._row_rank, k, mask)
             hits = [(self._records[self._row_ids[row]].payload, score) for row, score in best]
         return [
             NodeWithScore(node=_deserialize(payload), score=float(score * self._score_scale)) for payload, score in hits
         ]
 
-    def search_titles(self, query: str, k: int = 10) -> list[tuple[str, float]]:
+    def search_titles(self, query: str, k: int = 10, pages: AbstractSet[str] | None = None) -> list[tuple[str, float]]:
         """Top-``k`` source documents (``ref_doc_id``) by BM25 over their titles, best first.
 
         Why: questions often name their page ("the OpenXT 7.0 hardware tests", "the Stable-9
         rc0 test matrix"), and in an evidence's text the title is a few words among many.
         The title is the ``title`` metadata of a document's nodes (the parser's page title);
-        documents without one, and nodes without a source document, are not ranked.
+        documents without one, and nodes without a source document, are not ranked. ``pages``:
+        only these documents are ranked.
         """
         query_tokens = self._query_tokens(query, k)
         if not query_tokens:
@@ -239,7 +246,9 @@ class LexicalIndex:
                 doc_ids = sorted(titles)
                 self._titles = (self._compile(self._tokenize([titles[d] for d in doc_ids])), doc_ids)
             bm25, doc_ids = self._titles
-            best = best_rows(bm25, query_tokens, np.arange(len(doc_ids)), k)
+            best = best_rows(
+                bm25, query_tokens, np.arange(len(doc_ids)), k, None if pages is None else _mask(doc_ids, pages)
+            )
         return [(doc_ids[row], float(score * self._score_scale)) for row, score in best]
 
     def _query_tokens(self, query: str, k: int) -> list[str]:
@@ -358,3 +367,8 @@ def _serialize(node: BaseNode) -> str:
 
 def _deserialize(payload: str) -> BaseNode:
     return json_to_doc(json.loads(payload))
+
+
+def _mask(row_ids: list[str], allowed: AbstractSet[str]) -> np.ndarray:
+    """Which rows hold an allowed id."""
+    return np.fromiter((row_id in allowed for row_id in row_ids), dtype=bool, count=len(row_ids))

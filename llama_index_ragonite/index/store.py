@@ -17,12 +17,13 @@ import logging
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union, cast
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union, cast
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, Document, TransformComponent
 
 from llama_index_ragonite.errors import StoreCorruptError, StoreError
+from llama_index_ragonite.index.access import AccessMap, PageAccess
 from llama_index_ragonite.index.check import (
     StoreCheckReport,
     check_readable,
@@ -94,6 +95,7 @@ class EvidenceStore:
         self.transformations = list(transformations)  # yours, after the contextualizer (``pipeline``)
         self.lexical = lexical or self._load_lexical()
         self.latent = LatentTermIndex.load(self.path)
+        self.access = AccessMap.load(self.path)  # who may read which page (``index/access.py``)
         self._chroma_client = chroma_client
         self._collection_name = collection
         self._vector_store = None
@@ -188,11 +190,14 @@ class EvidenceStore:
         allow_removal: bool = False,
         max_removal_share: float = MAX_REMOVAL_SHARE,
         remove: Sequence[str] = (),
+        access: Optional[Mapping[str, PageAccess]] = None,
     ) -> IngestReport:
         """Bring the store in line with ``documents`` (``ingestion.ingest``): ``remove_missing`` deletes
         pages not among them, ``remove`` these pages, in the same write; more than
-        ``max_removal_share`` of the pages removed is a ``MassRemovalError`` unless ``allow_removal``."""
-        return ingest(self, documents, remove_missing, show_progress, allow_removal, max_removal_share, remove)
+        ``max_removal_share`` of the pages removed is a ``MassRemovalError`` unless ``allow_removal``.
+        ``access``: who may read these pages (page id -> ``PageAccess``), written in the same write;
+        pages it does not name keep theirs."""
+        return ingest(self, documents, remove_missing, show_progress, allow_removal, max_removal_share, remove, access)
 
     # -- checking ------------------------------------------------------------------
     def check(self, repair: bool = False) -> StoreCheckReport:
@@ -244,7 +249,7 @@ class EvidenceStore:
                     on_disk = self._read_manifest()
                     if on_disk != self.manifest:  # another process wrote since we opened: start from its state
                         self.manifest, self.lexical = on_disk, self._load_lexical()
-                        self.latent = LatentTermIndex.load(self.path)
+                        self.latent, self.access = LatentTermIndex.load(self.path), AccessMap.load(self.path)
                     yield
                 finally:
                     self._writing = False
@@ -322,7 +327,7 @@ class EvidenceStore:
             self._watch.seen = before
             return False
         self._check_model(self._embed_model, manifest)
-        lexical, latent = self._load_lexical(), LatentTermIndex.load(self.path)
+        lexical, latent, access = self._load_lexical(), LatentTermIndex.load(self.path), AccessMap.load(self.path)
         vector_store = reopen_vector_store(
             self.path / CHROMA_DIR, self._chroma_client, self._collection_name, self._held_node
         )
@@ -331,6 +336,7 @@ class EvidenceStore:
         check_readable(self.path, vector_store.client, lexical, latent)
         old, self._watch.seen = self.generation, before
         self.manifest, self.lexical, self.latent, self._vector_store = manifest, lexical, latent, vector_store
+        self.access = access
         logger.info("%s: loaded generation %d (was %d), written by another process", self.path, self.generation, old)
         return True
 

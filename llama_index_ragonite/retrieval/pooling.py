@@ -10,14 +10,15 @@ from __future__ import annotations
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.schema import NodeWithScore
+from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from llama_index_ragonite.events import RetrievalHitsEvent
 from llama_index_ragonite.retrieval.fused import FusedNode
 from llama_index_ragonite.retrieval.fusion import rrf_fuse
+from llama_index_ragonite.retrieval.narrowing import Allowed
 from llama_index_ragonite.retrieval.sides import Side
 
-__all__ = ["fuse", "pool_hits", "rerank_copies"]
+__all__ = ["checked_query", "fuse", "in_order", "pool_hits", "rerank_copies"]
 
 dispatcher = get_dispatcher("llama_index_ragonite.retrieval.retriever")  # one source of retrieval events
 
@@ -97,3 +98,20 @@ def _event(query: str, source: str, hits: Sequence[NodeWithScore], scores: Optio
             scores=[h.score for h in hits] if scores is None else scores,
         )
     )
+
+
+def in_order(
+    hits: Dict[str, List[NodeWithScore]], sides: Mapping[str, Side], allowed: Optional[Allowed]
+) -> Dict[str, List[NodeWithScore]]:
+    """The sides' hits in the sides' order; when narrowed, only allowed evidences (whatever a side of
+    yours returned: nodes this store does not know are dropped, never shown to a principal)."""
+    if allowed is None:
+        return {name: hits[name] for name in sides}
+    return {name: [h for h in hits[name] if h.node.node_id in allowed.nodes] for name in sides}
+
+
+def checked_query(bundle: QueryBundle) -> str:
+    query = bundle.query_str
+    if not query or not query.strip():
+        raise ValueError("Empty query: HybridRetriever needs a question to search for")
+    return query

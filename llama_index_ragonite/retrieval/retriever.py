@@ -10,8 +10,10 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store import VectorStoreIndex
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.vector_stores.types import MetadataFilters
 
 from llama_index_ragonite.errors import StoreError
+from llama_index_ragonite.index.access import AccessMap, Principal
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
@@ -21,8 +23,10 @@ from llama_index_ragonite.retrieval.fused import FusedNode
 from llama_index_ragonite.retrieval.fusion import RRF_K
 from llama_index_ragonite.retrieval.index_nodes import EMPTY_LEXICAL, IndexMirror, node_count
 from llama_index_ragonite.retrieval.keeping import Checked, Following, Mirrored, settled
-from llama_index_ragonite.retrieval.pooling import fuse, pool_hits, rerank_copies
+from llama_index_ragonite.retrieval.narrowing import Allowed, Narrowing
+from llama_index_ragonite.retrieval.pooling import checked_query, fuse, in_order, pool_hits, rerank_copies
 from llama_index_ragonite.retrieval.sides import (
+    IndexDenseRetriever,
     LatentTermRetriever,
     LexicalRetriever,
     PageTitleRetriever,
@@ -89,6 +93,8 @@ class HybridRetriever(BaseRetriever):
         k_titles: int = 10,
         title_weight: float = 1.0,
         sides: Optional[Mapping[str, Side]] = None,
+        filters: Optional[MetadataFilters] = None,
+        principal: Optional[Principal] = None,
         _mirror_of: Optional[VectorStoreIndex] = None,  # set by from_index only
         **kwargs,
     ) -> None:
@@ -117,6 +123,9 @@ class HybridRetriever(BaseRetriever):
         self._dense: Optional[BaseRetriever] = None
         self._lexical, self._latent = lexical, None
         self._built_in: Dict[str, Side] = {}
+        if (filters is not None or principal is not None) and lexical is None:
+            raise ValueError("filters= and principal= narrow the built-in sides: pass dense and lexical too")
+        self.narrowing, self.access = Narrowing(filters, principal), AccessMap()
         self._own_sides: Dict[str, Side] = {}
         self.dense = dense
         empty = lexical is not None and not len(lexical)
@@ -180,16 +189,25 @@ class HybridRetriever(BaseRetriever):
         lexical = self._lexical
         if self._dense is None or lexical is None:
             return
+        index, allowed = self._dense_index, self.allowed
+        dense = self._dense if index is None else IndexDenseRetriever(index, self._dense, self.k_dense, allowed)
         self._built_in = {
-            "lexical": Side(LexicalRetriever(lexical, self.k_lexical), self.lexical_weight, self.k_lexical),
-            "dense": Side(self._dense, 1.0, self.k_dense),
+            "lexical": Side(LexicalRetriever(lexical, self.k_lexical, allowed), self.lexical_weight, self.k_lexical),
+            "dense": Side(dense, 1.0, self.k_dense),
         }
         if self._latent is not None:
-            latent = LatentTermRetriever(self._latent, lexical, self.embed_model, self.k_latent)
+            latent = LatentTermRetriever(self._latent, lexical, self.embed_model, self.k_latent, allowed)
             self._built_in["latent"] = Side(latent, self.latent_weight, self.k_latent)
         if self.title_weight and self.k_titles:
-            titles = PageTitleRetriever(lexical, self.k_titles)
+            titles = PageTitleRetriever(lexical, self.k_titles, allowed)
             self._built_in["title"] = Side(titles, self.title_weight, self.k_titles, ranks_pages=True)
+
+    def allowed(self) -> Optional[Allowed]:
+        """The evidences this query may return (``filters``, and what the principal may read), or None: all."""
+        lexical = self._lexical
+        if lexical is None or not self.narrowing.active():
+            return None
+        return self.narrowing.allowed(lexical, self.access)
 
     # -- making one -----------------------------------------------------------
     @classmethod
@@ -237,9 +255,10 @@ class HybridRetriever(BaseRetriever):
         if not store.manifest.get("contextualizer", {}).get("title", True):
             kwargs.setdefault("title_weight", 0.0)  # built without page titles as context: no title ranking either
         retriever = cls(dense=parts.index, lexical=parts.lexical, **kwargs)
+        retriever.access = parts.access
 
         def use(new: StoreParts) -> None:  # between queries: serve a newer store generation
-            retriever.dense, retriever.lexical = new.index, new.lexical
+            retriever.dense, retriever.lexical, retriever.access = new.index, new.lexical, new.access
             if own_latent:
                 retriever.latent = new.latent
 
@@ -298,7 +317,7 @@ class HybridRetriever(BaseRetriever):
     # -- retrieving -------------------------------------------------------------
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         with self.keeping.query():  # a newer store generation first
-            query = _checked(query_bundle)
+            query = checked_query(query_bundle)
             self.keeping.follow(self)
             sides = self._ask(query_bundle)
             stale = self.keeping.stale_hit(self, sides)
@@ -321,7 +340,7 @@ class HybridRetriever(BaseRetriever):
             self.keeping.aend()
 
     async def _aretrieve_now(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        query, keeping = _checked(query_bundle), self.keeping
+        query, keeping = checked_query(query_bundle), self.keeping
         off_loop = asyncio.to_thread if keeping.blocking else _now  # its checks may read the index
         await off_loop(keeping.follow, self)
         sides = await self._aask(query_bundle)
@@ -358,7 +377,7 @@ class HybridRetriever(BaseRetriever):
         for name, side in sides.items():
             if isinstance(side.retriever, PoolAwareRetriever):
                 hits[name] = side.cut(side.retriever.retrieve_also(own[name], also))
-        return _in_order(hits, sides)
+        return in_order(hits, sides, self.allowed())
 
     async def _aask(self, bundle: QueryBundle) -> Dict[str, List[NodeWithScore]]:
         sides = self._node_sides()
@@ -371,19 +390,8 @@ class HybridRetriever(BaseRetriever):
             if name not in hits:
                 pool_aware = cast(PoolAwareRetriever, side.retriever)
                 hits[name] = side.cut(await asyncio.to_thread(pool_aware.retrieve_also, own[name], also))
-        return _in_order(hits, sides)
-
-
-def _checked(bundle: QueryBundle) -> str:
-    query = bundle.query_str
-    if not query or not query.strip():
-        raise ValueError("Empty query: HybridRetriever needs a question to search for")
-    return query
+        return in_order(hits, sides, self.allowed())
 
 
 async def _now(function, *args):
     return function(*args)
-
-
-def _in_order(hits: Dict[str, List[NodeWithScore]], sides: Mapping[str, Side]) -> Dict[str, List[NodeWithScore]]:
-    return {name: hits[name] for name in sides}

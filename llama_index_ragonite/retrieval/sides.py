@@ -16,13 +16,24 @@ from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, 
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.indices.vector_store import VectorStoreIndex
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.models.protocols import QueryTermsEmbedding
+from llama_index_ragonite.retrieval.index_nodes import is_chroma
+from llama_index_ragonite.retrieval.narrowing import Allowed
 
-__all__ = ["LatentTermRetriever", "LexicalRetriever", "PageTitleRetriever", "PoolAwareRetriever", "Side", "own_bundles"]
+__all__ = [
+    "IndexDenseRetriever",
+    "LatentTermRetriever",
+    "LexicalRetriever",
+    "PageTitleRetriever",
+    "PoolAwareRetriever",
+    "Side",
+    "own_bundles",
+]
 
 
 @dataclass
@@ -62,15 +73,30 @@ class _InProcessRetriever(BaseRetriever):
         return await asyncio.to_thread(self._retrieve, query_bundle)
 
 
-class LexicalRetriever(_InProcessRetriever):
-    """BM25 over a :class:`LexicalIndex`: top ``similarity_top_k`` nodes with raw BM25 scores."""
+Narrowed = Callable[[], Optional[Allowed]]  # what a side may return now (None: everything)
 
-    def __init__(self, lexical: LexicalIndex, similarity_top_k: int = 10, **kwargs) -> None:
-        self.lexical, self.similarity_top_k = lexical, similarity_top_k
+
+def _everything() -> Optional[Allowed]:
+    return None
+
+
+class LexicalRetriever(_InProcessRetriever):
+    """BM25 over a :class:`LexicalIndex`: top ``similarity_top_k`` nodes with raw BM25 scores
+    (among the ``allowed`` ones: the retriever's narrowing, before ranking)."""
+
+    def __init__(
+        self, lexical: LexicalIndex, similarity_top_k: int = 10, allowed: Narrowed = _everything, **kwargs
+    ) -> None:
+        self.lexical, self.similarity_top_k, self.allowed = lexical, similarity_top_k, allowed
         super().__init__(**kwargs)
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        return self.lexical.search(query_bundle.query_str, self.similarity_top_k) if self.similarity_top_k else []
+        if not self.similarity_top_k:
+            return []
+        allowed = self.allowed()
+        return self.lexical.search(
+            query_bundle.query_str, self.similarity_top_k, None if allowed is None else allowed.nodes
+        )
 
 
 class LatentTermRetriever(_InProcessRetriever):
@@ -83,10 +109,11 @@ class LatentTermRetriever(_InProcessRetriever):
         lexical: LexicalIndex,
         embed_model: BaseEmbedding,
         similarity_top_k: int = 10,
+        allowed: Narrowed = _everything,
         **kwargs,
     ) -> None:
         self.latent, self.lexical, self.embed_model = latent, lexical, embed_model
-        self.similarity_top_k = similarity_top_k
+        self.similarity_top_k, self.allowed = similarity_top_k, allowed
         super().__init__(**kwargs)
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
@@ -98,7 +125,10 @@ class LatentTermRetriever(_InProcessRetriever):
             return []
         terms = cast(QueryTermsEmbedding, self.embed_model).get_query_terms(query_bundle.query_str)
         held = {hit.node.node_id: hit.node for hit in also}
-        hits = self.latent.search(terms, self.similarity_top_k, also=list(held))
+        allowed = self.allowed()
+        hits = self.latent.search(
+            terms, self.similarity_top_k, also=list(held), allowed=None if allowed is None else allowed.nodes
+        )
         return [
             NodeWithScore(node=held.get(i) or self.lexical.get_node(i), score=s) for i, s in hits if i in self.lexical
         ]
@@ -108,13 +138,54 @@ class PageTitleRetriever(_InProcessRetriever):
     """Pages by how well the question matches their title (BM25 over titles): one hit per page,
     whose node id is the page id (``ref_doc_id``); use it as a side with ``ranks_pages=True``."""
 
-    def __init__(self, lexical: LexicalIndex, similarity_top_k: int = 10, **kwargs) -> None:
-        self.lexical, self.similarity_top_k = lexical, similarity_top_k
+    def __init__(
+        self, lexical: LexicalIndex, similarity_top_k: int = 10, allowed: Narrowed = _everything, **kwargs
+    ) -> None:
+        self.lexical, self.similarity_top_k, self.allowed = lexical, similarity_top_k, allowed
         super().__init__(**kwargs)
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        pages = self.lexical.search_titles(query_bundle.query_str, self.similarity_top_k)
+        allowed = self.allowed()
+        pages = self.lexical.search_titles(
+            query_bundle.query_str, self.similarity_top_k, None if allowed is None else allowed.pages
+        )
         return [NodeWithScore(node=TextNode(id_=page, text=""), score=score) for page, score in pages]
+
+
+class IndexDenseRetriever(BaseRetriever):
+    """The dense side over a ``VectorStoreIndex``, narrowed before ranking: Chroma is asked with
+    ``ids=`` the allowed evidences, other vector stores with ``node_ids``."""
+
+    def __init__(
+        self,
+        index: VectorStoreIndex,
+        plain: BaseRetriever,
+        similarity_top_k: int = 10,
+        allowed: Narrowed = _everything,
+        **kwargs,
+    ) -> None:
+        """``plain``: the index's own retriever, asked as it is when nothing narrows."""
+        self.index, self._plain, self.similarity_top_k, self.allowed = index, plain, similarity_top_k, allowed
+        super().__init__(**kwargs)
+
+    def _narrowed(self) -> Optional[BaseRetriever]:
+        allowed = self.allowed()
+        if allowed is None:
+            return self._plain
+        if not allowed.nodes:
+            return None
+        ids = sorted(allowed.nodes)
+        if is_chroma(self.index.vector_store):
+            return self.index.as_retriever(similarity_top_k=self.similarity_top_k, vector_store_kwargs={"ids": ids})
+        return self.index.as_retriever(similarity_top_k=self.similarity_top_k, node_ids=ids)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        retriever = self._narrowed()
+        return retriever.retrieve(query_bundle) if retriever is not None else []
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        retriever = self._narrowed()
+        return await retriever.aretrieve(query_bundle) if retriever is not None else []
 
 
 def own_bundles(bundle: QueryBundle, sides: Mapping[str, Side]) -> Dict[str, QueryBundle]:

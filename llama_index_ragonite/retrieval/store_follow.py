@@ -18,6 +18,7 @@ from typing import Optional
 
 from llama_index.core.indices.vector_store import VectorStoreIndex
 
+from llama_index_ragonite.index.access import AccessMap
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
@@ -34,13 +35,14 @@ class StoreParts:
     lexical: LexicalIndex
     latent: Optional[LatentTermIndex]  # None unless every evidence has its latent-term vector
     generation: int
+    access: AccessMap  # who may read which page
 
 
 def store_parts(store: EvidenceStore) -> StoreParts:
     """The dense index, BM25 and (when complete and the model makes them) latent terms of the loaded generation."""
     index = VectorStoreIndex.from_vector_store(store.vector_store, embed_model=store.embed_model)
     complete = len(store.latent) == len(store.lexical) and isinstance(store.embed_model, QueryTermsEmbedding)
-    return StoreParts(index, store.lexical, store.latent if complete else None, store.generation)
+    return StoreParts(index, store.lexical, store.latent if complete else None, store.generation, store.access)
 
 
 class StoreFollower:
