@@ -56,6 +56,7 @@ class StubPage:
     version: int = 1
     labels: Tuple[str, ...] = ()
     when: str = "2024-11-15T10:00:00.000Z"
+    readers: Optional[Tuple[Tuple[str, ...], Tuple[str, ...]]] = None  # its read restriction: (user ids, groups)
 
 
 @dataclass
@@ -78,6 +79,9 @@ class ConfluenceStub(LoopbackServer):
     log: List[Tuple[str, str, Dict[str, str]]] = field(default_factory=list)  # (kind, path, headers)
     failing_bodies_after: Optional[int] = None  # body requests after this many answer 500
     hostile: Optional[Callable[["_Handler", int, Any], Any]] = None  # see the module docstring
+    # who may view each space: (user ids, groups); a space not named here: the group "confluence-users"
+    space_readers: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = field(default_factory=dict)
+    space_admin: bool = True  # False: spaces are answered without their permissions, as to a non-admin
     thread_name = "confluence-stub"
     poll_interval = 0.05
     block_on_close = False
@@ -169,6 +173,9 @@ class ConfluenceStub(LoopbackServer):
         if "metadata.labels" in expand:
             labels = [{"prefix": "global", "name": name, "id": str(i)} for i, name in enumerate(page.labels)]
             data["metadata"] = {"labels": {"results": labels, "start": 0, "limit": 200, "size": len(labels)}}
+        if "restrictions.read.restrictions.user" in expand:
+            users, groups = page.readers or ((), ())
+            data["restrictions"] = {"read": {"operation": "read", "restrictions": _subjects(users, groups)}}
         if "history.lastUpdated" in expand:
             data["history"] = {"latest": True, "lastUpdated": {"when": page.when, "number": page.version}}
         return data
@@ -223,6 +230,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorized():
             return self._json(401, {"statusCode": 401, "message": "Unauthorized; scope does not match"})
         path = parts.path
+        if path.startswith(API + "/space/"):
+            return self._space(path[len(API + "/space/") :].strip("/"), expand)
         if not path.startswith(API + "/content"):
             return self._json(404, {"statusCode": 404, "message": f"No route {path}"})
         rest = path[len(API + "/content") :].strip("/").split("/")
@@ -251,6 +260,25 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(200, stub.content(page, expand))
         except ValueError as err:
             return self._json(400, {"statusCode": 400, "message": str(err)})
+
+    def _space(self, key: str, expand: List[str]) -> None:
+        stub = self.stub
+        if key in stub.denied:
+            return self._json(403, {"statusCode": 403, "message": "Not permitted"})
+        if not any(p.space == key for p in stub.pages.values()):
+            return self._json(404, {"statusCode": 404, "message": f"No space with key : {key}"})
+        data: Dict[str, Any] = {"id": 1, "key": key, "name": f"Space {key}", "type": "global"}
+        if "permissions" in expand and stub.space_admin:
+            users, groups = stub.space_readers.get(key, ((), ("confluence-users",)))
+            read = {"operation": "read", "targetType": "space"}
+            data["permissions"] = [
+                {"operation": read, "anonymousAccess": False, "subjects": _subjects(users, groups)},
+                {
+                    "operation": {"operation": "administer", "targetType": "space"},
+                    "subjects": _subjects((), ("admins",)),
+                },
+            ]
+        return self._json(200, data)
 
     def _authorized(self) -> bool:
         stub, header = self.stub, self.headers.get("Authorization", "")
@@ -325,6 +353,16 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 # -- page sets ------------------------------------------------------------------------------------
+def _subjects(users: Sequence[str], groups: Sequence[str]) -> Dict[str, Any]:
+    """Users and groups in the API's shape (a Cloud user: ``accountId``; Data Center adds ``username``)."""
+    user_results = [{"type": "known", "accountId": u, "username": u, "displayName": u.title()} for u in users]
+    group_results = [{"type": "group", "name": g, "id": f"g-{g}"} for g in groups]
+    return {
+        "user": {"results": user_results, "start": 0, "limit": 100, "size": len(user_results)},
+        "group": {"results": group_results, "start": 0, "limit": 100, "size": len(group_results)},
+    }
+
+
 def confquestions_pages(folder: Path, count: int, space: str = "OXT", fan_out: int = 8) -> List[StubPage]:
     """``count`` ConfQuestions pages (read from ``folder``, the dataset's ``documents``) as one space:
     the page ids of their URLs, the first page the root, each later page a child of an earlier one."""

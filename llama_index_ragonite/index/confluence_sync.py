@@ -25,15 +25,17 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from tqdm.auto import tqdm
 
 from llama_index_ragonite.errors import ConfluenceError, StoreCorruptError
+from llama_index_ragonite.index.confluence_access import PermissionReader
 from llama_index_ragonite.index.ingest_report import IngestReport, StepClock
 from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.parsing.confluence.client import ConfluenceClient
+from llama_index_ragonite.parsing.confluence.permissions import Readers
 from llama_index_ragonite.parsing.confluence.reader import ConfluenceStorageReader, PageVersion
 
 logger = logging.getLogger(__name__)
@@ -54,20 +56,31 @@ class SyncReport:
     retries: int = 0
     seconds: Dict[str, float] = field(default_factory=dict)
     complete: bool = True  # False: a server error stopped the fetching; the next run catches up
+    unreadable: Dict[str, str] = field(default_factory=dict)  # document id -> why nobody may read it now
 
     def __str__(self) -> str:
         asked = ", ".join(f"{n} {kind}" for kind, n in sorted(self.requests.items())) or "none"
         return (
             f"{self.listed} pages listed, {len(self.fetched)} fetched, {len(self.removed)} removed "
-            f"({self.ingest}); requests: {asked}" + (f", {self.retries} retried" if self.retries else "")
+            f"({self.ingest}); requests: {asked}"
+            + (f", {self.retries} retried" if self.retries else "")
+            + (f"; {len(self.unreadable)} readable by nobody (permissions unreadable)" if self.unreadable else "")
         )
 
 
 class ConfluenceSync:
     """Sync ``reader``'s scope into ``store``; ``run()`` any number of times."""
 
-    def __init__(self, store: EvidenceStore, reader: ConfluenceStorageReader, fetch_batch: int = 25) -> None:
+    def __init__(
+        self,
+        store: EvidenceStore,
+        reader: ConfluenceStorageReader,
+        fetch_batch: int = 25,
+        space_readers: Optional[Mapping[str, Readers]] = None,
+    ) -> None:
+        """``space_readers``: a space's viewers, for spaces whose permissions the account cannot read."""
         self.store, self.reader, self.fetch_batch = store, reader, fetch_batch
+        self.space_readers = dict(space_readers or {})
         self.scope_key = json.dumps(reader.scope(), sort_keys=True)
 
     @property
@@ -92,6 +105,7 @@ class ConfluenceSync:
         clock = StepClock(report.seconds)
         listed = self.reader.list_pages()  # raises before anything changed
         report.listed = len(listed)
+        access, report.unreadable = PermissionReader(client, self.space_readers).page_access(listed)
         clock.lap("list")
         state = self.read_state()
         mine: Dict[str, Any] = dict(state["scopes"].get(self.scope_key, {}).get("pages", {}))
@@ -106,7 +120,9 @@ class ConfluenceSync:
         clock.lap("fetch")
         report.complete = error is None
         doomed = [d for d in gone if d not in others] if error is None else []
-        report.ingest = self.store.ingest(docs, show_progress=show_progress, allow_removal=allow_removal, remove=doomed)
+        report.ingest = self.store.ingest(
+            docs, show_progress=show_progress, allow_removal=allow_removal, remove=doomed, access=access
+        )
         clock.lap("ingest")
         report.fetched = [doc.id_ for doc in docs]
         report.removed = report.ingest.removed
@@ -163,6 +179,7 @@ def sync_confluence(
     allow_removal: bool = False,
     remove_missing: bool = True,
     limits: Optional[Dict[str, Any]] = None,
+    space_readers: Optional[Mapping[str, Readers]] = None,
     **store_kwargs: Any,
 ) -> SyncReport:
     """One sync, as ``ragonite index confluence`` runs it (credentials from the environment).
@@ -175,6 +192,8 @@ def sync_confluence(
         reader = ConfluenceStorageReader(
             client=client, space_key=space_key, page_ids=list(page_ids), cql=cql, include_children=include_children
         )
-        return ConfluenceSync(store, reader).run(show_progress, allow_removal, remove_missing)
+        return ConfluenceSync(store, reader, space_readers=space_readers).run(
+            show_progress, allow_removal, remove_missing
+        )
     finally:
         client.close()

@@ -20,14 +20,16 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.readers.base import BasePydanticReader
 from llama_index.core.schema import Document
 
+from llama_index_ragonite.errors import ConfluenceError
 from llama_index_ragonite.parsing.confluence.client import ConfluenceClient
 from llama_index_ragonite.parsing.confluence.pages import ID_PREFIX, document_id, page_ancestors, page_document
+from llama_index_ragonite.parsing.confluence.permissions import READ_EXPAND, Readers, read_restriction
 from llama_index_ragonite.parsing.confluence.shapes import checked_page_id, content_id, get_field
 
 __all__ = ["BODY_EXPAND", "LIST_EXPAND", "ConfluenceStorageReader", "PageVersion"]
 
 BODY_EXPAND = "body.storage,version,ancestors,metadata.labels,space,history.lastUpdated"
-LIST_EXPAND = "version,ancestors,space"
+LIST_EXPAND = "version,ancestors,space," + READ_EXPAND
 _CREDENTIALS = ("user", "api_token", "personal_access_token")  # ConfluenceClient's; never fields
 
 
@@ -40,6 +42,8 @@ class PageVersion:
     space: str
     ancestor_ids: Tuple[str, ...]
     title: str = ""
+    readers: Optional[Readers] = None  # its own read restriction (None: unrestricted); not part of ``state``
+    restrictions_known: bool = True  # False: the listing did not say (the page is then readable by nobody)
 
     def state(self) -> Dict[str, Any]:
         return {"version": self.version, "space": self.space, "ancestors": list(self.ancestor_ids)}
@@ -111,12 +115,18 @@ class ConfluenceStorageReader(BasePydanticReader):
         for page in self._walk(LIST_EXPAND, "list"):
             page_id = content_id(page, "a page")
             what = f"page {page_id}"
+            try:
+                readers, known = read_restriction(page, what), True
+            except ConfluenceError:  # a server that dropped the expansion: unknown, never "unrestricted"
+                readers, known = None, False
             found[document_id(page_id, self.id_prefix)] = PageVersion(
                 page_id=page_id,
                 version=get_field(page, "version.number", int, what, 0),
                 space=get_field(page, "space.key", str, what, ""),
                 ancestor_ids=tuple(ancestor_id for ancestor_id, _ in page_ancestors(page, what)),
                 title=get_field(page, "title", str, what, ""),
+                readers=readers,
+                restrictions_known=known,
             )
         return found
 

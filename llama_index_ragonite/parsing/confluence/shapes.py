@@ -19,7 +19,7 @@ from llama_index_ragonite.redaction import one_line
 
 __all__ = ["checked_page_id", "content_id", "expect", "get_field", "retry_after_seconds", "server_message"]
 
-_KINDS = {dict: "an object", list: "a list", str: "a string", int: "an integer"}
+_KINDS = {dict: "an object", list: "a list", str: "a string", int: "an integer", bool: "a boolean"}
 _ID = re.compile(r"[0-9]{1,30}")
 
 

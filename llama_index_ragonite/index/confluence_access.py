@@ -1,0 +1,78 @@
+"""Each synced Confluence page's readers, built from the listing and a few requests (the rule: ``index.access``).
+
+A page may be read by whoever may view its space AND passes its own read restriction AND the
+restriction of every restricted ancestor. The listing gives each page's own restriction; an
+ancestor outside the listing is asked for once per sync; a space's viewers once per space (space
+administrators only see them: pass ``space_readers`` for a space whose permissions the sync
+account cannot read). Whatever cannot be read makes the page readable by nobody, with the reason
+(logged, and in the sync report), never readable by everyone.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from llama_index_ragonite.errors import ConfluenceError
+from llama_index_ragonite.index.access import NOBODY, Audience, PageAccess
+from llama_index_ragonite.parsing.confluence.permissions import Readers, fetch_restriction, fetch_space_readers
+from llama_index_ragonite.parsing.confluence.reader import PageVersion
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["PermissionReader", "audience"]
+
+NOT_ADMIN = (
+    "space {space}: Confluence lists its view permissions to space administrators only; give the sync account "
+    "admin rights on the space, or name its viewers (space_readers=, `--space-readers {space}=GROUP,…`)"
+)
+
+
+def audience(readers: Readers) -> Audience:
+    return Audience(frozenset(readers.users), frozenset(readers.groups), readers.anyone)
+
+
+class PermissionReader:
+    """Reads, for one sync, who may read each listed page (``page_access``); caches per sync."""
+
+    def __init__(self, client: Any, space_readers: Optional[Mapping[str, Readers]] = None) -> None:
+        self.client = client
+        self._spaces: Dict[str, Optional[Readers]] = dict(space_readers or {})
+        self._restrictions: Dict[str, Optional[Readers]] = {}
+
+    def page_access(self, listed: Mapping[str, PageVersion]) -> Tuple[Dict[str, PageAccess], Dict[str, str]]:
+        """(document id -> its readers, document id -> why it is readable by nobody)."""
+        self._restrictions.update({p.page_id: p.readers for p in listed.values() if p.restrictions_known})
+        access: Dict[str, PageAccess] = {}
+        nobody: Dict[str, str] = {}
+        for doc_id, page in listed.items():
+            try:
+                access[doc_id] = self._access(page)
+            except ConfluenceError as err:
+                access[doc_id], nobody[doc_id] = NOBODY, str(err)
+        if nobody:
+            first = next(iter(nobody.values()))
+            logger.warning(
+                "%d page(s) readable by nobody until a sync can read their permissions: %s", len(nobody), first
+            )
+        return access, nobody
+
+    def _access(self, page: PageVersion) -> PageAccess:
+        if not page.restrictions_known:
+            raise ConfluenceError(f"page {page.page_id}: the listing did not say who may read it")
+        space = self._space(page.space)
+        chain = [page.readers, *(self._restriction(ancestor) for ancestor in page.ancestor_ids)]
+        return PageAccess(audience(space), tuple(audience(r) for r in chain if r is not None))
+
+    def _space(self, key: str) -> Readers:
+        if key not in self._spaces:
+            self._spaces[key] = fetch_space_readers(self.client, key)
+        readers = self._spaces[key]
+        if readers is None:
+            raise ConfluenceError(NOT_ADMIN.format(space=key))
+        return readers
+
+    def _restriction(self, page_id: str) -> Optional[Readers]:
+        if page_id not in self._restrictions:
+            self._restrictions[page_id] = fetch_restriction(self.client, page_id)
+        return self._restrictions[page_id]
