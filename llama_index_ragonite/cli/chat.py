@@ -6,6 +6,7 @@ import argparse
 from typing import Any, Optional
 
 from llama_index_ragonite.chat.chat_store import UnknownConversationError
+from llama_index_ragonite.cli.access import add_principal_arguments, principal_of
 from llama_index_ragonite.cli.models import add_model_arguments
 from llama_index_ragonite.models.specs import embedding_from_spec, llm_from_spec
 
@@ -75,7 +76,12 @@ def _chat_engine(args: argparse.Namespace, conversation_id: str, models):
     llm, embed_model = models
     chats = SQLiteChatStore(args.conversations or default_history_file(args.store))
     engine = RagoniteChatEngine.from_store(
-        args.store, llm=llm, embed_model=embed_model, chat_store=chats, conversation_id=conversation_id
+        args.store,
+        llm=llm,
+        embed_model=embed_model,
+        chat_store=chats,
+        conversation_id=conversation_id,
+        principal=principal_of(args),
     )
     return engine, chats
 
@@ -87,7 +93,9 @@ def _ask_command(args: argparse.Namespace) -> int:
         from llama_index_ragonite.chat.engine import RagoniteChatEngine
 
         llm, embed_model = _models(args)
-        engine = RagoniteChatEngine.from_store(args.store, llm=llm, embed_model=embed_model)
+        engine = RagoniteChatEngine.from_store(
+            args.store, llm=llm, embed_model=embed_model, principal=principal_of(args)
+        )
     else:
         engine, _ = _chat_engine(args, args.conversation, _models(args))
     response = engine.chat(args.question)
@@ -174,4 +182,5 @@ def add_commands(sub: Any) -> None:
             help="SQLite file (default: STORE/conversations.sqlite, or ~/.local/state/ragonite/ for a read-only store)",
         )
         add_model_arguments(p)
+        add_principal_arguments(p)
         p.set_defaults(func=_ask_command if name == "ask" else _chat_command)

@@ -10,6 +10,7 @@ from typing import Any, cast
 
 from llama_index.core.schema import MetadataMode
 
+from llama_index_ragonite.cli.access import add_principal_arguments, principal_of, space_readers_of
 from llama_index_ragonite.errors import StoreError
 from llama_index_ragonite.index.confluence_sync import sync_confluence
 from llama_index_ragonite.parsing.contextualizer import SETTINGS, EvidenceContextualizer
@@ -106,7 +107,7 @@ def _check_command(args: argparse.Namespace) -> int:
 def _search_command(args: argparse.Namespace) -> int:
     from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
-    retriever = HybridRetriever.from_store(args.store, top_n=args.top)
+    retriever = HybridRetriever.from_store(args.store, top_n=args.top, principal=principal_of(args))
     for rank, hit in enumerate(retriever.retrieve(args.query), start=1):
         meta = hit.node.metadata
         sides = ", ".join(f"{side} #{cast(FusedNode, hit).ranks.get(side) or '-'}" for side in retriever.sides)
@@ -167,6 +168,13 @@ def add_confluence_arguments(p: Any) -> None:
         metavar="N",
         help="Confluence: give up after this many requests in one sync (default: %(default)s)",
     )
+    p.add_argument(
+        "--space-readers",
+        action="append",
+        default=[],
+        metavar="KEY=GROUP,…",
+        help="Confluence: who may view space KEY, when the account cannot read its permissions (KEY=* : anyone)",
+    )
 
 
 def is_confluence_source(args: Any) -> bool:
@@ -202,6 +210,7 @@ def confluence_index_command(args: Any, parser: Any, contextualizer: Any, **stor
         **options,
         parser=parser,
         contextualizer=contextualizer,
+        space_readers=space_readers_of(args.space_readers),
         **store_kwargs,
     )
     seconds = sum(report.seconds.values())
@@ -242,4 +251,5 @@ def add_commands(sub: Any) -> None:
     p.add_argument("query")
     p.add_argument("--store", required=True)
     p.add_argument("--top", type=int, default=5)
+    add_principal_arguments(p)
     p.set_defaults(func=_search_command)

@@ -150,3 +150,19 @@ def test_a_listing_without_restrictions_hides_its_pages(stub, tmp_path):
     store = EvidenceStore(tmp_path / "s", embed_model=HashingEmbedding())
     report = sync(stub, store).run()
     assert len(report.unreadable) == 6 and all(not seen_by(store, p) for p in READS)
+
+
+def test_the_command_line_searches_as_a_user(stub, tmp_path, capsys, monkeypatch):
+    from llama_index.core import Settings
+
+    from llama_index_ragonite.cli import main
+
+    store = EvidenceStore(tmp_path / "s", embed_model=HashingEmbedding())
+    sync(stub, store).run()
+    monkeypatch.setattr(Settings, "_embed_model", HashingEmbedding())  # the store's model, as a user sets it
+    for user, groups, principal in (("acc-bob", "hr,confluence-users", BOB), ("acc-alice", "eng", ALICE)):
+        assert main(["search", "--store", str(store.path), "--as", user, "--groups", groups, "launch window"]) == 0
+        out = capsys.readouterr().out
+        assert not leaked(out, READS[principal])
+    assert "Launch codes" in out  # alice's page, found for alice
+    assert main(["search", "--store", str(store.path), "--groups", "hr", "x"]) == 2  # groups without a user
