@@ -107,6 +107,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="a replica: write nothing into the store folders (needs --conversations; follows the writer's generations)",
     )
+    p.add_argument(
+        "--every-user-reads-everything",
+        action="store_true",
+        help="serve stores whose pages carry Confluence permissions to every user (the app cannot tell users "
+        "apart yet: docs/security.md)",
+    )
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
 
 
@@ -129,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
         max_turns=args.max_turns,
         turn_deadline=args.turn_deadline,
         max_conversations_per_user=args.max_conversations_per_user,
+        every_user_reads_everything=args.every_user_reads_everything,
     )  # a ServeConfigError (ValueError) here: the CLI prints it and exits 2, before any model loads
     try:
         from llama_index_ragonite.serve.app import serve

@@ -99,7 +99,8 @@ class AccessMap:
         return frozenset(p for p in page_ids if p is not None and self.readable(p, principal))
 
     def restricted(self) -> bool:
-        return bool(self.pages)
+        """Whether some page is not readable by everyone."""
+        return any(a.nobody or a.restrictions or not a.space.anyone for a in self.pages.values())
 
     def update(self, entries: Mapping[str, PageAccess], removed: Sequence[str] = ()) -> None:
         self.pages.update(entries)

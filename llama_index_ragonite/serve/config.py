@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from llama_index_ragonite.errors import RagoniteError
+from llama_index_ragonite.index.access import AccessMap
 from llama_index_ragonite.index.chroma_access import chroma_address, chroma_http_client
 
 __all__ = [
@@ -78,6 +79,9 @@ class ServeConfig:
     ``max_turns``: turns running at once for one user and in total (more get 429). ``turn_deadline``:
     seconds a streamed turn may run before it is cut (its partial answer stored as truncated).
     ``max_conversations_per_user``: conversations one user may keep (deleted ones count until purged).
+    ``every_user_reads_everything``: the operator's word that every user of the app may read every page of
+    the stores, which the app cannot check yet (docs/security.md); without it a store whose pages carry
+    Confluence permissions is refused.
     """
 
     domains: Dict[str, str]
@@ -97,6 +101,7 @@ class ServeConfig:
     max_turns: int = 32
     turn_deadline: float = 300.0
     max_conversations_per_user: int = 1000
+    every_user_reads_everything: bool = False  # serve a store with Confluence permissions to everyone anyway
 
     @classmethod
     def from_args(
@@ -126,6 +131,13 @@ class ServeConfig:
         for name, folder in self.domains.items():
             if not (Path(folder) / "manifest.json").is_file():
                 raise ServeConfigError(f"--store {name}={folder}: not a store; build one with `ragonite index`")
+            if AccessMap.load(Path(folder)).restricted() and not self.every_user_reads_everything:
+                raise ServeConfigError(
+                    f"--store {name}={folder} holds pages not everyone may read (Confluence permissions), and "
+                    "ragonite serve cannot tell its users apart yet: it would show them to everyone. Search and "
+                    "ask as a user with `ragonite ask --as USER`; if every user of the app may read every page, "
+                    "say so with --every-user-reads-everything (docs/security.md)"
+                )
         if not self.tokens and not is_loopback(self.host):
             raise ServeConfigError(
                 f"Refusing to listen on {self.host} without an access token: anyone who reaches it could read "

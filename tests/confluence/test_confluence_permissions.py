@@ -166,3 +166,17 @@ def test_the_command_line_searches_as_a_user(stub, tmp_path, capsys, monkeypatch
         assert not leaked(out, READS[principal])
     assert "Launch codes" in out  # alice's page, found for alice
     assert main(["search", "--store", str(store.path), "--groups", "hr", "x"]) == 2  # groups without a user
+
+
+@pytest.mark.fault(
+    "`ragonite serve` over a store whose pages carry Confluence permissions (the app cannot tell users apart yet)",
+    "refused at start, naming the store and --every-user-reads-everything (the operator's explicit word)",
+)
+def test_serve_refuses_a_store_with_permissions_until_told_everyone_may_read_it(stub, tmp_path):
+    from llama_index_ragonite.serve.config import ServeConfig, ServeConfigError
+
+    store = EvidenceStore(tmp_path / "s", embed_model=HashingEmbedding())
+    sync(stub, store).run()
+    with pytest.raises(ServeConfigError, match="not everyone may read.*--every-user-reads-everything"):
+        ServeConfig.from_args([f"wiki={store.path}"])
+    assert ServeConfig.from_args([f"wiki={store.path}"], every_user_reads_everything=True).domains
