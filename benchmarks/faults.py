@@ -29,7 +29,7 @@ from harness import finish_report, repository
 
 REPO = repository(__file__)
 DEFAULT_OUT = REPO / "benchmarks" / "results" / "faults.md"
-AREAS = ("parsing", "models", "index", "retrieval", "chat", "explain", "cli", "serve", "confluence")
+AREAS = ("parsing", "models", "index", "retrieval", "chat", "explain", "cli", "serve", "confluence", "access")
 SEVERITY = ("passed", "skipped", "xfail", "xpass", "failed")  # a fault class shows its worst test
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from fakes import CONFQUESTIONS
 
-FAULT_AREAS = ("parsing", "models", "index", "retrieval", "chat", "explain", "cli", "serve", "confluence")
+FAULT_AREAS = ("parsing", "models", "index", "retrieval", "chat", "explain", "cli", "serve", "confluence", "access")
 
 
 def pytest_configure(config: pytest.Config) -> None:

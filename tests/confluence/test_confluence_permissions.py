@@ -85,6 +85,7 @@ def leaked(text: str, readable: set) -> set:
 @pytest.mark.fault(
     "pages restricted in Confluence (by user, by group, inherited from a parent) in spaces of different viewers",
     "each user retrieves and is shown only what Confluence would show them: no marker, title or id of another page",
+    area="access",
 )
 def test_each_user_sees_only_what_confluence_would_show(stub, tmp_path):
     store = EvidenceStore(tmp_path / "s", embed_model=HashingEmbedding())
@@ -100,6 +101,11 @@ def test_each_user_sees_only_what_confluence_would_show(stub, tmp_path):
             assert not leaked(shown, readable), (principal, question)
 
 
+@pytest.mark.fault(
+    "a restriction added to a page, a group removed from a space's viewers, a page moved into a restricted space",
+    "hidden from the users it no longer admits at the next sync, with nothing fetched or re-embedded for a restriction",
+    area="access",
+)
 def test_a_restriction_change_propagates_at_the_next_sync_without_refetching(stub, tmp_path):
     store = EvidenceStore(tmp_path / "s", embed_model=HashingEmbedding())
     sync(stub, store).run()
@@ -111,11 +117,18 @@ def test_a_restriction_change_propagates_at_the_next_sync_without_refetching(stu
     stub.pages["12"].readers = None  # the launch page opened to its space: its child opens too
     sync(stub, store).run()
     assert {"12", "13"} <= seen_by(store, CAROL)
+    stub.space_readers["HR"] = ((), ("hr-leads",))  # the group hr removed from the space's viewers
+    sync(stub, store).run()
+    assert "21" not in seen_by(store, BOB) and "21" in seen_by(store, CAROL)
+    stub.move("11", space="HR")  # the build farm page moved into HR: alice (eng) loses it
+    sync(stub, store).run()
+    assert "11" not in seen_by(store, ALICE) and "11" in seen_by(store, CAROL)
 
 
 @pytest.mark.fault(
     "the sync account may not read a space's permissions (not a space administrator)",
     "the space's pages are readable by nobody, named in the sync report with the fix; never readable by everyone",
+    area="access",
 )
 def test_unreadable_space_permissions_make_pages_readable_by_nobody(stub, tmp_path):
     stub.space_admin = False
@@ -139,6 +152,7 @@ def test_a_restricted_ancestor_outside_the_scope_still_restricts(stub, tmp_path)
 @pytest.mark.fault(
     "a listing that does not say who may read its pages (a proxy dropped the restrictions expansion)",
     "those pages are readable by nobody until a sync can read their restrictions",
+    area="access",
 )
 def test_a_listing_without_restrictions_hides_its_pages(stub, tmp_path):
     def strip(handler, status, payload):
@@ -171,6 +185,7 @@ def test_the_command_line_searches_as_a_user(stub, tmp_path, capsys, monkeypatch
 @pytest.mark.fault(
     "`ragonite serve` over a store whose pages carry Confluence permissions (the app cannot tell users apart yet)",
     "refused at start, naming the store and --every-user-reads-everything (the operator's explicit word)",
+    area="access",
 )
 def test_serve_refuses_a_store_with_permissions_until_told_everyone_may_read_it(stub, tmp_path):
     from llama_index_ragonite.serve.config import ServeConfig, ServeConfigError
