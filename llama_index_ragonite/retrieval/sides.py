@@ -16,12 +16,13 @@ from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, 
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.indices.vector_store import VectorStoreIndex
+from llama_index.core.indices.vector_store import VectorIndexRetriever, VectorStoreIndex
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.models.protocols import QueryTermsEmbedding
+from llama_index_ragonite.retrieval.core_access import embed_model_of
 from llama_index_ragonite.retrieval.index_nodes import is_chroma
 from llama_index_ragonite.retrieval.narrowing import Allowed
 
@@ -174,10 +175,10 @@ class IndexDenseRetriever(BaseRetriever):
             return self._plain
         if not allowed.nodes:
             return None
-        ids = sorted(allowed.nodes)
+        ids, k, model = sorted(allowed.nodes), self.similarity_top_k, embed_model_of(self._plain)
         if is_chroma(self.index.vector_store):
-            return self.index.as_retriever(similarity_top_k=self.similarity_top_k, vector_store_kwargs={"ids": ids})
-        return self.index.as_retriever(similarity_top_k=self.similarity_top_k, node_ids=ids)
+            return VectorIndexRetriever(self.index, k, embed_model=model, vector_store_kwargs={"ids": ids})
+        return VectorIndexRetriever(self.index, k, node_ids=ids, embed_model=model)
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         retriever = self._narrowed()

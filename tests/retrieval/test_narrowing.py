@@ -141,3 +141,18 @@ def test_metadata_filters_are_evaluated_as_llamaindex_defines_them():
     assert not matches(meta, MetadataFilters(filters=[f(key="owner", value="x")]))  # a key the node lacks
     negated = MetadataFilters(filters=[f(key="space", value="OPS")], condition=FilterCondition.NOT)
     assert not matches(meta, negated)
+
+
+def test_filters_narrow_a_stock_index_too():
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.ingestion import IngestionPipeline
+
+    from llama_index_ragonite import EvidenceContextualizer, HTMLEvidenceParser
+
+    nodes = IngestionPipeline(transformations=[HTMLEvidenceParser(), EvidenceContextualizer()]).run(
+        documents=documents()
+    )
+    index = VectorStoreIndex(nodes, embed_model=HashingEmbedding())  # SimpleVectorStore: narrowed by node_ids
+    pub = MetadataFilters(filters=[MetadataFilter(key="space", value="PUB")])
+    hits = HybridRetriever.from_index(index, k_lexical=1, k_dense=1, top_n=5, filters=pub).retrieve("backups")
+    assert hits and {h.node.ref_doc_id for h in hits} == {"pub-1"} and any("dense" in h.ranks for h in hits)
