@@ -71,7 +71,8 @@ class HybridRetriever(BaseRetriever):
     ``VectorIndexRetriever``'s hit the lexical side lacks is a ``StoreError``. Other dense
     retrievers (``AutoMergingRetriever``, …) and your sides may return nodes the lexical side
     never held: those are fused as hits of those sides only. :meth:`from_index` mirrors a stock
-    index and :meth:`from_store` follows a store's newer generations instead.
+    index and :meth:`from_store` follows a store's newer generations instead. ``filters``
+    (``MetadataFilters``) and ``principal`` narrow every side before ranking (``narrowing.py``).
     """
 
     def __init__(
