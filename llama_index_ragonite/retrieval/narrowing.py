@@ -151,24 +151,24 @@ class Narrowing:
         return self.filters is not None or self.principal is not None or current_principal() is not None
 
     def allowed(self, lexical: LexicalIndex, access: AccessMap) -> Optional[Allowed]:
-        """The node ids to search (None: all); the principal is this one's, else the one ``acting_as`` set."""
-        principal = current_principal() or self.principal
-        if self.filters is None and (principal is None or not access.restricted()):
+        """The node ids to search (None: all). Both this narrowing's principal and the one ``acting_as``
+        set must be able to read a page (a retriever made for one user never widens for another)."""
+        principals = tuple(p for p in (self.principal, current_principal()) if p is not None)
+        if self.filters is None and (not principals or not access.restricted()):
             return None
-        key = (id(lexical), lexical.version, id(access), access.version, principal)
+        key = (id(lexical), lexical.version, id(access), access.version, principals)
         with self._lock:
             found = self._cache.get(key)
             if found is None:
-                found = self._compute(lexical, access, principal)
+                found = self._compute(lexical, access, principals)
                 if len(self._cache) > 64:  # principals come and go: keep a bounded few
                     self._cache.clear()
                 self._cache[key] = found
         return found
 
-    def _compute(self, lexical: LexicalIndex, access: AccessMap, principal: Optional[Principal]) -> Allowed:
-        pages = lexical.node_pages()
-        if principal is not None:  # a node of no page, or of a page without an entry, is readable by all
-            pages = {node: page for node, page in pages.items() if access.readable(page, principal)}
+    def _compute(self, lexical: LexicalIndex, access: AccessMap, principals: Tuple[Principal, ...]) -> Allowed:
+        pages = lexical.node_pages()  # a node of no page, or of a page without an entry, is readable by all
+        pages = {node: page for node, page in pages.items() if all(access.readable(page, p) for p in principals)}
         if self.filters is not None:
             pages = {n: p for n, p in pages.items() if matches(lexical.get_node(n).metadata, self.filters)}
         return Allowed(frozenset(pages), frozenset(p for p in pages.values() if p is not None))

@@ -102,6 +102,8 @@ def test_each_principal_reads_only_the_pages_confluence_would_show(store):
         assert seen == readable, principal
         with acting_as(principal):  # per call, on a retriever shared by everyone
             assert {h.node.ref_doc_id for q in QUESTIONS for h in retriever.retrieve(q)} == readable
+        with acting_as(CAROL):  # a retriever made for one user never widens for another: both must read it
+            assert {h.node.ref_doc_id for q in QUESTIONS for h in own.retrieve(q)} == readable & READS[CAROL]
         chat = RagoniteChatEngine.from_store(store.path, embed_model=HashingEmbedding(), principal=principal)
         for question in QUESTIONS:
             response = chat.chat(question)
