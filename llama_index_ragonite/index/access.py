@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AbstractSet, Any, Dict, FrozenSet, Iterable, Mapping, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, FrozenSet, Iterable, Mapping, Optional, Tuple
 
 from llama_index_ragonite.errors import StoreCorruptError
 from llama_index_ragonite.index.persist import read_json, write_json
@@ -95,18 +95,9 @@ class AccessMap:
         access = self.pages.get(page_id) if page_id is not None else None
         return access is None or access.admits(principal)
 
-    def readable_pages(self, page_ids: Iterable[Optional[str]], principal: Principal) -> FrozenSet[str]:
-        return frozenset(p for p in page_ids if p is not None and self.readable(p, principal))
-
     def restricted(self) -> bool:
         """Whether some page is not readable by everyone."""
         return any(a.nobody or a.restrictions or not a.space.anyone for a in self.pages.values())
-
-    def update(self, entries: Mapping[str, PageAccess], removed: Sequence[str] = ()) -> None:
-        self.pages.update(entries)
-        for page_id in removed:
-            self.pages.pop(page_id, None)
-        self.version += 1
 
     def keep_only(self, page_ids: AbstractSet[str]) -> None:
         """Forget pages the store no longer holds."""

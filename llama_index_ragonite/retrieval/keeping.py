@@ -30,7 +30,7 @@ __all__ = ["BUILT_IN", "Checked", "Following", "Mirrored", "settled"]
 BUILT_IN = ("lexical", "dense", "latent")  # the node sides a store or an index keeps; user sides are not checked
 
 
-class HybridRetriever(Protocol):
+class KeptRetriever(Protocol):
     """What keeping reads and sets of the retriever it keeps (``retriever.HybridRetriever``)."""
 
     k_lexical: int
@@ -53,20 +53,20 @@ class Checked:
     def aend(self) -> None:
         return None
 
-    def follow(self, retriever: HybridRetriever) -> None:
+    def follow(self, retriever: KeptRetriever) -> None:
         """Before a query: nothing to bring in line."""
 
-    def stale_hit(self, retriever: HybridRetriever, sides: Dict[str, List[NodeWithScore]]) -> Optional[str]:
+    def stale_hit(self, retriever: KeptRetriever, sides: Dict[str, List[NodeWithScore]]) -> Optional[str]:
         """Only a dense ``VectorIndexRetriever``'s hit the lexical side lacks: other dense
         retrievers may return nodes of their own (merged parents)."""
         if not retriever.k_lexical or not isinstance(retriever.dense, VectorIndexRetriever):
             return None
         return next((h.node.node_id for h in sides.get("dense", ()) if h.node.node_id not in retriever.lexical), None)
 
-    def out_of_sync(self, retriever: HybridRetriever, node_id: str) -> None:
+    def out_of_sync(self, retriever: KeptRetriever, node_id: str) -> None:
         raise StoreError(OUT_OF_SYNC.format(node_id=node_id))
 
-    def refresh(self, retriever: HybridRetriever) -> None:
+    def refresh(self, retriever: KeptRetriever) -> None:
         raise StoreError(NOT_FROM_INDEX)
 
 
@@ -78,22 +78,22 @@ class Mirrored(Checked):
     def __init__(self, mirror: IndexMirror) -> None:
         self.mirror = mirror
 
-    def follow(self, retriever: HybridRetriever) -> None:
+    def follow(self, retriever: KeptRetriever) -> None:
         if self.mirror.changed():
             self._resync(retriever, "the index changed")
 
-    def stale_hit(self, retriever: HybridRetriever, sides: Dict[str, List[NodeWithScore]]) -> Optional[str]:
+    def stale_hit(self, retriever: KeptRetriever, sides: Dict[str, List[NodeWithScore]]) -> Optional[str]:
         """Any built-in side's hit deleted from the index, changed there, or missing from the lexical side."""
         return self.mirror.stale_hit({name: hits for name, hits in sides.items() if name in BUILT_IN})
 
-    def out_of_sync(self, retriever: HybridRetriever, node_id: str) -> None:
+    def out_of_sync(self, retriever: KeptRetriever, node_id: str) -> None:
         why = f"hit {node_id!r} was missing from the lexical side or differs from the index"
         self._resync(retriever, why, logging.WARNING)
 
-    def refresh(self, retriever: HybridRetriever) -> None:
+    def refresh(self, retriever: KeptRetriever) -> None:
         self._resync(retriever, "refresh() was called")
 
-    def _resync(self, retriever: HybridRetriever, why: str, level: int = logging.INFO) -> None:
+    def _resync(self, retriever: KeptRetriever, why: str, level: int = logging.INFO) -> None:
         self.mirror.sync(why, level)
         retriever.dense = self.mirror.index.as_retriever(
             similarity_top_k=retriever.k_dense

@@ -147,9 +147,6 @@ class Narrowing:
         self._lock = threading.Lock()
         self._cache: Dict[Tuple[Any, ...], Allowed] = {}
 
-    def active(self) -> bool:
-        return self.filters is not None or self.principal is not None or current_principal() is not None
-
     def allowed(self, lexical: LexicalIndex, access: AccessMap) -> Optional[Allowed]:
         """The node ids to search (None: all). Both this narrowing's principal and the one ``acting_as``
         set must be able to read a page (a retriever made for one user never widens for another)."""

@@ -206,9 +206,7 @@ class HybridRetriever(BaseRetriever):
     def allowed(self) -> Optional[Allowed]:
         """The evidences this query may return (``filters``, and what the principal may read), or None: all."""
         lexical = self._lexical
-        if lexical is None or not self.narrowing.active():
-            return None
-        return self.narrowing.allowed(lexical, self.access)
+        return None if lexical is None else self.narrowing.allowed(lexical, self.access)
 
     # -- making one -----------------------------------------------------------
     @classmethod

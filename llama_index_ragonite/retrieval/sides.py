@@ -81,15 +81,19 @@ def _everything() -> Optional[Allowed]:
     return None
 
 
-class LexicalRetriever(_InProcessRetriever):
-    """BM25 over a :class:`LexicalIndex`: top ``similarity_top_k`` nodes with raw BM25 scores
-    (among the ``allowed`` ones: the retriever's narrowing, before ranking)."""
+class _LexicalSide(_InProcessRetriever):
+    """A side over a :class:`LexicalIndex`, narrowed by ``allowed`` (the retriever's narrowing)."""
 
     def __init__(
         self, lexical: LexicalIndex, similarity_top_k: int = 10, allowed: Narrowed = _everything, **kwargs
     ) -> None:
         self.lexical, self.similarity_top_k, self.allowed = lexical, similarity_top_k, allowed
         super().__init__(**kwargs)
+
+
+class LexicalRetriever(_LexicalSide):
+    """BM25 over a :class:`LexicalIndex`: top ``similarity_top_k`` nodes with raw BM25 scores
+    (among the ``allowed`` ones: the retriever's narrowing, before ranking)."""
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         if not self.similarity_top_k:
@@ -135,15 +139,9 @@ class LatentTermRetriever(_InProcessRetriever):
         ]
 
 
-class PageTitleRetriever(_InProcessRetriever):
+class PageTitleRetriever(_LexicalSide):
     """Pages by how well the question matches their title (BM25 over titles): one hit per page,
     whose node id is the page id (``ref_doc_id``); use it as a side with ``ranks_pages=True``."""
-
-    def __init__(
-        self, lexical: LexicalIndex, similarity_top_k: int = 10, allowed: Narrowed = _everything, **kwargs
-    ) -> None:
-        self.lexical, self.similarity_top_k, self.allowed = lexical, similarity_top_k, allowed
-        super().__init__(**kwargs)
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         allowed = self.allowed()
