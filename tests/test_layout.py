@@ -174,7 +174,11 @@ def scripts_importing_scripts(folder: Path) -> list[str]:
             imported = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and not node.level:
                 imported.append(node.module or "")
-            offenders += [f"{name} imports {m}" for m in imported if m.split(".")[0] in scripts and m != name]
+            offenders += [
+                f"{name} imports {m}"
+                for m in imported
+                if m.removeprefix("experiments.") in scripts and m.removeprefix("experiments.") != name
+            ]
     return offenders
 
 
@@ -185,7 +189,9 @@ def test_no_benchmark_script_imports_another(tmp_path):
     (tmp_path / "harness" / "shared.py").write_text("X = 1\n")
     (tmp_path / "a.py").write_text("from harness.shared import X\n")
     (tmp_path / "b.py").write_text("from a import X\n")
-    assert scripts_importing_scripts(tmp_path) == ["b imports a"]
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "c.py").write_text("from experiments.b import X\n")
+    assert scripts_importing_scripts(tmp_path) == ["b imports a", "c imports experiments.b"]
 
 
 @pytest.mark.parametrize("name", PUBLIC_NAMES)
