@@ -1,4 +1,5 @@
-"""A Confluence REST API v1 stub on 127.0.0.1, for tests and benchmarks/confluence_sync.py.
+"""A Confluence REST API v1 stub on 127.0.0.1, for tests and the ``confluence_sync`` experiment
+(``python benchmarks/run.py confluence_sync``).
 
 It serves ``/wiki/rest/api/content`` (a space's pages), ``/content/search?cql=`` (a small CQL:
 ``space``, ``type``, ``id in (…)``, ``ancestor``, ``parent``, ``label`` joined by ``and``),
@@ -82,6 +83,7 @@ class ConfluenceStub(LoopbackServer):
     # who may view each space: (user ids, groups); a space not named here: the group "confluence-users"
     space_readers: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = field(default_factory=dict)
     space_admin: bool = True  # False: spaces are answered without their permissions, as to a non-admin
+    memberships: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # user id -> groups (user/memberof)
     thread_name = "confluence-stub"
     poll_interval = 0.05
     block_on_close = False
@@ -232,6 +234,8 @@ class _Handler(BaseHTTPRequestHandler):
         path = parts.path
         if path.startswith(API + "/space/"):
             return self._space(path[len(API + "/space/") :].strip("/"), expand)
+        if path == API + "/user/memberof":
+            return self._member_of(query)
         if not path.startswith(API + "/content"):
             return self._json(404, {"statusCode": 404, "message": f"No route {path}"})
         rest = path[len(API + "/content") :].strip("/").split("/")
@@ -279,6 +283,15 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             ]
         return self._json(200, data)
+
+    def _member_of(self, query: Dict[str, str]) -> None:
+        user = query.get("accountId") or query.get("username") or query.get("key") or ""
+        if user not in self.stub.memberships:
+            return self._json(404, {"statusCode": 404, "message": f"No user found with id : {user}"})
+        start, limit = int(query.get("start", 0)), min(int(query.get("limit", 200)), self.stub.max_limit)
+        names = self.stub.memberships[user][start : start + limit]
+        results = [{"type": "group", "name": n, "id": f"g-{n}"} for n in names]
+        return self._json(200, {"results": results, "start": start, "limit": limit, "size": len(results)})
 
     def _authorized(self) -> bool:
         stub, header = self.stub, self.headers.get("Authorization", "")

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from llama_index_ragonite.cli import chat, pages
+from llama_index_ragonite.cli import access, chat, pages
 from llama_index_ragonite.cli.chat import render_attribution, render_turn
 from llama_index_ragonite.errors import (
     ChatStoreError,
@@ -32,6 +32,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="the web app and REST API over one or more stores (FastAPI; [web] extra)")
     serve.add_arguments(p)
     p.set_defaults(func=serve.run)
+
+    access.add_users_commands(sub)
 
     from llama_index_ragonite.cli import bench
 

@@ -107,11 +107,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="a replica: write nothing into the store folders (needs --conversations; follows the writer's generations)",
     )
-    p.add_argument(
+    who = p.add_argument_group("users (stores with Confluence permissions: docs/security.md)")
+    who.add_argument("--users", metavar="FILE", help="the users file: tokens to users and groups (`ragonite users`)")
+    who.add_argument(
+        "--trust-proxy",
+        action="append",
+        default=[],
+        metavar="ADDRESS",
+        help="a reverse proxy address or network whose user and groups headers name the caller (repeatable); "
+        "the same headers from other addresses get 403",
+    )
+    who.add_argument("--proxy-user-header", default="X-Forwarded-User", metavar="NAME")
+    who.add_argument("--proxy-groups-header", default="X-Forwarded-Groups", metavar="NAME", help="comma-separated")
+    who.add_argument("--access-log", metavar="FILE", help="append who was shown which pages (JSON lines)")
+    who.add_argument(
         "--every-user-reads-everything",
         action="store_true",
-        help="serve stores whose pages carry Confluence permissions to every user (the app cannot tell users "
-        "apart yet: docs/security.md)",
+        help="serve stores whose pages carry Confluence permissions to every caller, unfiltered",
     )
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
 
@@ -136,6 +148,11 @@ def run(args: argparse.Namespace) -> int:
         turn_deadline=args.turn_deadline,
         max_conversations_per_user=args.max_conversations_per_user,
         every_user_reads_everything=args.every_user_reads_everything,
+        users=args.users,
+        trusted_proxies=args.trust_proxy,
+        proxy_user_header=args.proxy_user_header,
+        proxy_groups_header=args.proxy_groups_header,
+        access_log=args.access_log,
     )  # a ServeConfigError (ValueError) here: the CLI prints it and exits 2, before any model loads
     try:
         from llama_index_ragonite.serve.app import serve

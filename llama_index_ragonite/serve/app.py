@@ -29,6 +29,7 @@ from llama_index_ragonite.serve.auth import SecurityMiddleware
 from llama_index_ragonite.serve.config import ServeConfig
 from llama_index_ragonite.serve.errors import error_payload
 from llama_index_ragonite.serve.limits import TooManyTurns, TurnSlots
+from llama_index_ragonite.serve.reading import NotReadable
 from llama_index_ragonite.serve.routes import router
 from llama_index_ragonite.serve.sessions import NotFound, Sessions
 
@@ -81,7 +82,15 @@ def create_app(config: ServeConfig, sessions: Optional[Sessions] = None) -> Any:
         return JSONResponse(body, status_code=status, headers=headers)
 
     # sqlite3.OperationalError: a history locked by another process is a 503, not an unexpected error
-    expected_errors = (NotFound, RagoniteError, ValueError, LookupError, TooManyTurns, sqlite3.OperationalError)
+    expected_errors = (
+        NotFound,
+        NotReadable,
+        RagoniteError,
+        ValueError,
+        LookupError,
+        TooManyTurns,
+        sqlite3.OperationalError,
+    )
     for expected in (*expected_errors, Exception):  # Exception: also logged
         app.add_exception_handler(expected, failed)
 
@@ -108,7 +117,10 @@ def create_app(config: ServeConfig, sessions: Optional[Sessions] = None) -> Any:
 
     if STATIC.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    return SecurityMiddleware(app, config.tokens, docs_csp=lambda: _docs_page()[1], host_names=config.host_names())
+    users, proxy = config.identities()
+    return SecurityMiddleware(
+        app, config.tokens, lambda: _docs_page()[1], config.host_names(), users=users, proxy=proxy
+    )
 
 
 def serve(config: ServeConfig, log_level: str = "info", ready: Optional[Callable[[str], None]] = None) -> None:

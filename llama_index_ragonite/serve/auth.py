@@ -1,8 +1,11 @@
 """Who is asking, and the limits every request passes: one ASGI middleware.
 
 * With access tokens configured, every ``/api`` call needs one (``Authorization: Bearer``;
-  the page takes it from ``/#token=…``): 401 otherwise. The user is the token: each token
-  (``--token A --token B``) owns its own conversations.
+  the page takes it from ``/#token=…``): 401 otherwise. A token of the users file
+  (``identities.UsersFile``) is that user, with their groups (``scope["state"]["principal"]``);
+  a bare ``--token`` is an owner of its own conversations, without a principal.
+* With a trusted proxy (``identities.ProxyTrust``), its user and groups headers name the user, from
+  its addresses only: the same headers from another address get 403 kind ``auth``.
 * Without tokens (loopback only), the user is a random id in the ``ragonite_user`` cookie
   (HttpOnly, SameSite=Strict), set on the first response that lacks it.
 * The Host header must name this server (``ServeConfig.host_names``: the loopback names, the
@@ -30,6 +33,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from urllib.parse import urlsplit
 
 from llama_index_ragonite.serve.config import LOOPBACK_NAMES, MAX_BODY_BYTES, is_loopback
+from llama_index_ragonite.serve.identities import ProxyTrust, UsersFile, owner_of
 
 __all__ = ["CSP", "SecurityMiddleware", "USER_COOKIE", "security_headers", "token_user"]
 
@@ -59,9 +63,12 @@ class SecurityMiddleware:
         tokens: List[str],
         docs_csp: Callable[[], str],
         host_names: Iterable[str] = LOOPBACK_NAMES,
+        users: Optional[UsersFile] = None,
+        proxy: Optional[ProxyTrust] = None,
     ) -> None:
         self.app, self.tokens, self.docs_csp = app, list(tokens), docs_csp
         self.host_names = frozenset(host_names)
+        self.users, self.proxy = users, proxy
 
     def known_origin(self, origin: str, host: str) -> bool:
         """Whether an ``Origin`` header is a page of this server: a known name and, on a loopback name,
@@ -91,6 +98,31 @@ class SecurityMiddleware:
                 return token
         return None
 
+    def identify(self, headers: Dict[str, str], client: str) -> Tuple[Optional[str], Any, Optional[str]]:
+        """(owner id, principal or None, a new cookie user id to set or None); ``_Refused`` says why not."""
+        if self.proxy is not None and headers.get(self.proxy.user_header, "").strip():
+            if not self.proxy.trusts(client):
+                raise _Refused(403, "User headers are accepted only from the configured proxy addresses")
+            named = self.proxy.user(headers)
+            assert named is not None
+            return owner_of(named.name), named.principal, None
+        if self.tokens or (self.users is not None and self.users.users):
+            bearer = headers.get("authorization", "")
+            given = bearer[7:].strip() if bearer.lower().startswith("bearer ") else None
+            known = self.users.by_token(given) if self.users is not None else None
+            if known is not None:
+                return owner_of(known.name), known.principal, None
+            token = self.valid_token(given)
+            if token is None:
+                why = "Wrong access token" if given else "Missing access token: send Authorization: Bearer TOKEN"
+                raise _Refused(401, why, [(b"www-authenticate", b"Bearer")])
+            return token_user(token), None, None
+        user = _cookies(headers.get("cookie", "")).get(USER_COOKIE)
+        if user and _USER_ID.match(user):
+            return user, None, None
+        user = secrets.token_hex(16)
+        return user, None, user
+
     async def __call__(self, scope: Dict[str, Any], receive: Callable, send: Callable) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -103,23 +135,15 @@ class SecurityMiddleware:
         if origin is not None and not self.known_origin(origin, headers.get("host", "")):
             await _error(send, 403, "Requests from another site's pages are refused (Origin header)", "host")
             return
-        cookies = _cookies(headers.get("cookie", ""))
         path = scope["path"]
-        new_user = None
-        if self.tokens:
-            bearer = headers.get("authorization", "")
-            given = bearer[7:].strip() if bearer.lower().startswith("bearer ") else None
-            token = self.valid_token(given)
-            if token is None and path.startswith("/api"):
-                why = "Wrong access token" if given else "Missing access token: send Authorization: Bearer TOKEN"
-                await _error(send, 401, why, "auth", [(b"www-authenticate", b"Bearer")])
+        try:
+            user, principal, new_user = self.identify(headers, (scope.get("client") or ("",))[0])
+        except _Refused as refused:
+            if refused.status == 403 or path.startswith("/api"):
+                await _error(send, refused.status, str(refused), "auth", refused.headers)
                 return
-            user = token_user(token) if token else None
-        else:
-            user = cookies.get(USER_COOKIE)
-            if not user or not _USER_ID.match(user):
-                user = new_user = secrets.token_hex(16)
-        scope.setdefault("state", {})["user"] = user
+            user, principal, new_user = None, None, None  # the page itself needs no identity
+        scope.setdefault("state", {}).update(user=user, principal=principal)
 
         declared = headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
@@ -152,6 +176,12 @@ class SecurityMiddleware:
             await send(message)
 
         await self.app(scope, receive, secured)
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str, headers: Optional[list] = None) -> None:
+        super().__init__(message)
+        self.status, self.headers = status, headers
 
 
 def _cookies(header: str) -> Dict[str, str]:

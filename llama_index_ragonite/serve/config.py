@@ -17,11 +17,12 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from llama_index_ragonite.errors import RagoniteError
 from llama_index_ragonite.index.access import AccessMap
 from llama_index_ragonite.index.chroma_access import chroma_address, chroma_http_client
+from llama_index_ragonite.serve.identities import ProxyTrust, UsersFile, UsersFileError
 
 __all__ = [
     "LOOPBACK_NAMES",
@@ -79,9 +80,12 @@ class ServeConfig:
     ``max_turns``: turns running at once for one user and in total (more get 429). ``turn_deadline``:
     seconds a streamed turn may run before it is cut (its partial answer stored as truncated).
     ``max_conversations_per_user``: conversations one user may keep (deleted ones count until purged).
-    ``every_user_reads_everything``: the operator's word that every user of the app may read every page of
-    the stores, which the app cannot check yet (docs/security.md); without it a store whose pages carry
-    Confluence permissions is refused.
+    ``users``: the users file (``serve.identities``: tokens to Confluence users and groups);
+    ``trusted_proxies``: addresses whose user and groups headers (``proxy_user_header``,
+    ``proxy_groups_header``) name the caller. A store whose pages carry Confluence permissions needs
+    one of them (each caller then reads only their pages), or ``every_user_reads_everything``: the
+    operator's word that every user of the app may read every page (docs/security.md).
+    ``access_log``: a JSON-lines file of who was shown which pages (opt-in).
     """
 
     domains: Dict[str, str]
@@ -102,6 +106,11 @@ class ServeConfig:
     turn_deadline: float = 300.0
     max_conversations_per_user: int = 1000
     every_user_reads_everything: bool = False  # serve a store with Confluence permissions to everyone anyway
+    users: Optional[str] = None
+    trusted_proxies: List[str] = field(default_factory=list)
+    proxy_user_header: str = "X-Forwarded-User"
+    proxy_groups_header: str = "X-Forwarded-Groups"
+    access_log: Optional[str] = None
 
     @classmethod
     def from_args(
@@ -131,14 +140,15 @@ class ServeConfig:
         for name, folder in self.domains.items():
             if not (Path(folder) / "manifest.json").is_file():
                 raise ServeConfigError(f"--store {name}={folder}: not a store; build one with `ragonite index`")
-            if AccessMap.load(Path(folder)).restricted() and not self.every_user_reads_everything:
+            if AccessMap.load(Path(folder)).restricted() and not self.knows_users:
                 raise ServeConfigError(
-                    f"--store {name}={folder} holds pages not everyone may read (Confluence permissions), and "
-                    "ragonite serve cannot tell its users apart yet: it would show them to everyone. Search and "
-                    "ask as a user with `ragonite ask --as USER`; if every user of the app may read every page, "
-                    "say so with --every-user-reads-everything (docs/security.md)"
+                    f"--store {name}={folder} holds pages not everyone may read (Confluence permissions): say who "
+                    "the callers are with --users FILE (`ragonite users add`) or --trust-proxy ADDRESS (a reverse "
+                    "proxy's user and groups headers); if every user of the app may read every page, say so with "
+                    "--every-user-reads-everything (docs/security.md)"
                 )
-        if not self.tokens and not is_loopback(self.host):
+        self.identities()  # a users file or proxy address that cannot be used is refused now
+        if not (self.tokens or self.users or self.trusted_proxies) and not is_loopback(self.host):
             raise ServeConfigError(
                 f"Refusing to listen on {self.host} without an access token: anyone who reaches it could read "
                 f"the conversations. Pass --token TOKEN (or set {TOKEN_ENV}), or bind 127.0.0.1"
@@ -163,6 +173,23 @@ class ServeConfig:
         for name in self.allowed_hosts:
             if name != "*" and not _HOST_NAME.match(name):
                 raise ServeConfigError(f"--allowed-host {name!r}: give a host name or address without scheme or port")
+
+    @property
+    def knows_users(self) -> bool:
+        return bool(self.users or self.trusted_proxies or self.every_user_reads_everything)
+
+    def identities(self) -> Tuple[Optional[UsersFile], Optional[ProxyTrust]]:
+        """The users file and the proxy trust (None where not configured); ``ServeConfigError`` when unusable."""
+        try:
+            users = UsersFile.load(self.users) if self.users else None
+            proxy = None
+            if self.trusted_proxies:
+                proxy = ProxyTrust.from_args(self.trusted_proxies, self.proxy_user_header, self.proxy_groups_header)
+        except UsersFileError as err:
+            raise ServeConfigError(str(err)) from None
+        if users is not None and not users.users and not proxy:
+            raise ServeConfigError(f"--users {self.users}: no users yet; add one with `ragonite users add`")
+        return users, proxy
 
     def host_names(self) -> frozenset:
         """The Host header names this server answers (lower case, no port); ``*`` in it means any."""

@@ -23,6 +23,7 @@ from llama_index_ragonite.errors import (
     UnknownConversationError,
 )
 from llama_index_ragonite.serve.limits import TooManyTurns
+from llama_index_ragonite.serve.reading import NotReadable
 from llama_index_ragonite.serve.sessions import NotFound, TooManyConversations
 from llama_index_ragonite.serve.turn_control import TurnDeadlineError
 
@@ -46,6 +47,8 @@ def error_payload(err: Exception) -> Tuple[int, Dict[str, Any]]:
 
 
 def _payload(err: Exception) -> Tuple[int, Dict[str, Any]]:
+    if isinstance(err, NotReadable):
+        return 403, {"error": str(err), "kind": "auth"}
     if isinstance(err, (NotFound, UnknownConversationError)):
         return 404, {"error": str(err), "kind": "not_found"}
     if isinstance(err, (ConversationDeletedError, TooManyConversations)):

@@ -21,27 +21,45 @@ __all__ = ["explain_turn"]
 
 
 def explain_turn(
-    sessions: Any, owner: str, conversation_id: str, number: int, method: str, options: Optional[dict] = None
+    sessions: Any,
+    owner: str,
+    conversation_id: str,
+    number: int,
+    method: str,
+    options: Optional[dict] = None,
+    principal: Any = None,
 ) -> Dict[str, Any]:
     """Run ``method`` with ``options`` on turn ``number`` and keep the result with the turn (sync: call it
-    off the event loop); the result names the options it ran with."""
+    off the event loop); the result names the options it ran with. Only a turn whose pages the caller
+    may still read is explained, and only over its own evidences (``Sessions.stored_turn``)."""
     options = checked_options(method, options)  # refused before any work
-    result = {**_explain(sessions, owner, conversation_id, number, method, options), "options": options}
+    turn, records, settings = sessions.stored_turn(owner, conversation_id, number, principal)
+    result = {
+        **_explain(sessions, conversation_id, turn, records, settings, method, options, principal),
+        "options": options,
+    }
     sessions.records.add_explanation(conversation_id, number, method, result)
+    sessions.access_log.write("explanation", principal, owner, conversation_id, turn=number, method=method)
     return result
 
 
 def _explain(
-    sessions: Any, owner: str, conversation_id: str, number: int, method: str, options: Dict[str, Any]
+    sessions: Any,
+    conversation_id: str,
+    turn: Dict[str, Any],
+    records: List[dict],
+    settings: Dict[str, Any],
+    method: str,
+    options: Dict[str, Any],
+    principal: Any,
 ) -> Dict[str, Any]:
-    turn, records, settings = sessions.stored_turn(owner, conversation_id, number)
     nodes = nodes_from_records(records)
     if turn.get("out_of_scope"):  # as the turn was stored (turns.turn_json)
         raise ValueError("This answer is out of scope: it rests on no evidence, so there is nothing to explain")
     if not nodes:
         raise ValueError("This answer used no evidence: there is nothing to explain")
     run_settings = sessions.turn_settings(turn, settings)
-    engine, _ = sessions.engine(conversation_id, run_settings)
+    engine, _ = sessions.engine(conversation_id, run_settings, principal)
     question, answer = turn["completed_question"], turn["answer"]
     if method in ATTRIBUTORS:
         attribution = ATTRIBUTORS[method].from_engine(engine, **options).attribute(question, nodes, answer)

@@ -44,9 +44,12 @@ def _blocks(nodes: List[Any], marked_id: str, marked_table: Optional[int], marke
     return blocks
 
 
-def page_view(sessions: Any, owner: str, conversation_id: str, number: int, source: int) -> Dict[str, Any]:
-    """Source ``source`` (1-based) of turn ``number``: its page's evidences in reading order, it marked."""
-    turn, records, settings = sessions.stored_turn(owner, conversation_id, number)
+def page_view(
+    sessions: Any, owner: str, conversation_id: str, number: int, source: int, principal: Any = None
+) -> Dict[str, Any]:
+    """Source ``source`` (1-based) of turn ``number``: its page's evidences in reading order, it marked
+    (only while the caller may still read every page of the turn: ``Sessions.stored_turn``)."""
+    turn, records, settings = sessions.stored_turn(owner, conversation_id, number, principal)
     nodes = nodes_from_records(records)
     if not 1 <= source <= len(nodes):
         raise NotFound(f"Turn {number} has no source {source}")
@@ -61,6 +64,7 @@ def page_view(sessions: Any, owner: str, conversation_id: str, number: int, sour
         except KeyError:  # removed by a sync meanwhile
             continue
     found.sort(key=lambda n: n.metadata.get("position") or 0)
+    sessions.access_log.write("page", principal, owner, conversation_id, turn=number, pages=[page])
     meta = evidence.metadata
     row = meta.get("row_index") if meta.get("evidence_type") == "table_row" else None
     table = meta.get("table_index") if row is not None else None

@@ -137,3 +137,8 @@ class ServeRecords:
             (conversation_id, number),
         )
         return (json.loads(rows[0][0]), json.loads(rows[0][1]), rows[0][2]) if rows else None
+
+    def reassign(self, old_owner: str, new_owner: str) -> int:
+        """Move every conversation of ``old_owner`` to ``new_owner`` (a token's to its user); returns how many."""
+        with self._lock, self._conn:
+            return self._conn.execute("UPDATE owners SET owner = ? WHERE owner = ?", (new_owner, old_owner)).rowcount

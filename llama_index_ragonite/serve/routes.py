@@ -21,11 +21,13 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from llama_index_ragonite.chat.engine import MAX_MESSAGE_CHARS
+from llama_index_ragonite.index.access import Principal
 from llama_index_ragonite.serve.errors import error_payload
 from llama_index_ragonite.serve.explain_options import option_schema
 from llama_index_ragonite.serve.explaining import explain_turn
 from llama_index_ragonite.serve.limits import TurnSlots
 from llama_index_ragonite.serve.page_view import page_view
+from llama_index_ragonite.serve.reading import reader
 from llama_index_ragonite.serve.turn_control import TurnStop
 
 __all__ = ["router"]
@@ -67,6 +69,14 @@ def user(request: Request) -> str:
     return request.state.user
 
 
+def principal(request: Request) -> Optional[Principal]:
+    """Who asks, for what they may read (``identities``; None: a caller the app knows only by token or cookie)."""
+    return request.state.principal
+
+
+Who = Annotated[Optional[Principal], Depends(principal)]
+
+
 def sessions(request: Request) -> Any:
     return request.app.state.sessions
 
@@ -102,8 +112,8 @@ async def health(request: Request) -> Dict[str, Any]:
 
 
 @router.get("/domains")
-async def domains(request: Request) -> List[Dict[str, Any]]:
-    return await off_loop(sessions(request).domains)
+async def domains(request: Request, who: Who) -> List[Dict[str, Any]]:
+    return await off_loop(sessions(request).domains, who)
 
 
 @router.get("/explain/options")
@@ -128,8 +138,8 @@ async def list_conversations(request: Request, include_deleted: bool = False, ow
 
 
 @router.get("/conversations/{conversation_id}")
-async def open_conversation(request: Request, conversation_id: ConversationId, owner: str = Depends(user)):
-    return await off_loop(sessions(request).conversation, owner, conversation_id, turns=True)
+async def open_conversation(request: Request, conversation_id: ConversationId, who: Who, owner: str = Depends(user)):
+    return await off_loop(sessions(request).conversation, owner, conversation_id, turns=True, principal=who)
 
 
 @router.delete("/conversations/{conversation_id}", status_code=204)
@@ -153,13 +163,25 @@ async def change_settings(
 
 
 @router.post("/conversations/{conversation_id}/messages")
-async def send_message(request: Request, conversation_id: ConversationId, body: Message, owner: str = Depends(user)):
+async def send_message(
+    request: Request,
+    conversation_id: ConversationId,
+    body: Message,
+    who: Who,
+    owner: str = Depends(user),
+):
     with slots(request).slot(owner):
-        return await turn_thread(request, sessions(request).chat, owner, conversation_id, body.message)
+        return await turn_thread(request, sessions(request).chat, owner, conversation_id, body.message, None, None, who)
 
 
 @router.post("/conversations/{conversation_id}/messages/stream", response_class=StreamingResponse)
-async def stream_message(request: Request, conversation_id: ConversationId, body: Message, owner: str = Depends(user)):
+async def stream_message(
+    request: Request,
+    conversation_id: ConversationId,
+    body: Message,
+    who: Who,
+    owner: str = Depends(user),
+):
     """Server-sent events: ``delta`` ({"text"}) while the answer is written, then ``turn`` (or ``error``).
 
     The turn stops when the client disconnects or ``--turn-deadline`` passes (then an ``error``
@@ -168,7 +190,8 @@ async def stream_message(request: Request, conversation_id: ConversationId, body
     state, turn_slots = sessions(request), slots(request)
     turn_slots.take(owner)  # 429 before anything else: a refused turn costs no worker thread
     try:
-        await off_loop(state.owned, owner, conversation_id)  # 404 before the stream starts
+        await off_loop(state.owned, owner, conversation_id)  # 404 (and 403 below) before the stream starts
+        await off_loop(reader, state, who)
     except BaseException:
         turn_slots.give_back(owner)
         raise
@@ -181,7 +204,7 @@ async def stream_message(request: Request, conversation_id: ConversationId, body
 
     async def turn() -> None:
         try:
-            result = await turn_thread(request, state.chat, owner, conversation_id, body.message, on_delta, stop)
+            result = await turn_thread(request, state.chat, owner, conversation_id, body.message, on_delta, stop, who)
             await queue.put(("turn", result))
         except Exception as err:  # the stream has started: the error is its last event
             await queue.put(("error", error_payload(err)[1]))
@@ -221,11 +244,12 @@ async def explain(
     conversation_id: ConversationId,
     number: TurnNumber,
     body: ExplainRequest,
+    who: Who,
     owner: str = Depends(user),
 ):
     with slots(request).slot(owner):  # an explanation is many LLM calls: it counts as a running turn
         return await turn_thread(
-            request, explain_turn, sessions(request), owner, conversation_id, number, body.method, body.options
+            request, explain_turn, sessions(request), owner, conversation_id, number, body.method, body.options, who
         )
 
 
@@ -235,10 +259,11 @@ async def source_page(
     conversation_id: ConversationId,
     number: TurnNumber,
     source: Annotated[int, Path(ge=1, le=1000, description="A source's number in its turn (1-based).")],
+    who: Who,
     owner: str = Depends(user),
 ):
     """The page a source of the turn came from, as the parser read it, with the source marked."""
-    return await off_loop(page_view, sessions(request), owner, conversation_id, number, source)
+    return await off_loop(page_view, sessions(request), owner, conversation_id, number, source, who)
 
 
 @router.post("/conversations/{conversation_id}/turns/{number}/feedback", status_code=201)

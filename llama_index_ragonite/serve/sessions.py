@@ -15,24 +15,32 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from queue import Empty
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
-
-from llama_index.core.base.llms.types import MessageRole
 
 from llama_index_ragonite.chat.answering import is_offline
 from llama_index_ragonite.chat.chat_store import SQLiteChatStore, UnknownConversationError
 from llama_index_ragonite.chat.completion import LLMQuestionCompleter, OfflineQuestionCompleter
 from llama_index_ragonite.chat.engine import RagoniteChatEngine
-from llama_index_ragonite.chat.responses import truncated_message, without_truncated
+from llama_index_ragonite.chat.responses import without_truncated
 from llama_index_ragonite.errors import ChatStoreError
+from llama_index_ragonite.index.access import Principal
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.models.specs import embedding_from_spec, llm_from_spec
 from llama_index_ragonite.redaction import redacted
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 from llama_index_ragonite.serve.config import ServeConfig
+from llama_index_ragonite.serve.identities import UsersFile, owner_of
+from llama_index_ragonite.serve.reading import (
+    AccessLog,
+    NotReadable,
+    hidden_turn,
+    readable_counts,
+    reader,
+    turn_pages,
+    visible,
+)
 from llama_index_ragonite.serve.records import ServeRecords
-from llama_index_ragonite.serve.turn_control import TurnDeadlineError, TurnMemory, TurnStop
+from llama_index_ragonite.serve.turn_control import TurnDeadlineError, TurnMemory, TurnStop, streamed_turn
 from llama_index_ragonite.serve.turns import TurnTrace, node_record, turn_json
 
 __all__ = ["FUSIONS", "HistoryGoneError", "NotFound", "Sessions", "TooManyConversations", "public_spec"]
@@ -84,6 +92,11 @@ class Sessions:
 
             self.reranker = default_reranker(device=config.device)
         self.stores: Dict[str, EvidenceStore] = config.open_stores(self.embed_model)  # on --chroma-server if given
+        self.restricted = any(store.access.restricted() for store in self.stores.values())
+        self.access_log = AccessLog(config.access_log)
+        if config.users:  # a token's conversations move to its user once the token is in the users file
+            for user in UsersFile.load(config.users).users:
+                self.records.reassign(user.legacy_owner, owner_of(user.name))
         self._retrievers: Dict[Tuple[str, str], HybridRetriever] = {}
         self._lock = threading.Lock()
         self._conversation_locks: Dict[str, threading.Lock] = {}
@@ -106,14 +119,12 @@ class Sessions:
                 )
             return self._retrievers[key]
 
-    def domains(self) -> List[Dict[str, Any]]:
+    def domains(self, principal: Optional[Principal] = None) -> List[Dict[str, Any]]:
+        """Every domain, with the counts of what the caller may read."""
+        principal = reader(self, principal)
+        # the folder's name: the server's paths are not the users' business
         return [
-            {
-                "name": name,
-                "store": store.path.name,  # the folder's name: the server's paths are not the users' business
-                "evidences": len(store),
-                "pages": len(store.manifest.get("pages") or {}),
-            }
+            {"name": name, "store": store.path.name, **readable_counts(store, principal)}
             for name, store in self.stores.items()
         ]
 
@@ -199,7 +210,10 @@ class Sessions:
             "settings": settings,
         }
 
-    def conversation(self, owner: str, conversation_id: str, turns: bool = False) -> Dict[str, Any]:
+    def conversation(
+        self, owner: str, conversation_id: str, turns: bool = False, principal: Optional[Principal] = None
+    ) -> Dict[str, Any]:
+        """A conversation (with its turns: each one the caller may no longer fully read comes back hidden)."""
         record = self.owned(owner, conversation_id)
         try:
             out = self._json(self.chat_store.get_conversation(conversation_id), record["settings"])
@@ -209,6 +223,7 @@ class Sessions:
             ratings = {f.message_index: f.rating for f in self.chat_store.get_feedback(conversation_id)}
             out["turns"] = []
             for turn, message_index in self.records.turns(conversation_id):
+                turn = self.shown_turn(conversation_id, turn, None, principal)
                 out["turns"].append({**turn, "feedback": ratings.get(message_index)})
         return out
 
@@ -259,8 +274,10 @@ class Sessions:
                 continue
         return titles
 
-    def engine(self, conversation_id: str, settings: Dict[str, Any]) -> Tuple[RagoniteChatEngine, Any]:
-        """The chat engine for one turn with these settings, and its question completer."""
+    def engine(
+        self, conversation_id: str, settings: Dict[str, Any], principal: Optional[Principal] = None
+    ) -> Tuple[RagoniteChatEngine, Any]:
+        """The chat engine for one turn with these settings, retrieving what ``principal`` may read."""
         llm = self.llms[settings["llm"]]
         completer = OfflineQuestionCompleter() if is_offline(llm) else LLMQuestionCompleter(llm=llm)
         memory = TurnMemory.from_defaults(token_limit=3000, chat_store=self.chat_store, chat_store_key=conversation_id)
@@ -271,6 +288,7 @@ class Sessions:
             memory=memory,
             top_k=int(settings["top_k"]),
             complete_questions=bool(settings["complete_questions"]),
+            principal=principal,
         )
         return engine, completer
 
@@ -281,6 +299,7 @@ class Sessions:
         message: str,
         on_delta: Optional[Callable[[str], None]] = None,
         stop: Optional[TurnStop] = None,
+        principal: Optional[Principal] = None,
     ) -> Dict[str, Any]:
         """One turn (streamed to ``on_delta`` when given), stored and returned as the contract's JSON.
 
@@ -288,9 +307,10 @@ class Sessions:
         the partial answer is stored with ``truncated`` and, past the deadline, ``TurnDeadlineError``
         is raised after storing it.
         """
+        principal = reader(self, principal)
         settings = self.owned(owner, conversation_id)["settings"]
         with self.conversation_lock(conversation_id):
-            engine, completer = self.engine(conversation_id, settings)
+            engine, completer = self.engine(conversation_id, settings, principal)
             history = without_truncated(engine.memory.get())  # what the engine itself reads
             started = time.perf_counter()
             with TurnTrace.collecting() as events:
@@ -298,79 +318,26 @@ class Sessions:
                     response = engine.chat(message)
                     answer = response.response
                 else:
-                    response, answer = self._streamed(engine, conversation_id, message, on_delta, stop or TurnStop())
+                    response, answer = streamed_turn(self.chat_store, engine, message, on_delta, stop or TurnStop())
             seconds = time.perf_counter() - started
             rephraser = None
             if isinstance(completer, LLMQuestionCompleter) and settings["complete_questions"] and history:
                 rephraser = completer.format_prompt(history, message)
             titles = self._titles(settings["domain"], events)
             turn = turn_json(message, answer, response.turn, response.source_nodes, events, seconds, rephraser, titles)
-            turn.update(domain=settings["domain"], llm=settings["llm"])
+            records = [node_record(n) for n in response.source_nodes]
+            pages = turn_pages(turn, records, self.stores[settings["domain"]].lexical.node_pages())
+            turn.update(domain=settings["domain"], llm=settings["llm"], pages=sorted(pages))
             self.check_files()  # a history file removed meanwhile: say so instead of storing into the void
             message_index = len(self.chat_store.get_messages(conversation_id)) - 1
-            self.records.add_turn(conversation_id, message_index, turn, [node_record(n) for n in response.source_nodes])
+            self.records.add_turn(conversation_id, message_index, turn, records)
+        self.access_log.write("turn", principal, owner, conversation_id, question=message, pages=pages)
         if stop is not None and stop.timed_out:
             raise TurnDeadlineError(
                 f"The turn took longer than {self.config.turn_deadline:g} s and was stopped; "
                 "its partial answer is stored, marked truncated"
             )
         return turn
-
-    def _streamed(self, engine: RagoniteChatEngine, conversation_id: str, message: str, on_delta, stop: TurnStop):
-        """(response, answer text) of a streamed turn; see ``chat`` for how it ends early."""
-        response = engine.stream_chat(message)
-        writer = response.write_response_to_history_thread
-        streamed = ""
-        try:
-            while True:
-                if stop.should_stop():
-                    response.cancel()  # the writer stops at the next delta, closing the LLM's stream
-                if (
-                    response.cancelled.is_set()
-                    and stop.grace_over()
-                    and self._abandoned(engine, response, streamed, stop)
-                ):
-                    return response, streamed
-                try:
-                    delta = response.queue.get(timeout=0.05)
-                except Empty:
-                    if response.exception is not None:
-                        raise response.exception from None
-                    if (response.is_done or not writer.is_alive()) and response.queue.empty():
-                        break
-                    continue
-                if delta:
-                    streamed += delta
-                    on_delta(delta)
-            writer.join()
-            if response.exception is not None:
-                raise response.exception
-        except Exception:
-            messages = self.chat_store.get_messages(conversation_id)
-            if messages and messages[-1].role == MessageRole.USER:  # the question whose answer failed
-                self.chat_store.delete_last_message(conversation_id)
-            raise
-        return response, response.response or streamed
-
-    def _abandoned(self, engine: RagoniteChatEngine, response, streamed: str, stop: TurnStop) -> bool:
-        """Store ``streamed`` as the truncated answer of an LLM that stalled after the turn was stopped;
-        False when the writer thread stored its answer meanwhile (the turn then ends as usual).
-
-        The writer may still be waiting for the LLM (its connection closes at the next chunk or at the
-        LLM's read timeout): its memory is shut so that it can never append to the conversation after
-        the next turn began, and ``stop.abandoned`` names it, so the route holds the user's turn slot
-        until it has ended.
-        """
-        conversation_id = engine.memory.chat_store_key
-
-        def store() -> None:
-            self.chat_store.add_message(conversation_id, truncated_message(streamed))
-
-        if not engine.memory.shut_unless_written(2, store):  # 1: the question, 2: the writer's answer
-            return False
-        stop.abandoned = response.write_response_to_history_thread
-        response.turn.stop_early()
-        return True
 
     def turn_settings(self, turn: Dict[str, Any], settings: Dict[str, Any]) -> Dict[str, Any]:
         """``settings`` with the LLM and domain the turn was answered with, where they are still configured."""
@@ -381,10 +348,25 @@ class Sessions:
             run["domain"] = turn["domain"]
         return run
 
-    def stored_turn(self, owner: str, conversation_id: str, number: int):
-        """(turn JSON, evidences, settings) of a stored turn."""
+    def stored_turn(self, owner: str, conversation_id: str, number: int, principal: Optional[Principal] = None):
+        """(turn JSON, evidences, settings) of a stored turn the caller may still read (else ``NotReadable``)."""
         settings = self.owned(owner, conversation_id)["settings"]
         stored = self.records.turn(conversation_id, number)
         if stored is None:
             raise NotFound(f"No turn {number} in conversation {conversation_id!r}")
+        if self.shown_turn(conversation_id, stored[0], stored[1], principal).get("hidden"):
+            raise NotReadable(f"Turn {number} showed pages you may no longer read")
         return stored[0], stored[1], settings
+
+    def shown_turn(
+        self, conversation_id: str, turn: Dict[str, Any], records: Optional[List[dict]], principal: Optional[Principal]
+    ) -> Dict[str, Any]:
+        """``turn`` when the caller may read every page it showed, else ``reading.hidden_turn``."""
+        principal = reader(self, principal)
+        store = self.stores.get(turn.get("domain") or self.config.default_domain)
+        if principal is None:
+            return turn
+        if records is None and "pages" not in turn:  # a turn stored before pages were recorded with it
+            records = (self.records.turn(conversation_id, turn["index"]) or (None, []))[1]
+        pages = turn_pages(turn, records or [], store.lexical.node_pages()) if store is not None else {""}
+        return turn if store is not None and visible(store, pages, principal) else hidden_turn(turn)

@@ -15,15 +15,17 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional
+from queue import Empty
+from typing import Any, Callable, List, Optional
 
-from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.memory import ChatMemoryBuffer
 
+from llama_index_ragonite.chat.responses import truncated_message
 from llama_index_ragonite.errors import RagoniteError
 
-__all__ = ["STOP_GRACE_SECONDS", "TurnDeadlineError", "TurnMemory", "TurnStop"]
+__all__ = ["STOP_GRACE_SECONDS", "TurnDeadlineError", "TurnMemory", "TurnStop", "streamed_turn"]
 
 STOP_GRACE_SECONDS = 0.5  # after a stop, how long the worker waits for the LLM's next chunk before giving up on it
 
@@ -97,3 +99,61 @@ class TurnMemory(ChatMemoryBuffer):
 
     def set(self, messages: List[ChatMessage]) -> None:
         self._write(lambda: super(TurnMemory, self).set(messages))
+
+
+def streamed_turn(chat_store: Any, engine: Any, message: str, on_delta: Callable[[str], None], stop: TurnStop):
+    """(response, answer text) of a streamed turn, ended early when ``stop`` says so (the module doc)."""
+    response = engine.stream_chat(message)
+    writer = response.write_response_to_history_thread
+    streamed = ""
+    try:
+        while True:
+            if stop.should_stop():
+                response.cancel()  # the writer stops at the next delta, closing the LLM's stream
+            if (
+                response.cancelled.is_set()
+                and stop.grace_over()
+                and _abandoned(chat_store, engine, response, streamed, stop)
+            ):
+                return response, streamed
+            try:
+                delta = response.queue.get(timeout=0.05)
+            except Empty:
+                if response.exception is not None:
+                    raise response.exception from None
+                if (response.is_done or not writer.is_alive()) and response.queue.empty():
+                    break
+                continue
+            if delta:
+                streamed += delta
+                on_delta(delta)
+        writer.join()
+        if response.exception is not None:
+            raise response.exception
+    except Exception:
+        messages = chat_store.get_messages(engine.memory.chat_store_key)
+        if messages and messages[-1].role == MessageRole.USER:  # the question whose answer failed
+            chat_store.delete_last_message(engine.memory.chat_store_key)
+        raise
+    return response, response.response or streamed
+
+
+def _abandoned(chat_store: Any, engine: Any, response: Any, streamed: str, stop: TurnStop) -> bool:
+    """Store ``streamed`` as the truncated answer of an LLM that stalled after the turn was stopped;
+    False when the writer thread stored its answer meanwhile (the turn then ends as usual).
+
+    The writer may still be waiting for the LLM (its connection closes at the next chunk or at the
+    LLM's read timeout): its memory is shut so that it can never append to the conversation after
+    the next turn began, and ``stop.abandoned`` names it, so the route holds the user's turn slot
+    until it has ended.
+    """
+    conversation_id = engine.memory.chat_store_key
+
+    def store() -> None:
+        chat_store.add_message(conversation_id, truncated_message(streamed))
+
+    if not engine.memory.shut_unless_written(2, store):  # 1: the question, 2: the writer's answer
+        return False
+    stop.abandoned = response.write_response_to_history_thread
+    response.turn.stop_early()
+    return True

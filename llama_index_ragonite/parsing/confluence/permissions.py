@@ -102,3 +102,22 @@ def fetch_space_readers(client: Any, key: str) -> Optional[Readers]:
     """Who may view a space (``None``: Confluence lists a space's permissions to its administrators only)."""
     what = f"space {key}"
     return space_readers(client.get(f"space/{checked_space_key(key)}", {"expand": "permissions"}, what, "list"), what)
+
+
+MAX_GROUP_PAGES = 100  # 200 groups a page: a user in more than 20,000 groups is a misbehaving server
+
+
+def fetch_groups(client: Any, user_id: str, id_kind: str = "accountId") -> List[str]:
+    """The groups Confluence says a user is in (``user/memberof``; ``id_kind``: ``accountId`` on Cloud,
+    ``username`` or ``key`` on Data Center), every page of them, for the app's users file."""
+    if id_kind not in ("accountId", "username", "key"):
+        raise ValueError(f"id_kind {id_kind!r}: accountId, username or key")
+    what, groups, start = f"groups of user {user_id!r}", [], 0
+    for _ in range(MAX_GROUP_PAGES):
+        data = client.get("user/memberof", {id_kind: user_id, "start": start, "limit": 200}, what, "list")
+        results = get_field(data, "results", list, what, [])
+        groups += [get_field(r, "name", str, what, "", at=f"results[{i}]") for i, r in enumerate(results)]
+        if not results or len(results) < get_field(data, "limit", int, what, 0):
+            return list(dict.fromkeys(g for g in groups if g))
+        start += len(results)
+    raise ConfluenceError(f"{what}: the listing goes on past {MAX_GROUP_PAGES} pages; stopped")

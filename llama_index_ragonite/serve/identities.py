@@ -1,0 +1,152 @@
+"""Who a caller of ``ragonite serve`` is, for what they may read: a users file, or a trusted reverse proxy.
+
+Why: a token separates conversations, not what a caller may read. Confluence restrictions name
+users and groups, so the app must know both for every request:
+
+* A users file (``--users FILE``, JSON) maps tokens to users: ``{"users": [{"name": "acc-alice",
+  "groups": ["eng"], "token_sha256": "…"}]}``. ``name`` is the user's Confluence id (account id, user
+  name or user key: what restrictions name). Tokens are stored as their SHA-256 only; they are random
+  32-byte secrets (``add_user`` makes them), which need no slow password hash.
+* A reverse proxy that authenticates users (SSO) may pass the user and groups in headers. They are
+  read only from the proxy addresses the operator names; the same headers from any other address are
+  refused (403), never ignored, since they can only be a forgery or a misconfigured proxy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import json
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Union
+
+from llama_index_ragonite.index.access import Principal
+from llama_index_ragonite.index.persist import write_json
+
+__all__ = ["ProxyTrust", "User", "UsersFile", "UsersFileError", "add_user", "owner_of", "token_sha256"]
+
+Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
+
+
+class UsersFileError(ValueError):
+    """A users file or proxy setting that cannot be used (the message says what to fix)."""
+
+
+def token_sha256(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def owner_of(user: str) -> str:
+    """The owner id of a known user's conversations (a bare token's are ``token:…``, a cookie's a hex id)."""
+    return "user:" + user
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    groups: FrozenSet[str] = frozenset()
+    token_sha256: str = ""
+
+    @property
+    def principal(self) -> Principal:
+        return Principal.of(self.name, self.groups)
+
+    @property
+    def legacy_owner(self) -> str:
+        """The owner id this user's token had before it was in a users file (``auth.token_user``)."""
+        return "token:" + self.token_sha256[:32]
+
+
+@dataclass
+class UsersFile:
+    """The users of the app, by token hash (see the module doc)."""
+
+    path: Path
+    users: List[User] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, path: Union[str, Path]) -> "UsersFile":
+        path = Path(path)
+        if not path.exists():
+            return cls(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            users = [
+                User(str(u["name"]).strip(), frozenset(map(str, u.get("groups", ()))), str(u.get("token_sha256", "")))
+                for u in data["users"]
+            ]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise UsersFileError(
+                f"{path}: not a users file ({{'users': [{{'name', 'groups', 'token_sha256'}}]}}: {err}"
+            ) from None
+        for user in users:
+            if not user.name or len(user.token_sha256) not in (0, 64):
+                raise UsersFileError(f"{path}: user {user.name!r} needs a name and a 64-digit token_sha256")
+        names = [u.name for u in users]
+        if len(set(names)) < len(names):
+            raise UsersFileError(f"{path}: a user is named twice")
+        return cls(path, users)
+
+    def by_token(self, token: Optional[str]) -> Optional[User]:
+        if not token:
+            return None
+        digest = token_sha256(token)
+        found = None
+        for user in self.users:  # every entry compared, in constant time each
+            if user.token_sha256 and hmac.compare_digest(digest, user.token_sha256):
+                found = user
+        return found
+
+    def save(self) -> None:
+        entries = [{"name": u.name, "groups": sorted(u.groups), "token_sha256": u.token_sha256} for u in self.users]
+        write_json(self.path, {"users": entries})
+
+
+def add_user(users: UsersFile, name: str, groups: Iterable[str] = ()) -> str:
+    """Add (or give a new token to) user ``name`` and save; returns the token, which is stored nowhere."""
+    token = secrets.token_urlsafe(32)
+    kept = [u for u in users.users if u.name != name]
+    old = next((u for u in users.users if u.name == name), None)
+    merged = frozenset(groups) or (old.groups if old else frozenset())
+    users.users = [*kept, User(Principal.of(name).user, merged, token_sha256(token))]
+    users.save()
+    return token
+
+
+@dataclass(frozen=True)
+class ProxyTrust:
+    """Trust the user and groups headers only from these proxy addresses (``10.0.0.5``, ``10.0.0.0/24``)."""
+
+    networks: Tuple[Network, ...]
+    user_header: str = "x-forwarded-user"
+    groups_header: str = "x-forwarded-groups"
+
+    @classmethod
+    def from_args(
+        cls, addresses: Sequence[str], user_header: str = "X-Forwarded-User", groups_header: str = "X-Forwarded-Groups"
+    ) -> "ProxyTrust":
+        networks = []
+        for address in addresses:
+            try:
+                networks.append(ipaddress.ip_network(address.strip(), strict=False))
+            except ValueError as err:
+                raise UsersFileError(f"--trust-proxy {address!r}: not an address or network ({err})") from None
+        return cls(tuple(networks), user_header.lower(), groups_header.lower())
+
+    def trusts(self, client: Optional[str]) -> bool:
+        try:
+            address = ipaddress.ip_address(client or "")
+        except ValueError:
+            return False
+        return any(address in network for network in self.networks)
+
+    def user(self, headers: Dict[str, str]) -> Optional[User]:
+        """The user the proxy names (None when it names none); groups are comma-separated."""
+        name = headers.get(self.user_header, "").strip()
+        if not name:
+            return None
+        groups = frozenset(g.strip() for g in headers.get(self.groups_header, "").split(",") if g.strip())
+        return User(name, groups)
