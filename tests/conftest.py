@@ -2,7 +2,7 @@
 
 Also registers the ``fault`` marker: ``@pytest.mark.fault(name, expected, area=None)`` says that a
 test reproduces one fault class (``name``) and checks the behaviour we promise for it
-(``expected``). ``benchmarks/faults.py`` runs ``pytest -m fault`` and tables them; ``area``
+(``expected``). ``python benchmarks/run.py faults`` runs ``pytest -m fault`` and tables them; ``area``
 defaults to the test's folder (parsing, index, retrieval, chat, explain, models, serve, confluence; cli at the top).
 """
 
@@ -20,7 +20,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "fault(name, expected, area=None): the test reproduces fault class `name` and checks the promised "
-        "`expected` behaviour (tabled by benchmarks/faults.py)",
+        "`expected` behaviour (tabled by `python benchmarks/run.py faults`)",
     )
 
 

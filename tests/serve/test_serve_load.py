@@ -7,7 +7,7 @@ server's threads and the LLM stub's open connections return to their idle count 
 "Idle" is measured after a warm-up that did what the load will (4 streams dropped mid-answer
 and one offline turn), so that the worker threads the load needs already exist; idle worker
 threads linger for a while, so the count may go down, never up. How long the second user
-waits under this load is a benchmark (benchmarks/serve_load.py, phase d), not asserted here.
+waits under this load is a benchmark (benchmarks/experiments/serve_load.py, phase d), not asserted here.
 """
 
 from __future__ import annotations

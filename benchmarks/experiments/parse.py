@@ -1,39 +1,29 @@
-"""Parse all ConfQuestions pages: evidence counts, speed, text coverage, large-table scaling.
+"""Parsing ConfQuestions (215 pages): evidence counts, speed, text coverage, large-table scaling.
 
-Usage:
-    python benchmarks/parse_confquestions.py [--data ../shared/datasets/confquestions] [--out FILE.md]
-
-Text coverage of a page = share of its visible words (runs of letters and digits,
-lowercased, counted with multiplicity) found in the page's
-evidences. Visible words are read independently of the parser, straight from the
-page's own HTML: every text node including CDATA, except Confluence
-configuration (``ac:parameter``), task bookkeeping, scripts and styles, and the
-ADF fallback copy of an ADF block. Evidences are the passages, lists and tables
-(rows repeat table text) plus the page's headings, which every evidence carries
-as its heading path. Coverage uses the ``text`` linearizer, which adds no words
-of its own ("Row 1 in Table 1 ... is ... and" would hide losses).
+Text coverage of a page = share of its visible words (runs of letters and digits, lowercased, counted
+with multiplicity) found in the page's evidences. Visible words are read independently of the parser,
+straight from the page's own HTML: every text node including CDATA, except Confluence configuration
+(``ac:parameter``), task bookkeeping, scripts and styles, and the ADF fallback copy of an ADF block.
+Evidences are the passages, lists and tables (rows repeat table text) plus the page's headings, which
+every evidence carries as its heading path. Coverage uses the ``text`` linearizer, which adds no words of
+its own ("Row 1 in Table 1 ... is ... and" would hide losses). Exit status 1 when a target is missed.
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
-import os
-import platform
 import re
 import statistics
-import sys
 import time
-from pathlib import Path
+from typing import List
 
 from bs4 import BeautifulSoup
 from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction
-from harness import default_data, finish_report, repository
 from llama_index.core.schema import Document
 
 from llama_index_ragonite import EvidenceContextualizer, HTMLEvidenceParser, extract_evidences, load_pages
 
-DEFAULT_DATA = default_data(repository(__file__))
+OPTIONS = {"table_rows": (1000, 5000, 10000, 20000)}
 _HIDDEN = {"script", "style", "ac:parameter", "ac:task-id", "ac:task-status", "ac:adf-attribute", "ac:adf-fallback"}
 _WORD = re.compile(r"\w+")
 _BLOCK_TAG = re.compile(r"(</?(?:p|div|li|ul|ol|br|hr|td|th|tr|table|pre|blockquote|h[1-6]|ac:[\w-]+)\b[^>]*>)", re.I)
@@ -44,35 +34,28 @@ TARGET_COVERAGE = 0.995
 TARGET_SECONDS = 5.0
 
 
-def words(text: str) -> list[str]:
+def words(text: str) -> List[str]:
     return _WORD.findall(text.lower())
 
 
-def visible_words(markup: str) -> list[str]:
+def visible_words(markup: str) -> List[str]:
     """Words a reader sees: inline text nodes join up ("lib<a>v4v</a>" is one word), blocks separate."""
     soup = BeautifulSoup(_BLOCK_TAG.sub(r" \1 ", markup), "html.parser")
-    pieces: list[str] = []
-    for node in soup.descendants:
-        if not isinstance(node, NavigableString) or isinstance(
-            node, (Comment, Declaration, Doctype, ProcessingInstruction)
-        ):
-            continue
-        if any(parent.name in _HIDDEN for parent in node.parents):
-            continue
-        pieces.append(str(node))
+    skip = (Comment, Declaration, Doctype, ProcessingInstruction)
+    pieces = [str(node) for node in soup.descendants if isinstance(node, NavigableString)
+              and not isinstance(node, skip) and not any(p.name in _HIDDEN for p in node.parents)]  # fmt: skip
     return words("".join(pieces))
 
 
-def coverage(markup: str) -> tuple[float, int, list[str]]:
+def coverage(markup: str) -> tuple:
     """(share of visible words found in evidences, number of visible words, a few missing words)."""
     page = collections.Counter(visible_words(markup))
     total = sum(page.values())
     if not total:
         return 1.0, 0, []
-    evidences = extract_evidences(markup, linearizer="text")
     found: collections.Counter = collections.Counter()
     headings = {}
-    for ev in evidences:
+    for ev in extract_evidences(markup, linearizer="text"):
         found.update(words(ev.text))
         headings.update(zip(ev.heading_ids, ev.heading_path))
     for heading in headings.values():
@@ -96,24 +79,16 @@ def best_of(fn, repeat: int = 3) -> float:
     return min(times)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    ap.add_argument("--out", type=Path, default=None, help="write the markdown report here")
-    args = ap.parse_args()
-
-    docs = load_pages(args.data / "documents")
-    parser = HTMLEvidenceParser()
-    contextualizer = EvidenceContextualizer()
-
+def run(bench):
+    docs = load_pages(bench.data / "documents")
+    parser, contextualizer = HTMLEvidenceParser(), EvidenceContextualizer()
     nodes = parser.get_nodes_from_documents(docs)  # warm-up, and the nodes we count
     contextualizer(nodes)
     counts = collections.Counter(n.metadata["evidence_type"] for n in nodes)
     lengths = collections.defaultdict(list)
     for n in nodes:
         lengths[n.metadata["evidence_type"]].append(len(n.text.split()))
-    tags = collections.Counter()
-    nested_lists = 0
+    tags, nested_lists = collections.Counter(), 0
     for doc in docs:
         soup = BeautifulSoup(doc.text, "html.parser")
         nested_lists += sum(1 for t in soup.find_all(["ul", "ol"]) if t.find_parent(["ul", "ol", "table"]))
@@ -123,29 +98,17 @@ def main() -> int:
     t_context = best_of(lambda: contextualizer(nodes))  # idempotent: same work every round
     t_total = t_parse + t_context
 
-    per_page = []
-    for doc in docs:
-        cov, total, missing = coverage(doc.text)
-        per_page.append((cov, total, doc.id_, missing))
-    per_page.sort()
+    per_page = sorted((cov, total, doc.id_, miss) for doc in docs for cov, total, miss in [coverage(doc.text)])
     total_words = sum(p[1] for p in per_page)
     covs = [c for c, *_ in per_page]
     below = [p for p in per_page if p[0] < TARGET_COVERAGE]
-
-    sizes = [1000, 5000, 10000, 20000]
-    table_times = {}
-    for n in sizes:
-        big = [Document(id_=f"big-{n}", text=large_table(n))]
-        table_times[n] = best_of(lambda big=big: parser.get_nodes_from_documents(big), repeat=2)
+    sizes = bench.opts["table_rows"]
+    table_times = {n: best_of(lambda n=n: parser.get_nodes_from_documents([Document(id_=f"big-{n}", text=large_table(n))]), 2)
+                   for n in sizes}  # fmt: skip
     per_row = {n: table_times[n] / n for n in sizes}
-
+    p, w = PAPER_COUNTS["passage"], PAPER_MEDIAN_WORDS["passage"]
     lines = [
-        "# Parsing ConfQuestions (215 pages)",
-        "",
-        "Command: `python benchmarks/parse_confquestions.py --out benchmarks/results/parse_confquestions.md`",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"{platform.system()}; parser defaults (table_granularity=both, linearizer=verbalized), "
-        "contextualizer ALL.",
+        "Parser defaults (table_granularity=both, linearizer=verbalized), contextualizer ALL.",
         "",
         "## Evidences",
         "",
@@ -158,14 +121,13 @@ def main() -> int:
         ],
         f"| **all** | {sum(counts.values())} | | | | |",
         "",
-        "Paper counts are from Table 1 / `stats.pdf` of the ConfQuestions release (it reports no table-row",
-        "count). Its list and table counts equal the number of `<ul>`/`<ol>` and `<table>` tags in the HTML,",
-        f"nested ones included ({nested_lists} lists here sit inside another list or a table cell, where the",
-        "parsing rules keep them, as part of their parent; lists typed as `*`/`-` lines and task lists are",
-        "added). Passages here are the text between headings, lists and tables. The paper's passage",
-        f"row cannot count words: {PAPER_COUNTS['passage']:,} passages with a median of "
-        f"{PAPER_MEDIAN_WORDS['passage']} words need over {PAPER_COUNTS['passage'] // 2 * PAPER_MEDIAN_WORDS['passage']:,} words,",
-        f"the pages hold {total_words:,} visible words; so that row is not comparable.",
+        "Paper counts are from Table 1 / `stats.pdf` of the ConfQuestions release (it reports no table-row "
+        "count). Its list and table counts equal the number of `<ul>`/`<ol>` and `<table>` tags in the HTML, "
+        f"nested ones included ({nested_lists} lists here sit inside another list or a table cell, where the "
+        "parsing rules keep them, as part of their parent; lists typed as `*`/`-` lines and task lists are "
+        f"added). Passages here are the text between headings, lists and tables. The paper's passage row cannot "
+        f"count words: {p:,} passages with a median of {w} words need over {p // 2 * w:,} words, the pages hold "
+        f"{total_words:,} visible words; so that row is not comparable.",
         "",
         "## Speed (best of 3)",
         "",
@@ -179,9 +141,8 @@ def main() -> int:
         "",
         "## Text coverage",
         "",
-        f"Pages: {len(per_page)}; visible words: {total_words}; "
-        f"mean coverage {statistics.mean(covs):.4%}; minimum {covs[0]:.4%} ({per_page[0][2]}); "
-        f"pages below {TARGET_COVERAGE:.1%}: {len(below)}.",
+        f"Pages: {len(per_page)}; visible words: {total_words}; mean coverage {statistics.mean(covs):.4%}; "
+        f"minimum {covs[0]:.4%} ({per_page[0][2]}); pages below {TARGET_COVERAGE:.1%}: {len(below)}.",
         "",
         "Lowest five pages:",
         "",
@@ -191,19 +152,14 @@ def main() -> int:
         "",
         "## Large tables (linear in rows)",
         "",
-        "One page with a single 5-column table; full parser (grid, verbalization, nodes, relationships).",
-        "Linear means the time per row stays flat as the table grows; the baseline is the 1,000-row run.",
+        "One page with a single 5-column table; full parser (grid, verbalization, nodes, relationships). Linear "
+        f"means the time per row stays flat as the table grows; the baseline is the {sizes[0]:,}-row run.",
         "",
-        "| rows | seconds | µs per row | per-row time vs 1,000 rows |",
+        f"| rows | seconds | µs per row | per-row time vs {sizes[0]:,} rows |",
         "|---:|---:|---:|---:|",
         *[
             f"| {n} | {table_times[n]:.2f} | {per_row[n] * 1e6:.0f} | {per_row[n] / per_row[sizes[0]]:.2f}× |"
             for n in sizes
         ],
     ]
-    ok = not below and t_total < TARGET_SECONDS
-    return finish_report(lines, args.out, status=0 if ok else 1)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return lines, 0 if not below and t_total < TARGET_SECONDS else 1
