@@ -5,7 +5,7 @@ Why: the numpy pass runs the matrix products at BLAS speed, but each element-wis
 about a third of the time. ONNX Runtime fuses them (``SkipLayerNormalization``,
 ``FastGelu``; attention is its ``MultiHeadAttention``) and threads them. On 2 cores it embeds ConfQuestions
 evidences (dense vectors + latent terms) 1.3x faster and a query 1.7x faster
-(benchmarks/encoder_speed.py), with the same float32 weights and arithmetic: vectors
+(``python benchmarks/run.py encoder_speed``), with the same float32 weights and arithmetic: vectors
 equal to the numpy pass to cosine 1 - 1e-7. The matrix products are then nearly all the
 time, and they already ran at BLAS speed.
 
