@@ -1,4 +1,4 @@
-"""ConfQuestions retrieval: {lexical, dense, latent, hybrid-rrf} x {NONE, TTL, ALL} on the embedded default.
+"""ConfQuestions retrieval: {lexical, dense, latent, hybrid-rrf} x {NONE, TTL, ALL}, P@1, MRR, Recall@10.
 
 All 600 questions with their gold completed questions; page-level P@1, MRR@10 and Recall@10 (pages
 matched on the Confluence page id), sliced by language and by the evidence type holding the answer;
