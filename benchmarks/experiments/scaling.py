@@ -44,15 +44,11 @@ def folder_mb(folder: Path) -> float:
 def build(folder: str, size: int, seed: int, queries: int, part: str, payload: str = "full") -> Dict[str, Any]:
     """Write one part of a synthetic store with the store's own code; returns seconds per step, RSS.
 
-    ``part``: "vectors" (the Chroma collection) or "terms" (BM25, latent terms, the manifest). Two
-    processes write the two parts at once, each generating the same pages: they write different
-    files, and their peak memory is not added up (one process holding a 1M store's Chroma, BM25 and
-    latent terms would need more than the 12 GB this benchmark may take).
-
-    ``payload``: "full" writes Chroma as the store does (vectors, texts, node metadata); "ids" writes
-    vectors, ids and page ids only. Queries read ids and distances from Chroma either way (the
-    nodes come from the lexical index), but the full write ran at ~100 evidences/s on 2 shared
-    cores: a 1M build of 3 hours.
+    ``part``: "vectors" (the Chroma collection) or "terms" (BM25, latent terms, the manifest): two processes
+    generate the same pages and write different files, so their peak memory is not added up (one process
+    holding a 1M store would need more than the 12 GB this benchmark may take). ``payload`` "ids" writes
+    vectors, ids and page ids only to Chroma (queries read nothing else; the full write ran at ~100
+    evidences/s on 2 shared cores: a 1M build of 3 hours).
     """
     from llama_index_ragonite.index.store import EvidenceStore
 
