@@ -106,10 +106,11 @@ class SecurityMiddleware:
             named = self.proxy.user(headers)
             assert named is not None
             return owner_of(named.name), named.principal, None
-        if self.tokens or (self.users is not None and self.users.users):
+        users = self.users.current() if self.users is not None else None
+        if self.tokens or (users is not None and users.users):
             bearer = headers.get("authorization", "")
             given = bearer[7:].strip() if bearer.lower().startswith("bearer ") else None
-            known = self.users.by_token(given) if self.users is not None else None
+            known = users.by_token(given) if users is not None else None
             if known is not None:
                 return owner_of(known.name), known.principal, None
             token = self.valid_token(given)

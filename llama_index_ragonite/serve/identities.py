@@ -18,6 +18,8 @@ import hashlib
 import hmac
 import ipaddress
 import json
+import logging
+import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +30,7 @@ from llama_index_ragonite.index.persist import write_json
 
 __all__ = ["ProxyTrust", "User", "UsersFile", "UsersFileError", "add_user", "owner_of", "token_sha256"]
 
+logger = logging.getLogger(__name__)
 Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
 
 
@@ -66,6 +69,7 @@ class UsersFile:
 
     path: Path
     users: List[User] = field(default_factory=list)
+    _stamp: Optional[Tuple[int, int]] = field(default=None, repr=False, compare=False)
 
     @classmethod
     def load(cls, path: Union[str, Path]) -> "UsersFile":
@@ -89,6 +93,20 @@ class UsersFile:
         if len(set(names)) < len(names):
             raise UsersFileError(f"{path}: a user is named twice")
         return cls(path, users)
+
+    def current(self) -> "UsersFile":
+        """This file as it is on disk now (re-read when it changed: a user added or synced needs no restart)."""
+        try:
+            stamp = (os.stat(self.path).st_mtime_ns, os.stat(self.path).st_size)
+        except OSError:
+            return self
+        if stamp != self._stamp:
+            try:
+                self.users = UsersFile.load(self.path).users
+            except UsersFileError as err:  # half-edited: keep the users it had, say why
+                logger.warning("%s; the users read before stay in effect", err)
+            self._stamp = stamp
+        return self
 
     def by_token(self, token: Optional[str]) -> Optional[User]:
         if not token:

@@ -12,12 +12,13 @@ cookie user) reads nothing, unless the operator said every user reads everything
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from llama_index_ragonite.index.access import Principal
+from llama_index_ragonite.index.access import ACCESS_FILE, AccessMap, Principal
 
 __all__ = ["AccessLog", "HIDDEN_TURN", "NotReadable", "hidden_turn", "reader", "turn_pages", "visible"]
 
@@ -55,10 +56,31 @@ def turn_pages(
     return pages
 
 
+_ACCESS: Dict[Path, Tuple[Tuple[int, int], AccessMap]] = {}
+_ACCESS_LOCK = threading.Lock()
+
+
+def current_access(store: Any) -> AccessMap:
+    """The store's access map as the newest sync wrote it (re-read when the file changed), not the one its
+    retrievers loaded with their generation: a revoked permission counts from the moment it is synced."""
+    path = Path(store.path) / ACCESS_FILE
+    try:
+        found = os.stat(path)
+        stamp = (found.st_mtime_ns, found.st_size)
+    except OSError:
+        return AccessMap()
+    with _ACCESS_LOCK:
+        cached = _ACCESS.get(path)
+        if cached is None or cached[0] != stamp:
+            cached = _ACCESS[path] = (stamp, AccessMap.load(Path(store.path)))
+        return cached[1]
+
+
 def visible(store: Any, pages: Iterable[str], principal: Optional[Principal]) -> bool:
     if principal is None:
         return True
-    return all(page and store.access.readable(page, principal) for page in pages)
+    access = current_access(store)
+    return all(page and access.readable(page, principal) for page in pages)
 
 
 def hidden_turn(turn: Dict[str, Any]) -> Dict[str, Any]:
@@ -114,8 +136,8 @@ def readable_counts(store: Any, principal: Optional[Principal]) -> Dict[str, int
     pages: List[str] = list((store.manifest.get("pages") or {}).keys())
     if principal is None:
         return {"evidences": len(store), "pages": len(pages)}
-    node_pages = store.lexical.node_pages()
-    allowed = {p for p in set(node_pages.values()) | set(pages) if store.access.readable(p, principal)}
+    node_pages, access = store.lexical.node_pages(), current_access(store)
+    allowed = {p for p in set(node_pages.values()) | set(pages) if p and access.readable(p, principal)}
     return {
         "evidences": sum(page in allowed for page in node_pages.values()),
         "pages": sum(p in allowed for p in pages),

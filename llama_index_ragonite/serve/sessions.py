@@ -33,6 +33,7 @@ from llama_index_ragonite.serve.identities import UsersFile, owner_of
 from llama_index_ragonite.serve.reading import (
     AccessLog,
     NotReadable,
+    current_access,
     hidden_turn,
     readable_counts,
     reader,
@@ -92,7 +93,6 @@ class Sessions:
 
             self.reranker = default_reranker(device=config.device)
         self.stores: Dict[str, EvidenceStore] = config.open_stores(self.embed_model)  # on --chroma-server if given
-        self.restricted = any(store.access.restricted() for store in self.stores.values())
         self.access_log = AccessLog(config.access_log)
         if config.users:  # a token's conversations move to its user once the token is in the users file
             for user in UsersFile.load(config.users).users:
@@ -105,6 +105,11 @@ class Sessions:
             self.retriever(name, "rrf")  # load every domain now: the first turn should not wait for it
 
     # -- resources ------------------------------------------------------------------------
+    @property
+    def restricted(self) -> bool:
+        """Whether some page of some domain is not readable by everyone, as the newest sync says."""
+        return any(current_access(store).restricted() for store in self.stores.values())
+
     @property
     def fusions(self) -> List[str]:
         return list(FUSIONS) if self.reranker is not None else ["rrf"]

@@ -223,6 +223,20 @@ def test_the_access_log_says_who_was_shown_which_pages(server, synced):
     assert any(s["title"] == "Holiday booking guide" for s in turn["sources"])
 
 
+def test_a_user_added_while_the_server_runs_signs_in_without_a_restart(server, synced):
+    root, _, _ = synced
+    token = add_user(UsersFile.load(root / "users.json"), "acc-frank", ["confluence-users"])
+    with server.client(headers=bearer(token)) as frank:
+        assert frank.get("/api/domains").json()[0]["pages"] == 2  # the two public pages only
+    kept = (root / "users.json").read_text()
+    (root / "users.json").write_text("{not json")  # a half-edited file: the users read before stay
+    try:
+        with server.client(headers=bearer(token)) as frank:
+            assert frank.get("/api/domains").status_code == 200
+    finally:
+        (root / "users.json").write_text(kept)
+
+
 @pytest.mark.fault(
     "another user's conversation id asked for with one's own token",
     "404, as for an unknown id: nothing of it shown",
