@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from pathlib import Path
 from typing import Dict, List, Set
 
 import httpx
@@ -82,6 +83,7 @@ TEMPLATES = (
     "Explain {2} in one sentence.",
 )
 QUESTIONS = [t.format(*TOPICS[page]) for page in TOPICS for t in TEMPLATES]  # 200
+RELEASE = Path(__file__).resolve().parents[1] / "data" / "release_5ebe3ec_serve"
 METHODS = ("counterfactual", "naive", "surrogate", "combination", "permutation")
 
 
@@ -360,21 +362,22 @@ def test_user_headers_from_another_address_are_refused(synced, tmp_path):
 
 
 def test_a_tokens_conversations_move_to_its_user(wiki_stores, tmp_path):
-    """A conversation made with a bare ``--token`` (as every release so far did) belongs to the token's user
-    once the token is in the users file."""
-    history = tmp_path / "h.sqlite"
+    """Conversations written by the release before users files (5ebe3ec, a bare ``--token``) belong to the
+    token's user once the token is in the users file."""
+    for name in ("h.sqlite", "h.serve.sqlite"):
+        shutil.copy(RELEASE / name, tmp_path / name)
     token = "legacy-token-0123456789"
-    args = ["--store", f"wiki={wiki_stores['wiki']}", "--conversations", str(history)]
-    with running_server(tmp_path, *args, "--token", token) as running, running.client(headers=bearer(token)) as client:
-        cid = client.post("/api/conversations", json={}).json()["id"]
-        client.post(f"/api/conversations/{cid}/messages", json={"message": "Who owns the OTA server?"})
-    users = UsersFile(tmp_path / "users.json", [User("acc-dana", frozenset({"ops"}), token_sha256(token))])
-    users.save()
+    UsersFile(tmp_path / "users.json", [User("acc-dana", frozenset({"ops"}), token_sha256(token))]).save()
+    args = ["--store", f"wiki={wiki_stores['wiki']}", "--conversations", str(tmp_path / "h.sqlite")]
     with running_server(tmp_path, *args, "--users", str(tmp_path / "users.json")) as running:
         with running.client(headers=bearer(token)) as client:
-            listed = client.get("/api/conversations").json()
-            assert [c["id"] for c in listed] == [cid]
-            assert client.get(f"/api/conversations/{cid}").json()["turns"][0]["question"] == "Who owns the OTA server?"
+            (listed,) = client.get("/api/conversations").json()
+            turn = client.get(f"/api/conversations/{listed['id']}").json()["turns"][0]
+            assert turn["question"] == "Who owns the OTA server?" and "Bob" in turn["answer"]
+            follow = client.post(
+                f"/api/conversations/{listed['id']}/messages", json={"message": "And who backs him up?"}
+            )
+            assert follow.status_code == 200
 
 
 def test_users_cli_adds_lists_and_never_prints_hashes(tmp_path, capsys):
