@@ -10,7 +10,7 @@ vs 0.658 with human completion). Two completers share one interface:
 * ``OfflineQuestionCompleter`` — the embedded default: no model, no network,
   deterministic. It leaves a turn that names its subject as asked and gives a turn that
   points back its referent (the previous turn's page), in parentheses;
-  ``benchmarks/completion_confquestions.py`` measures it against gold completions.
+  the benchmark experiment ``completion`` measures it against gold completions.
 """
 
 from __future__ import annotations
@@ -266,7 +266,7 @@ class OfflineQuestionCompleter(QuestionCompleter):
 
     ``every_turn=True`` is the completer of earlier releases: every follow-up gets the content words of
     the first and the previous user turn in front (``text.carried_terms``), a retrieval query more than a
-    question; ``benchmarks/completion_confquestions.py`` measures both.
+    question; the benchmark experiment ``completion`` measures both.
     """
 
     max_terms: int = Field(default=20, ge=0, description="Most terms carried over from the history.")

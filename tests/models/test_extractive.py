@@ -253,7 +253,7 @@ def test_embed_model_lets_a_translated_question_find_its_unit(budget):
     assert ExtractiveAnswerer(by_meaning=False).complete(prompt).text == OUT_OF_SCOPE  # no shared word
     model = ConceptEmbedding()
     # a model without a calibration of its own gets the lexical one (scope.scope_model_for); this toy model's
-    # calibration, as calibrate_scope.py would fit one: in scope from a cosine of 0.5
+    # calibration, as the calibrate_scope experiment would fit one: in scope from a cosine of 0.5
     scope = ScopeModel(weights=(0.0, 20.0, 0.0, 0.0, 0.0, 0.0, 0.0), bias=-10.0)
     llm = ExtractiveAnswerer(embed_model=model, embed_floor=0.0, scope=scope)
     assert body(llm.complete(prompt).text) == "Sponsors cover the venue [Source 1]."

@@ -233,7 +233,7 @@ class ExtractiveAnswerer(CustomLLM):
 
     def assess(self, question: str, sources: Sequence[PromptSource]) -> Assessment:
         """The units of ``sources``, the ones that answer ``question`` (empty: out of scope) and the
-        out-of-scope decision's features and probability (``benchmarks/calibrate_scope.py`` reads them)."""
+        out-of-scope decision's features and probability (the experiment ``calibrate_scope`` reads them)."""
         units = [
             Unit(source=s.number, rank=r, text=text, topic=s.topic, earlier_answer=s.earlier_answer)
             for r, s in enumerate(sources)

@@ -21,14 +21,14 @@ The features of the best unit (``ScopeFeatures``):
 
 ``ScopeModel`` weighs them logistically; the answer is in scope when the probability reaches 0.5.
 Its weights are fitted per embedding model (the cosines differ from model to model) by
-``benchmarks/calibrate_scope.py`` on ConfQuestions (answerable: its gold-completed questions;
-unanswerable: ``benchmarks/unanswerable_questions.json`` and the off-topic lists of
-``benchmarks/completion_confquestions.py``), classes weighed equally, the bias then lowered until 95%
-of the answerable ones are answered, and stored in ``SCOPE_MODELS`` under the model's
-``model_name``. The sets that judge it are others: the held-out wikis and
+the benchmark experiment ``calibrate_scope`` (``python benchmarks/run.py calibrate_scope``) on
+ConfQuestions (answerable: its gold-completed questions; unanswerable:
+``benchmarks/unanswerable_questions.json`` and ``benchmarks/off_topic_questions.json``), classes
+weighed equally, the bias then lowered until 95% of the answerable ones are answered, and stored in
+``SCOPE_MODELS`` under the model's ``model_name``. The sets that judge it are others: the held-out wikis and
 ``benchmarks/unanswerable_questions_heldout.json``. A model with no entry gets the lexical-only
-model (``LEXICAL_SCOPE``, fitted the same way without the cosines); ``calibrate_scope.py`` run on a
-store built with that model fits one for it.
+model (``LEXICAL_SCOPE``, fitted the same way without the cosines); ``calibrate_scope`` run on a
+store built with that model (``--store``) fits one for it.
 """
 
 from __future__ import annotations
@@ -150,7 +150,8 @@ def missing_identifiers(question: str, source_text: str) -> float:
     return _share_missing(list(dict.fromkeys(identifiers(question))), _source_terms(source_text))
 
 
-# Fitted by benchmarks/calibrate_scope.py (benchmarks/results/calibrate_scope.md); see the module doc.
+# Fitted by the experiment benchmarks/experiments/calibrate_scope.py (benchmarks/results/calibrate_scope.md);
+# see the module doc. fitted_on names the script of the time.
 LEXICAL_SCOPE = ScopeModel(
     weights=(6.551, 0.0, 0.0, 1.611, 1.496, 1.812, -1.889), bias=-3.3, fitted_on="calibrate_scope.py, lexical only"
 )

@@ -1,0 +1,160 @@
+"""Held-out conversations: a wiki nobody tuned on.
+
+A held-out set (``benchmarks/heldout_wiki``, or ``--set wiki=heldout_wiki_b``: pages of an invented
+company's wiki and conversations over them in English and German, written by a helper that saw the pages
+and the quotas, never the answering code; each folder's README says when, and what it was used for since)
+judges changes made after it. Each side (the baseline package at ``--base-rev`` and this checkout) runs
+in a child process of its own (``Bench.call``): it indexes the pages into a fresh store with the embedded
+default and plays every conversation through ``RagoniteChatEngine.from_store`` with the offline default,
+one engine per conversation. Scored here, the same way for both: answerable accuracy (an accepted string in
+the answer, all of them for a list, and not out of scope), median words, unanswerable and off-topic turns
+answered out of scope, topic switches shown unchanged and answered from the new page, P@1 (gold page first).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+from harness import CHECKOUT
+
+OPTIONS = {"wiki": "heldout_wiki", "after_position": ""}  # after_position: this checkout's After line ("end")
+GOALS = {"accuracy": "≥ 0.75", "median_words": "≤ 30", "out_of_scope_rate": "≥ 0.8"}
+
+
+def play(folder: str, contextualizer: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Index the set's pages and play its conversations with the package first on ``sys.path``: one record a turn."""
+    from llama_index_ragonite import EvidenceContextualizer, EvidenceStore, RagoniteChatEngine, load_pages
+    from llama_index_ragonite.prompts import OUT_OF_SCOPE
+
+    records = []
+    with tempfile.TemporaryDirectory(prefix="heldout-") as work:
+        store = EvidenceStore(Path(work) / "store", contextualizer=EvidenceContextualizer(**contextualizer))
+        store.ingest(load_pages(Path(folder) / "pages"), show_progress=False)
+        for conversation in json.loads((Path(folder) / "conversations.json").read_text()):
+            engine = RagoniteChatEngine.from_store(Path(work) / "store")
+            for n, turn in enumerate(conversation["turns"]):
+                response = engine.chat(turn["question"])
+                sources = response.source_nodes
+                records.append(
+                    {
+                        "conversation": conversation["id"],
+                        "turn": n,
+                        "completed": response.completed_question,
+                        "answer": response.response,
+                        "first_page": sources[0].node.ref_doc_id if sources else None,
+                        "out_of_scope": OUT_OF_SCOPE.rstrip(".").lower() in response.response.lower(),
+                    }
+                )
+    return records
+
+
+def score(conversations: List[Dict[str, Any]], records: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The measures of the module doc, overall, by language and by kind of turn."""
+    shown = {(r["conversation"], r["turn"]): r for r in records}
+    rows = []
+    for conversation in conversations:
+        for n, turn in enumerate(conversation["turns"]):
+            got = shown[(conversation["id"], n)]
+            hits = [a.lower() in got["answer"].lower() for a in turn["answers"]]
+            answerable = turn["gold_page"] is not None
+            right = answerable and not got["out_of_scope"] and (all if turn["answer_mode"] == "all" else any)(hits)
+            rows.append(
+                {
+                    "kind": turn["kind"],
+                    "language": turn["language"],
+                    "answerable": answerable,
+                    "right": right,
+                    "words": len(got["answer"].split()),
+                    "out_of_scope": got["out_of_scope"],
+                    "first": got["first_page"] == turn["gold_page"],
+                    "unchanged": got["completed"].strip() == turn["question"].strip(),
+                }
+            )
+
+    def summary(selected: List[Dict[str, Any]]) -> Dict[str, Any]:
+        answerable = [r for r in selected if r["answerable"]]
+        refuse = [r for r in selected if not r["answerable"]]
+        switches = [r for r in selected if r["kind"] == "topic_switch"]
+        return {
+            "answerable": len(answerable),
+            "accuracy": sum(r["right"] for r in answerable) / max(len(answerable), 1),
+            "median_words": statistics.median(r["words"] for r in answerable) if answerable else 0,
+            "refused_answerable": sum(r["out_of_scope"] for r in answerable),
+            "p_at_1": sum(r["first"] for r in answerable) / max(len(answerable), 1),
+            "unanswerable": len(refuse),
+            "out_of_scope_rate": sum(r["out_of_scope"] for r in refuse) / max(len(refuse), 1),
+            "switches": len(switches),
+            "switches_unchanged": sum(r["unchanged"] for r in switches),
+            "switches_right": sum(r["unchanged"] and r["first"] and r["right"] for r in switches),
+        }
+
+    return {
+        "all": summary(rows),
+        **{lang: summary([r for r in rows if r["language"] == lang]) for lang in ("en", "de")},
+        "by_kind": {k: summary([r for r in rows if r["kind"] == k]) for k in sorted({r["kind"] for r in rows})},
+    }
+
+
+def run(bench) -> List[str]:
+    wiki = bench.opts["wiki"]
+    folder = CHECKOUT / "benchmarks" / wiki
+    conversations = json.loads((folder / "conversations.json").read_text())
+    after = {"after_position": bench.opts["after_position"]} if bench.opts["after_position"] else {}
+    started = time.perf_counter()
+    base = score(conversations, bench.call("play", bench.base, folder=str(folder), contextualizer={}))
+    seconds = [time.perf_counter() - started]
+    now = score(conversations, bench.call("play", folder=str(folder), contextualizer=after))
+    seconds.append(time.perf_counter() - started - seconds[0])
+    b, n = base["all"], now["all"]
+
+    def of(key: str, total: str, fmt: str = "{}") -> tuple:
+        return fmt.format(b[key]) + f" of {b[total]}", fmt.format(n[key]) + f" of {n[total]}"
+
+    rows = [
+        ("answerable accuracy (an accepted string in the answer)", "accuracy", f"{b['accuracy']:.3f}", f"{n['accuracy']:.3f}"),
+        ("median answer length, words", "median_words", f"{b['median_words']:g}", f"{n['median_words']:g}"),
+        ("unanswerable and off-topic turns answered out of scope", "out_of_scope_rate",
+         *of("out_of_scope_rate", "unanswerable", "{:.3f}")),
+        ("answerable turns answered out of scope", "", *of("refused_answerable", "answerable")),
+        ("topic switches shown unchanged", "all", *of("switches_unchanged", "switches")),
+        ("topic switches unchanged, gold page first and answered right", "all", *of("switches_right", "switches")),
+        ("P@1 (gold page first), answerable turns", "", f"{b['p_at_1']:.3f}", f"{n['p_at_1']:.3f}"),
+    ]  # fmt: skip
+    lines = [
+        f"Set: [benchmarks/{wiki}]({wiki}/README.md) (its README says when it was written and what it was used for). "
+        "Offline default: the offline question completer and the extractive answerer. Each side indexed the pages "
+        f"and played the conversations in a child process of its own ({seconds[0]:.0f} s and {seconds[1]:.0f} s, "
+        "model loading and indexing included)"
+        + (f"; this checkout's contextualizer with `after_position={bench.opts['after_position']}`." if after else "."),
+        "",
+        "| measure | goal (issue 45) | baseline | this checkout |",
+        "|---|---|---|---|",
+        *[f"| {name} | {GOALS.get(goal, goal)} | {x} | {y} |" for name, goal, x, y in rows],
+        "",
+        "By language (baseline → this checkout):",
+        "",
+        "| language | turns answerable | accuracy | out of scope (unanswerable) | switches unchanged | P@1 |",
+        "|---|---|---|---|---|---|",
+        *[
+            f"| {lang} | {y['answerable']} | {x['accuracy']:.3f} → {y['accuracy']:.3f} | "
+            f"{x['out_of_scope_rate']:.3f} → {y['out_of_scope_rate']:.3f} | {x['switches_unchanged']} → "
+            f"{y['switches_unchanged']} of {y['switches']} | {x['p_at_1']:.3f} → {y['p_at_1']:.3f} |"
+            for lang in ("en", "de")
+            for x, y in [(base[lang], now[lang])]
+        ],
+        "",
+        "By kind of turn (accuracy for answerable kinds, out-of-scope rate for the others):",
+        "",
+        "| kind | turns | baseline | this checkout |",
+        "|---|---|---|---|",
+    ]
+    for kind, y in now["by_kind"].items():
+        measure = "out_of_scope_rate" if kind in ("unanswerable", "off_topic") else "accuracy"
+        turns = y["unanswerable"] if measure == "out_of_scope_rate" else y["answerable"]
+        lines.append(f"| {kind} | {turns} | {base['by_kind'][kind][measure]:.3f} | {y[measure]:.3f} |")
+    return lines
