@@ -28,7 +28,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, U
 from llama_index_ragonite.index.access import Principal
 from llama_index_ragonite.index.persist import write_json
 
-__all__ = ["ProxyTrust", "User", "UsersFile", "UsersFileError", "add_user", "owner_of", "token_sha256"]
+__all__ = ["ProxyTrust", "ServeUser", "UsersFile", "UsersFileError", "add_user", "owner_of", "token_sha256"]
 
 logger = logging.getLogger(__name__)
 Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
@@ -48,7 +48,7 @@ def owner_of(user: str) -> str:
 
 
 @dataclass(frozen=True)
-class User:
+class ServeUser:
     name: str
     groups: FrozenSet[str] = frozenset()
     token_sha256: str = ""
@@ -68,7 +68,7 @@ class UsersFile:
     """The users of the app, by token hash (see the module doc)."""
 
     path: Path
-    users: List[User] = field(default_factory=list)
+    users: List[ServeUser] = field(default_factory=list)
     _stamp: Optional[Tuple[int, int]] = field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -79,7 +79,9 @@ class UsersFile:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             users = [
-                User(str(u["name"]).strip(), frozenset(map(str, u.get("groups", ()))), str(u.get("token_sha256", "")))
+                ServeUser(
+                    str(u["name"]).strip(), frozenset(map(str, u.get("groups", ()))), str(u.get("token_sha256", ""))
+                )
                 for u in data["users"]
             ]
         except (OSError, ValueError, KeyError, TypeError) as err:
@@ -108,7 +110,7 @@ class UsersFile:
             self._stamp = stamp
         return self
 
-    def by_token(self, token: Optional[str]) -> Optional[User]:
+    def by_token(self, token: Optional[str]) -> Optional[ServeUser]:
         if not token:
             return None
         digest = token_sha256(token)
@@ -129,7 +131,7 @@ def add_user(users: UsersFile, name: str, groups: Iterable[str] = ()) -> str:
     kept = [u for u in users.users if u.name != name]
     old = next((u for u in users.users if u.name == name), None)
     merged = frozenset(groups) or (old.groups if old else frozenset())
-    users.users = [*kept, User(Principal.of(name).user, merged, token_sha256(token))]
+    users.users = [*kept, ServeUser(Principal.of(name).user, merged, token_sha256(token))]
     users.save()
     return token
 
@@ -161,10 +163,10 @@ class ProxyTrust:
             return False
         return any(address in network for network in self.networks)
 
-    def user(self, headers: Dict[str, str]) -> Optional[User]:
+    def user(self, headers: Dict[str, str]) -> Optional[ServeUser]:
         """The user the proxy names (None when it names none); groups are comma-separated."""
         name = headers.get(self.user_header, "").strip()
         if not name:
             return None
         groups = frozenset(g.strip() for g in headers.get(self.groups_header, "").split(",") if g.strip())
-        return User(name, groups)
+        return ServeUser(name, groups)

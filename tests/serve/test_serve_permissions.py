@@ -23,7 +23,7 @@ from confluence_stub import ConfluenceStub, StubPage
 from processes import running_server, serve_command
 
 from llama_index_ragonite.cli import main as cli
-from llama_index_ragonite.serve.identities import User, UsersFile, add_user, token_sha256
+from llama_index_ragonite.serve.identities import ServeUser, UsersFile, add_user, token_sha256
 
 PAGES = {  # id: (space, parent, title, fact, code word, read restriction (users, groups))
     "101": ("ENG", None, "Build farm overview", "The build farm has 40 runners in rack 7.", "Kestrel", None),
@@ -367,7 +367,7 @@ def test_a_tokens_conversations_move_to_its_user(wiki_stores, tmp_path):
     for name in ("h.sqlite", "h.serve.sqlite"):
         shutil.copy(RELEASE / name, tmp_path / name)
     token = "legacy-token-0123456789"
-    UsersFile(tmp_path / "users.json", [User("acc-dana", frozenset({"ops"}), token_sha256(token))]).save()
+    UsersFile(tmp_path / "users.json", [ServeUser("acc-dana", frozenset({"ops"}), token_sha256(token))]).save()
     args = ["--store", f"wiki={wiki_stores['wiki']}", "--conversations", str(tmp_path / "h.sqlite")]
     with running_server(tmp_path, *args, "--users", str(tmp_path / "users.json")) as running:
         with running.client(headers=bearer(token)) as client:
