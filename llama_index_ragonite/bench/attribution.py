@@ -7,21 +7,45 @@ often the top-attributed evidence's page is gold (over questions whose gold page
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, Sequence
 
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.llms.llm import LLM
+if TYPE_CHECKING:  # the attributors load LlamaIndex: imported when one is made, not for ``ragonite bench --help``
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.llms.llm import LLM
 
-from llama_index_ragonite.bench.runner import AttributionHook
-from llama_index_ragonite.explain.attribution import BaseAttributor, CounterfactualAttributor
-from llama_index_ragonite.explain.similarity import SimilarityAttributor
-from llama_index_ragonite.explain.surrogate import SurrogateAttributor
+    from llama_index_ragonite.bench.runner import AttributionHook
+    from llama_index_ragonite.explain.attribution import BaseAttributor
+
+
+def _naive(**kw: Any) -> BaseAttributor:
+    from llama_index_ragonite.explain.similarity import SimilarityAttributor
+
+    return SimilarityAttributor(**kw)
+
+
+def _counterfactual(**kw: Any) -> BaseAttributor:
+    from llama_index_ragonite.explain.attribution import CounterfactualAttributor
+
+    return CounterfactualAttributor(cluster=False, **kw)
+
+
+def _counterfactual_clusters(**kw: Any) -> BaseAttributor:
+    from llama_index_ragonite.explain.attribution import CounterfactualAttributor
+
+    return CounterfactualAttributor(**kw)
+
+
+def _surrogate(**kw: Any) -> BaseAttributor:
+    from llama_index_ragonite.explain.surrogate import SurrogateAttributor
+
+    return SurrogateAttributor(**kw)
+
 
 METHODS: Dict[str, Callable[..., BaseAttributor]] = {
-    "naive": SimilarityAttributor,
-    "counterfactual": lambda **kw: CounterfactualAttributor(cluster=False, **kw),
-    "counterfactual+clusters": CounterfactualAttributor,
-    "surrogate": SurrogateAttributor,
+    "naive": _naive,
+    "counterfactual": _counterfactual,
+    "counterfactual+clusters": _counterfactual_clusters,
+    "surrogate": _surrogate,
 }
 
 

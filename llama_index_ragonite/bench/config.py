@@ -17,9 +17,10 @@ names it: ``bge``, a cross-encoder folder, or the label of a ``BaseNodePostproce
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from llama_index_ragonite.parsing.contextualizer import SETTINGS as CONTEXTS
+from llama_index_ragonite.parsing.context_settings import SETTINGS as CONTEXTS
 from llama_index_ragonite.parsing.linearize import LINEARIZERS
 
 CORPORA = {"all": None, "passages": ("passage",), "lists": ("list",), "tables": ("table", "table_row")}
@@ -28,6 +29,9 @@ TABLES = ("rows", "table", "both")
 RANKINGS = ("lexical", "dense", "hybrid")
 FUSIONS = ("rrf", "rerank", "rerank+rrf")
 INDEX_FIELDS = ("context", "corpus", "linearizer", "tables", "embedding")
+# Here, not in the modules that use them (suite, session), so that ``ragonite bench --help`` loads no model code.
+DEFAULT_CACHE = Path.home() / ".cache" / "ragonite-bench"
+RERANKER_SPECS = "'bge' (BAAI/bge-reranker-v2-m3 via FlagEmbedding) or a local cross-encoder folder / hub id"
 
 
 @dataclass(frozen=True)

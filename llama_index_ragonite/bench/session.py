@@ -20,14 +20,13 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import Document
 
 from llama_index_ragonite.bench.attribution import attribution_hook
-from llama_index_ragonite.bench.config import BenchConfig
+from llama_index_ragonite.bench.config import RERANKER_SPECS, BenchConfig
 from llama_index_ragonite.bench.confquestions import Question
 from llama_index_ragonite.bench.embed_cache import EmbeddingCache
 from llama_index_ragonite.bench.index import BenchIndex, index_folder_name
 from llama_index_ragonite.bench.runner import AttributionHook, ConfigRun, ScoreHook, finished, run_config
 from llama_index_ragonite.models.specs import embedding_from_spec, llm_from_spec
 
-RERANKER_SPECS = "'bge' (BAAI/bge-reranker-v2-m3 via FlagEmbedding) or a local cross-encoder folder / hub id"
 Reranker = Union[str, BaseNodePostprocessor, None]
 
 

@@ -13,7 +13,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms.llm import LLM
 
 from llama_index_ragonite.bench import plots, report
-from llama_index_ragonite.bench.config import PRESETS, BenchConfig, base_config, expand, suite_groups
+from llama_index_ragonite.bench.config import DEFAULT_CACHE, PRESETS, BenchConfig, base_config, expand, suite_groups
 from llama_index_ragonite.bench.confquestions import Question, load_corpus, load_questions
 from llama_index_ragonite.bench.embed_cache import EmbeddingCache
 from llama_index_ragonite.bench.index import evidence_nodes
@@ -21,7 +21,6 @@ from llama_index_ragonite.bench.runner import AttributionHook, ScoreHook
 from llama_index_ragonite.bench.session import Reranker, Scoring, Session, reranker_label
 from llama_index_ragonite.bench.unitxt_export import nodes_by_id, write_unitxt
 
-DEFAULT_CACHE = Path.home() / ".cache" / "ragonite-bench"
 SUMMARY = "summary.json"
 
 

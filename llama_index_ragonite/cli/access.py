@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-from llama_index_ragonite.index.access import Principal
-from llama_index_ragonite.parsing.confluence.permissions import Readers
+if TYPE_CHECKING:  # the Confluence package loads httpx: imported when a command runs, not for --help
+    from llama_index_ragonite.index.access import Principal
+    from llama_index_ragonite.parsing.confluence.permissions import Readers
 
 __all__ = ["add_principal_arguments", "add_users_commands", "principal_of", "space_readers_of"]
 
@@ -27,11 +28,15 @@ def principal_of(args: argparse.Namespace) -> Optional[Principal]:
         if getattr(args, "groups", ""):
             raise ValueError("--groups goes with --as USER")
         return None
+    from llama_index_ragonite.index.access import Principal
+
     return Principal.of(args.as_user, args.groups.split(","))
 
 
 def space_readers_of(values: List[str]) -> Dict[str, Readers]:
     """``KEY=GROUP,GROUP`` (``KEY=*``: anyone who may log in) for each space whose permissions are unreadable."""
+    from llama_index_ragonite.parsing.confluence.permissions import Readers
+
     out: Dict[str, Readers] = {}
     for value in values:
         key, sep, groups = value.partition("=")

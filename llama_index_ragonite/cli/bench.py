@@ -20,13 +20,11 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from llama_index_ragonite.bench import report
+# The constants the options quote come from light modules; the suite (LlamaIndex, Chroma, the models)
+# is imported when the command runs, so that `ragonite bench --help` loads none of it.
 from llama_index_ragonite.bench.attribution import METHODS
-from llama_index_ragonite.bench.config import PRESETS, BenchConfig, base_config
-from llama_index_ragonite.bench.model_metrics import ModelMetrics
+from llama_index_ragonite.bench.config import DEFAULT_CACHE, PRESETS, RERANKER_SPECS, BenchConfig, base_config
 from llama_index_ragonite.bench.provenance import machine, package_version
-from llama_index_ragonite.bench.session import RERANKER_SPECS, reranker_label
-from llama_index_ragonite.bench.suite import DEFAULT_CACHE, compare, determinism_line, report_files, run_benchmark
 from llama_index_ragonite.models.specs import EMBEDDING_SPECS, LLM_SPECS, llm_from_spec
 
 
@@ -93,6 +91,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``ragonite bench``: run the presets, then write the report; 1 when ``--compare`` finds differences."""
+    from llama_index_ragonite.bench.model_metrics import ModelMetrics
+    from llama_index_ragonite.bench.suite import compare, determinism_line, run_benchmark
+
     args.data = data_folder(args.data)
     start, load = time.perf_counter(), os.getloadavg()[0]
     base = _base_from_args(args)
@@ -136,6 +137,8 @@ def _specs(value: Optional[str]) -> List[str]:
 
 def _base_from_args(args: argparse.Namespace) -> BenchConfig:
     """``--llm``/``--embedding`` and every ``--set`` at once (``--set fusion=rerank+rrf`` takes ``--reranker``)."""
+    from llama_index_ragonite.bench.session import reranker_label
+
     base = base_config(args.llm, args.embedding)
     names = {f.name for f in fields(base)}
     changes: Dict[str, Any] = {}
@@ -161,6 +164,8 @@ def report_header(
     args: argparse.Namespace, base: BenchConfig, summary: Dict[str, dict], wall: float, load: float
 ) -> List[str]:
     """The report's opening lines: command, machine, wall times, base configuration, commit."""
+    from llama_index_ragonite.bench import report
+
     walls = _log_invocation(args, wall, load)
     n = summary[args.baseline]["slices"]["all"]["n"]
     return [
@@ -178,6 +183,8 @@ def report_header(
 
 def write_report(args: argparse.Namespace, base: BenchConfig, summary: Dict[str, dict], header: List[str]) -> Path:
     """The markdown report and its plots in ``--report`` (default: ``--out``); printed too."""
+    from llama_index_ragonite.bench.suite import report_files
+
     path, text = report_files(
         args.report or args.out,
         args.name,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any, Optional
 
-from llama_index_ragonite.chat.chat_store import UnknownConversationError
 from llama_index_ragonite.cli.access import add_principal_arguments, principal_of
 from llama_index_ragonite.cli.models import add_model_arguments
+from llama_index_ragonite.errors import UnknownConversationError
 from llama_index_ragonite.models.specs import embedding_from_spec, llm_from_spec
 
 

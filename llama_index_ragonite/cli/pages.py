@@ -6,21 +6,24 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, cast
-
-from llama_index.core.schema import MetadataMode
+from typing import TYPE_CHECKING, Any, cast
 
 from llama_index_ragonite.cli.access import add_principal_arguments, principal_of, space_readers_of
 from llama_index_ragonite.errors import StoreError
-from llama_index_ragonite.index.confluence_sync import sync_confluence
-from llama_index_ragonite.parsing.contextualizer import SETTINGS, EvidenceContextualizer
+from llama_index_ragonite.parsing.context_settings import SETTINGS
 from llama_index_ragonite.parsing.linearize import LINEARIZERS
-from llama_index_ragonite.parsing.loaders import load_pages
-from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
-from llama_index_ragonite.retrieval.fused import FusedNode
+
+# The stages load LlamaIndex, Chroma, the HTML parsers: each command imports what it runs, so that
+# ``ragonite --help`` and argument errors load none of them (tests/test_startup.py).
+if TYPE_CHECKING:
+    from llama_index_ragonite.retrieval.fused import FusedNode
 
 
 def _parse_command(args: argparse.Namespace) -> int:
+    from llama_index.core.schema import MetadataMode
+
+    from llama_index_ragonite.parsing.loaders import load_pages
+
     docs = load_pages(args.path, strict=args.strict, follow_symlinks=args.follow_symlinks)
     parser, contextualizer = _pipeline_args(args)
     nodes = contextualizer(parser.get_nodes_from_documents(docs, show_progress=len(docs) > 20))
@@ -49,12 +52,16 @@ def _parse_command(args: argparse.Namespace) -> int:
 
 
 def _pipeline_args(args: argparse.Namespace):
+    from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
+    from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
+
     parser = HTMLEvidenceParser(table_granularity=args.tables, linearizer=args.linearizer)
     return parser, EvidenceContextualizer.from_setting(args.context)
 
 
 def _index_command(args: argparse.Namespace) -> int:
     from llama_index_ragonite.index.store import EvidenceStore
+    from llama_index_ragonite.parsing.loaders import load_pages
 
     if is_confluence_source(args):
         return confluence_index_command(args, *_pipeline_args(args), **_vector_store_options(args))
@@ -110,7 +117,7 @@ def _search_command(args: argparse.Namespace) -> int:
     retriever = HybridRetriever.from_store(args.store, top_n=args.top, principal=principal_of(args))
     for rank, hit in enumerate(retriever.retrieve(args.query), start=1):
         meta = hit.node.metadata
-        sides = ", ".join(f"{side} #{cast(FusedNode, hit).ranks.get(side) or '-'}" for side in retriever.sides)
+        sides = ", ".join(f"{side} #{cast('FusedNode', hit).ranks.get(side) or '-'}" for side in retriever.sides)
         print(f"{rank:2d}. {hit.score:.4f} ({sides}) {meta.get('title', '')} · {meta['evidence_type']}")
         print("    " + hit.node.get_content()[:300].replace("\n", "\n    "))
     return 0
@@ -202,6 +209,8 @@ def confluence_index_command(args: Any, parser: Any, contextualizer: Any, **stor
             raise ValueError(f"{option} must be a positive number of seconds, not {value}")
     if args.max_requests < 1:
         raise ValueError("--max-requests must be at least 1")
+    from llama_index_ragonite.index.confluence_sync import sync_confluence
+
     report = sync_confluence(
         args.store,
         **scope,

@@ -21,8 +21,6 @@ from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import urlsplit
 
-import numpy as np
-
 from llama_index_ragonite.errors import (
     StoreError,
     VectorStoreAddressError,
@@ -129,6 +127,8 @@ def check_vectors(collection: Any, nodes: Sequence[Any], model: str) -> None:
     Called after embedding and before any write, so a misbehaving model leaves the store as it was
     (Chroma's own error would come after the old evidences of the pages were deleted).
     """
+    import numpy as np  # here, not at the top: serve.config imports this module, and ``ragonite --help`` loads no numpy
+
     vectors = [node.embedding for node in nodes]
     if not vectors:
         return

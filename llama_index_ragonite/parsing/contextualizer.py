@@ -41,18 +41,9 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TextNode, TransformComponent
 
 from llama_index_ragonite.events import EvidencesContextualizedEvent
+from llama_index_ragonite.parsing.context_settings import SETTINGS  # the paper's ablation settings
 
 dispatcher = get_dispatcher(__name__)
-
-# The paper's ablation settings (Table 2 of Saha Roy et al., WSDM 2025).
-SETTINGS: Dict[str, Dict[str, bool]] = {
-    "NONE": dict(title=False, heading=False, before=False, after=False),
-    "TTL": dict(title=True, heading=False, before=False, after=False),
-    "HDR": dict(title=False, heading=True, before=False, after=False),
-    "BEF": dict(title=False, heading=False, before=True, after=False),
-    "AFT": dict(title=False, heading=False, before=False, after=True),
-    "ALL": dict(title=True, heading=True, before=True, after=True),
-}
 
 
 NEIGHBOUR_LABELS = ("Before", "After")  # the context lines that quote a neighbouring evidence

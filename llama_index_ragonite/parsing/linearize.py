@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Callable, Dict, List, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Tuple
 
-from llama_index_ragonite.parsing.tables import Table, TableRow
+if TYPE_CHECKING:  # annotations only: the tables module loads the HTML parsers (``ragonite --help`` does not)
+    from llama_index_ragonite.parsing.tables import Table, TableRow
 
 
 def _pairs(table: Table, row: TableRow) -> List[Tuple[str, str]]:
