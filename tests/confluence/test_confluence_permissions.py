@@ -183,8 +183,8 @@ def test_the_command_line_searches_as_a_user(stub, tmp_path, capsys, monkeypatch
 
 
 @pytest.mark.fault(
-    "`ragonite serve` over a store whose pages carry Confluence permissions (the app cannot tell users apart yet)",
-    "refused at start, naming the store and --every-user-reads-everything (the operator's explicit word)",
+    "`ragonite serve` over a store whose pages carry Confluence permissions, with no way to tell its users apart",
+    "refused at start, naming the store, --users, --trust-proxy and --every-user-reads-everything",
     area="access",
 )
 def test_serve_refuses_a_store_with_permissions_until_told_everyone_may_read_it(stub, tmp_path):
@@ -192,6 +192,8 @@ def test_serve_refuses_a_store_with_permissions_until_told_everyone_may_read_it(
 
     store = EvidenceStore(tmp_path / "s", embed_model=HashingEmbedding())
     sync(stub, store).run()
-    with pytest.raises(ServeConfigError, match="not everyone may read.*--every-user-reads-everything"):
+    with pytest.raises(ServeConfigError, match="not everyone may read.*--users.*--trust-proxy.*--every-user-reads"):
         ServeConfig.from_args([f"wiki={store.path}"])
+    with pytest.raises(ServeConfigError, match="not everyone may read"):  # tokens say who owns, not who reads
+        ServeConfig.from_args([f"wiki={store.path}"], tokens=["a-token-of-16-chars"])
     assert ServeConfig.from_args([f"wiki={store.path}"], every_user_reads_everything=True).domains
