@@ -118,16 +118,16 @@ class Bench:
         self.base_commit = package_at(self.base_rev, Path(self._tmp.name), CHECKOUT)
         return Path(self._tmp.name)
 
-    def call(self, function: str, code: Optional[Path] = None, **kwargs: Any) -> Any:
-        """This experiment's ``function(**kwargs)`` in a fresh process importing the package from ``code``
+    def call(self, function: str, package: Optional[Path] = None, /, **kwargs: Any) -> Any:
+        """This experiment's ``function(**kwargs)`` in a fresh process importing the package from ``package``
         (``bench.base`` for the baseline; None: this checkout); its JSON-able result."""
-        code = code or CHECKOUT
+        code = package or CHECKOUT
         paths = [str(code), str(CHECKOUT / "benchmarks")]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths), RAGONITE_BENCH_CHILD="1")
-        request = json.dumps({"function": function, "kwargs": kwargs})
+        request = json.dumps({"function": function, "kwargs": kwargs})  # on stdin: no limit on its size
         done = subprocess.run(
-            [sys.executable, str(RUN), self.name, "--child", request],
-            env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True,
+            [sys.executable, str(RUN), self.name, "--child", "-"],
+            input=request, env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True,
         )  # fmt: skip
         if done.returncode:
             raise RuntimeError(f"{self.name}.{function} at {code} failed:\n{done.stderr[-3000:]}")
@@ -168,7 +168,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--limit", type=int, help="only the first N questions (development runs)")
     ap.add_argument("--out", type=Path, help="write the markdown report here too")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="an option of the experiment")
-    ap.add_argument("--child", help=argparse.SUPPRESS)  # JSON {function, kwargs}: Bench.call's worker
+    ap.add_argument("--child", help=argparse.SUPPRESS)  # JSON {function, kwargs} (- : on stdin): Bench.call's worker
     return ap
 
 
@@ -176,7 +176,7 @@ def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     module = importlib.import_module(f"experiments.{args.experiment}")
     if args.child:
-        request = json.loads(args.child)
+        request = json.loads(sys.stdin.read() if args.child == "-" else args.child)
         print(json.dumps(getattr(module, request["function"])(**request["kwargs"])))
         return 0
     rest = list(argv)
