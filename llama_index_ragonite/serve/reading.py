@@ -20,7 +20,16 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, 
 
 from llama_index_ragonite.index.access import ACCESS_FILE, AccessMap, Principal
 
-__all__ = ["AccessLog", "HIDDEN_TURN", "NotReadable", "hidden_turn", "reader", "turn_pages", "visible"]
+__all__ = [
+    "AccessLog",
+    "HIDDEN_TURN",
+    "NotReadable",
+    "hidden_turn",
+    "has_restrictions",
+    "reader",
+    "turn_pages",
+    "visible",
+]
 
 HIDDEN_TURN = "This turn showed pages you may no longer read, so it is hidden."
 
@@ -56,24 +65,35 @@ def turn_pages(
     return pages
 
 
-_ACCESS: Dict[Path, Tuple[Tuple[int, int], AccessMap]] = {}
+_ACCESS: Dict[Path, Tuple[Tuple[int, int], AccessMap, bool]] = {}
 _ACCESS_LOCK = threading.Lock()
 
 
-def current_access(store: Any) -> AccessMap:
+def _access(store: Any) -> Tuple[AccessMap, bool]:
     """The store's access map as the newest sync wrote it (re-read when the file changed), not the one its
-    retrievers loaded with their generation: a revoked permission counts from the moment it is synced."""
+    retrievers loaded with their generation: a revoked permission counts from the moment it is synced;
+    and whether some page of it is restricted (computed once per version of the file)."""
     path = Path(store.path) / ACCESS_FILE
     try:
         found = os.stat(path)
         stamp = (found.st_mtime_ns, found.st_size)
     except OSError:
-        return AccessMap()
+        return AccessMap(), False
     with _ACCESS_LOCK:
         cached = _ACCESS.get(path)
         if cached is None or cached[0] != stamp:
-            cached = _ACCESS[path] = (stamp, AccessMap.load(Path(store.path)))
-        return cached[1]
+            access = AccessMap.load(Path(store.path))
+            cached = _ACCESS[path] = (stamp, access, access.restricted())
+        return cached[1], cached[2]
+
+
+def current_access(store: Any) -> AccessMap:
+    return _access(store)[0]
+
+
+def has_restrictions(store: Any) -> bool:
+    """Whether some page of the store is not readable by everyone, as the newest sync says."""
+    return _access(store)[1]
 
 
 def visible(store: Any, pages: Iterable[str], principal: Optional[Principal]) -> bool:

@@ -33,7 +33,7 @@ from llama_index_ragonite.serve.identities import UsersFile, owner_of
 from llama_index_ragonite.serve.reading import (
     AccessLog,
     NotReadable,
-    current_access,
+    has_restrictions,
     hidden_turn,
     readable_counts,
     reader,
@@ -108,7 +108,7 @@ class Sessions:
     @property
     def restricted(self) -> bool:
         """Whether some page of some domain is not readable by everyone, as the newest sync says."""
-        return any(current_access(store).restricted() for store in self.stores.values())
+        return any(has_restrictions(store) for store in self.stores.values())
 
     @property
     def fusions(self) -> List[str]:
