@@ -196,6 +196,12 @@ class LexicalIndex:
         with self._lock:
             return {node_id: record.ref_doc_id for node_id, record in self._records.items()}
 
+    def page_of(self, node_id: str) -> str | None:
+        """The ``ref_doc_id`` of one indexed node (None when absent): ``node_pages`` for one id, without the copy."""
+        with self._lock:
+            record = self._records.get(node_id)
+        return record.ref_doc_id if record is not None else None
+
     def get_node(self, node_id: str) -> BaseNode:
         """A fresh copy of a stored node (without embedding). Raises ``KeyError`` if absent."""
         with self._lock:

@@ -99,9 +99,10 @@ class UsersFile:
     def current(self) -> "UsersFile":
         """This file as it is on disk now (re-read when it changed: a user added or synced needs no restart)."""
         try:
-            stamp = (os.stat(self.path).st_mtime_ns, os.stat(self.path).st_size)
+            found = os.stat(self.path)
         except OSError:
             return self
+        stamp = (found.st_mtime_ns, found.st_size)
         if stamp != self._stamp:
             try:
                 self.users = UsersFile.load(self.path).users

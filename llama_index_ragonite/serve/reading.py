@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from llama_index_ragonite.index.access import ACCESS_FILE, AccessMap, Principal
 
@@ -50,18 +50,19 @@ def reader(sessions: Any, principal: Optional[Principal]) -> Optional[Principal]
 
 
 def turn_pages(
-    turn: Dict[str, Any], records: Sequence[Dict[str, Any]], node_pages: Mapping[str, Optional[str]]
+    turn: Dict[str, Any], records: Sequence[Dict[str, Any]], page_of: Callable[[str], Optional[str]]
 ) -> Set[str]:
     """Every page a stored turn showed: its sources' and every ranked evidence's of its trace (an evidence
-    the store no longer has counts as an unknown page, ``""``, which nobody restricted may read)."""
+    the store no longer has counts as an unknown page, ``""``, which nobody restricted may read).
+    ``page_of``: a node id's page (``LexicalIndex.page_of``: one lookup per id, not the whole index)."""
     pages = set(turn.get("pages") or ())
     for record in records:
         node = record.get("node") or {}
         source = ((node.get("relationships") or {}).get("1") or {}).get("node_id")
-        pages.add(source or node_pages.get(node.get("id_", "")) or "")
+        pages.add(source or page_of(node.get("id_", "")) or "")
     trace = turn.get("trace") or {}
     for side in ("lexical", "dense", "latent", "fused"):
-        pages.update(node_pages.get(hit.get("id", "")) or "" for hit in trace.get(side) or ())
+        pages.update(page_of(hit.get("id", "")) or "" for hit in trace.get(side) or ())
     return pages
 
 

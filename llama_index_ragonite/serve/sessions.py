@@ -331,7 +331,7 @@ class Sessions:
             titles = self._titles(settings["domain"], events)
             turn = turn_json(message, answer, response.turn, response.source_nodes, events, seconds, rephraser, titles)
             records = [node_record(n) for n in response.source_nodes]
-            pages = turn_pages(turn, records, self.stores[settings["domain"]].lexical.node_pages())
+            pages = turn_pages(turn, records, self.stores[settings["domain"]].lexical.page_of)
             turn.update(domain=settings["domain"], llm=settings["llm"], pages=sorted(pages))
             self.check_files()  # a history file removed meanwhile: say so instead of storing into the void
             message_index = len(self.chat_store.get_messages(conversation_id)) - 1
@@ -373,5 +373,5 @@ class Sessions:
             return turn
         if records is None and "pages" not in turn:  # a turn stored before pages were recorded with it
             records = (self.records.turn(conversation_id, turn["index"]) or (None, []))[1]
-        pages = turn_pages(turn, records or [], store.lexical.node_pages()) if store is not None else {""}
+        pages = turn_pages(turn, records or [], store.lexical.page_of) if store is not None else {""}
         return turn if store is not None and visible(store, pages, principal) else hidden_turn(turn)
