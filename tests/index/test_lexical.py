@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import math
 
@@ -10,6 +12,7 @@ from fakes import parse
 from llama_index.core.schema import MetadataMode, NodeRelationship, RelatedNodeInfo, TextNode
 
 from llama_index_ragonite.index.lexical import MANIFEST_NAME, LexicalIndex, LexicalIndexError
+from llama_index_ragonite.index.lexical_format import NODES_NAME
 
 
 def node(node_id: str, text: str, doc: str | None = None, **metadata) -> TextNode:
@@ -394,8 +397,14 @@ DAMAGE = {
     "bm25s file missing": (lambda p: (p / "bm25s" / "vocab.index.json").unlink(), "missing"),
     "bm25s file altered": (_corrupt_npy, "damaged"),
     "future format": (lambda p: _rewrite_manifest(p, lambda m: m.update(format_version=99)), "version"),
-    "node record broken": (lambda p: _rewrite_manifest(p, lambda m: m["nodes"][1].pop("__data__")), "record 1"),
-    "node dropped": (lambda p: _rewrite_manifest(p, lambda m: m["nodes"].pop()), "rows"),
+    "nodes file missing": (lambda p: (p / NODES_NAME).unlink(), "missing"),
+    "nodes file altered": (lambda p: (p / NODES_NAME).write_bytes(b"[" + (p / NODES_NAME).read_bytes()[1:]), "damaged"),
+    "node dropped": (
+        lambda p: _rewrite_manifest(p, lambda m: [m[k].pop() for k in ("ids", "pages", "titles")]),
+        "node table",
+    ),
+    "node table torn": (lambda p: _rewrite_manifest(p, lambda m: m["titles"].pop()), "columns"),
+    "offsets shifted": (lambda p: _rewrite_manifest(p, lambda m: m["offsets"].__setitem__(1, 3)), "offsets"),
     "bad config": (lambda p: _rewrite_manifest(p, lambda m: m["config"].update(method="tfidf")), "config"),
 }
 
@@ -408,6 +417,43 @@ def test_damaged_folder_raises(saved, damage):
         LexicalIndex.load(saved)
     assert str(saved) in str(excinfo.value)
     assert isinstance(excinfo.value, ValueError)
+
+
+def test_a_record_that_does_not_parse_is_named_when_read(saved):
+    """A node file whose checksum holds (a faulty writer) but whose record 1 is not a node: the load
+    passes, reading that node is a StoreCorruptError naming the file and the record; the others read."""
+    lines = (saved / NODES_NAME).read_bytes().split(b"\n")[:-1]
+    lines[1] = b'{"broken": true}'
+    data = b"".join(line + b"\n" for line in lines)
+    (saved / NODES_NAME).write_bytes(data)
+
+    def fix(manifest):
+        manifest["nodes_file"]["sha256"] = hashlib.sha256(data).hexdigest()
+        manifest["offsets"] = [0] + list(itertools.accumulate(len(line) + 1 for line in lines))
+
+    _rewrite_manifest(saved, fix)
+    index = LexicalIndex.load(saved)
+    ids = index.node_ids()
+    with pytest.raises(LexicalIndexError, match="record 1") as excinfo:
+        index.get_node(ids[1])
+    assert str(saved / NODES_NAME) in str(excinfo.value)
+    assert index.get_node(ids[0]).node_id == ids[0]
+
+
+def test_a_loaded_index_reads_its_nodes_in_place_and_saves_them_again(saved, tmp_path):
+    """Format 2: after load the nodes are rows of the memory-mapped file, not strings in memory; persisting
+    elsewhere, changing and persisting over the loaded folder itself keep every node."""
+    index = LexicalIndex.load(saved)
+    before = {i: index.get_node(i).get_content() for i in index.node_ids()}
+    assert all(isinstance(record.payload, int) for record in index._records.values())
+    index.persist(tmp_path / "copy")
+    index.upsert([TextNode(id_="new", text="a freshly added evidence about tomatoes")])
+    index.persist(saved)  # over the folder its rows are read from
+    for folder in (tmp_path / "copy", saved):
+        again = LexicalIndex.load(folder)
+        assert {i: again.get_node(i).get_content() for i in before} == before
+    assert LexicalIndex.load(saved).get_node("new").get_content().endswith("tomatoes")
+    assert index.get_node(next(iter(before))).get_content() == next(iter(before.values()))
 
 
 def test_missing_folder_raises(tmp_path):

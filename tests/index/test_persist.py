@@ -259,7 +259,7 @@ def test_damaged_lexical_latent_and_store_files_raise_the_family_errors(tmp_path
     with pytest.raises(StoreCorruptError, match="damaged") as excinfo:
         LatentTermIndex.load(tmp_path)
     assert str(tmp_path / "latent.npz") in str(excinfo.value)
-    write_npz(tmp_path / "latent.npz", {"format_version": np.array(2), "dim": np.array(8)})
+    write_npz(tmp_path / "latent.npz", {"format_version": np.array(3), "dim": np.array(8)})
     with pytest.raises(StoreVersionError, match="newer"):
         LatentTermIndex.load(tmp_path)
 
