@@ -17,6 +17,7 @@ from llama_index_ragonite.errors import (
     StoreError,
     UnknownConversationError,
 )
+from llama_index_ragonite.models.specs import preload_embedding
 
 __all__ = ["build_arg_parser", "main", "render_attribution", "render_turn"]
 
@@ -51,6 +52,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_arg_parser().parse_args(argv)
+    loading = preload_embedding(getattr(args, "embedding", None))  # the model loads while the command imports
     try:
         return args.func(args)
     except (
@@ -64,3 +66,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     ) as err:
         print(f"ragonite: {err}", file=sys.stderr)
         return 2
+    finally:
+        if loading is not None:  # not mid-load at exit (a command that failed early)
+            loading.join()

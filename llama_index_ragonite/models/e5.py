@@ -25,6 +25,7 @@ import functools
 import logging
 import os
 import struct
+import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -355,7 +356,30 @@ def _top(pooled: np.ndarray, k: int) -> SparseVector:
     return ids, pooled[ids].astype(np.float32)
 
 
-@functools.lru_cache(maxsize=None)
+_ENCODERS: Dict[str, E5Encoder] = {}
+_LOADING = threading.Lock()
+
+
 def shared_encoder(precision: str) -> E5Encoder:
-    """One encoder per process and precision: loading dequantizes 21M weights (about a second, 180 MB)."""
-    return E5Encoder(precision=precision)
+    """One encoder per process and precision: loading dequantizes 21M weights (about a second, 180 MB).
+    A second caller waits for the load under way (``preload_encoder``) instead of loading another."""
+    with _LOADING:
+        if precision not in _ENCODERS:
+            _ENCODERS[precision] = E5Encoder(precision=precision)
+        return _ENCODERS[precision]
+
+
+def preload_encoder(precision: str) -> threading.Thread:
+    """Load the shared encoder in a thread, now: a one-shot command then loads it while it imports the rest
+    (ONNX Runtime and numpy release the GIL). A failure is left for the real call to raise; join the thread
+    before the process ends."""
+
+    def load() -> None:
+        try:
+            shared_encoder(precision)
+        except Exception:  # noqa: BLE001 - the command's own call raises it, with its context
+            logger.debug("preloading the %s encoder failed", precision, exc_info=True)
+
+    thread = threading.Thread(target=load, name="ragonite-encoder-preload", daemon=True)
+    thread.start()
+    return thread

