@@ -17,12 +17,14 @@ class IngestReport:
     unchanged: List[str] = field(default_factory=list)
     repaired: List[str] = field(default_factory=list)  # pages dropped by the repair of an earlier, interrupted write
     nodes_written: int = 0
+    reused: int = 0  # evidences of updated pages whose embedded text was unchanged: vectors kept, not embedded
     seconds: Dict[str, float] = field(default_factory=dict)  # where the time went, step by step
 
     def __str__(self) -> str:
         return (
             f"{len(self.added)} added, {len(self.updated)} updated, {len(self.removed)} removed, "
             f"{len(self.unchanged)} unchanged pages; {self.nodes_written} evidences written"
+            + (f" ({self.reused} with their earlier vectors)" if self.reused else "")
             + (f"; {len(self.repaired)} pages of an interrupted write repaired" if self.repaired else "")
         )
 

