@@ -262,9 +262,10 @@ class EvidenceStore:
         collection = self.vector_store.client
         for start in range(0, len(page_ids), _DELETE_BATCH):
             collection.delete(where={"document_id": {"$in": page_ids[start : start + _DELETE_BATCH]}})
-        for doc_id in page_ids:
-            self.lexical.delete_ref_doc(doc_id)
-            self.latent.delete_ref_doc(doc_id)
+        if page_ids:  # one pass over the evidences for all the pages, not one per page (a sync of many pages)
+            doomed = set(page_ids)
+            self.lexical.delete([node_id for node_id, page in self.lexical.node_pages().items() if page in doomed])
+            self.latent.delete([node_id for node_id, page in self.latent.node_pages().items() if page in doomed])
 
     def _make_folder(self) -> None:
         try:
