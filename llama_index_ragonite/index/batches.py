@@ -88,7 +88,7 @@ def embed_evidences(
     check_vectors(collection, [_Vector(node.node_id, row) for node, row in zip(todo, rows)], model_id)
     matrix = np.concatenate(chunks) if chunks else np.zeros((0, 0), np.float32)
     del chunks
-    if earlier and len(fresh) < len(nodes):  # every row in node order: the earlier ones, then the fresh ones
+    if earlier and len(fresh) < len(nodes):  # one row per node, in node order: earlier or freshly embedded
         matrix, terms = _with_earlier(embed_model, keys, earlier, list(fresh), matrix, terms)
     release_freed_memory()  # the encoder's temporaries
     return EmbeddedEvidences(list(nodes), matrix, terms, reused=len(nodes) - len(fresh))
