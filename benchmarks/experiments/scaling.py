@@ -33,6 +33,19 @@ CHUNK = 5000  # evidences written per batch (nodes are dropped after each)
 SIDES = ("lexical", "latent", "dense", "titles", "fused")
 
 
+def rss_kinds() -> Dict[str, float]:
+    """The reader's resident memory now, by kind (Linux): private (its own heap: Chroma's graph, the node table)
+    and mapped files (the store's files it has read through its maps: page cache, shared by every reader)."""
+    try:
+        status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
+        return {
+            "private_mb": int(status["RssAnon"].split()[0]) / 1024,
+            "mapped_mb": int(status["RssFile"].split()[0]) / 1024,
+        }
+    except (OSError, KeyError, ValueError):
+        return {}
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -178,7 +191,7 @@ def measure(folder: str, warmup: int = 5) -> Dict[str, Any]:
             if side in hits:
                 ids = [h.node.node_id for h in side_hits]
                 hits[side].append(ids.index(q["source"]) + 1 if q["source"] in ids else 0)
-    result = {"queries": len(queries), "open_s": open_s, "query_rss_mb": peak_rss_mb()}
+    result = {"queries": len(queries), "open_s": open_s, "query_rss_mb": peak_rss_mb(), **rss_kinds()}
     if retriever.latent is not None:  # what the postings budget costs: the latent top 10 against the exact search's
         result["latent_recall"] = latent_recall(retriever, [q["question"] for q in queries])
     for side, lat in times.items():
@@ -244,15 +257,16 @@ def report(rows: List[Dict[str, Any]], plot: Optional[Path]) -> List[str]:
               "only ids and distances from Chroma either way).", "",
               "| evidences | pages | Chroma payload | build s | evidences/s | generate s (vectors / terms) | "
               + " | ".join(f"{p} s" for p in parts)
-              + " | build peak RSS MB (vectors / terms) | reader peak RSS MB | reader open s | disk MB |",
-              "|---:|---:|---|" + "---:|" * (7 + len(parts))]  # fmt: skip
+              + " | build peak RSS MB (vectors / terms) | reader peak RSS MB | reader RSS private / mapped files MB | reader open s | disk MB |",
+              "|---:|---:|---|" + "---:|" * (7 + len(parts)) + "---:|"]  # fmt: skip
     for r in rows:
         part_cells = " | ".join(f"{r['parts_s'][p]:.0f}" for p in parts)
         gen, rss = r["generate_s"], r["build_rss_mb"]
         lines.append(
             f"| {r['size']:,} | {r['pages']:,} | {r.get('dense_payload', 'full')} | {r['build_s']:.0f} | {r['evidences_per_s']:.0f} | "
             f"{gen['vectors']:.0f} / {gen['terms']:.0f} | {part_cells} | {rss['vectors']:.0f} / {rss['terms']:.0f} | "
-            f"{r['query_rss_mb']:.0f} | {r['open_s']:.1f} | {r['disk_mb']:.0f} |"
+            f"{r['query_rss_mb']:.0f} | {r.get('private_mb', float('nan')):.0f} / {r.get('mapped_mb', float('nan')):.0f} | "
+            f"{r['open_s']:.1f} | {r['disk_mb']:.0f} |"
         )
     if plot is not None:
         lines += ["", f"![scaling curve]({plot.name})"]
