@@ -409,6 +409,14 @@ DAMAGE = {
 }
 
 
+@pytest.mark.fault(
+    "lexical node file (nodes.jsonl) altered or missing",
+    "StoreCorruptError naming the file ('damaged', 'missing') at open",
+)
+@pytest.mark.fault(
+    "lexical node table torn (ids, pages, titles, offsets disagree) or offsets shifted",
+    "StoreCorruptError naming the folder ('node table', 'columns', 'offsets') at open",
+)
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_damaged_folder_raises(saved, damage):
     apply, message = DAMAGE[damage]
@@ -419,6 +427,10 @@ def test_damaged_folder_raises(saved, damage):
     assert isinstance(excinfo.value, ValueError)
 
 
+@pytest.mark.fault(
+    "lexical node record that does not parse, its file's checksum intact (a faulty writer)",
+    "StoreCorruptError naming the file and the record when that node is read; the other nodes read",
+)
 def test_a_record_that_does_not_parse_is_named_when_read(saved):
     """A node file whose checksum holds (a faulty writer) but whose record 1 is not a node: the load
     passes, reading that node is a StoreCorruptError naming the file and the record; the others read."""
