@@ -218,8 +218,7 @@ def _mapped_npz(path: Path):
         sha = hashlib.sha256()
         with open(path, "rb") as file:
             for name in sorted(held):
-                shape = held[name].shape or (1,)  # as _arrays_sha256 sees a scalar (ascontiguousarray makes it 1-d)
-                sha.update(f"{name}\x00{held[name].dtype.str}\x00{shape}\x00".encode())
+                sha.update(_member_header(name, held[name].dtype, held[name].shape))
                 start, left = places[name]
                 file.seek(start)
                 while left:
@@ -279,6 +278,12 @@ def _arrays_sha256(arrays: Mapping[str, np.ndarray]) -> str:
     digest = hashlib.sha256()
     for name in sorted(arrays):
         array = np.ascontiguousarray(arrays[name])
-        digest.update(f"{name}\x00{array.dtype.str}\x00{array.shape}\x00".encode())
+        digest.update(_member_header(name, array.dtype, array.shape))
         digest.update(array.tobytes())
     return digest.hexdigest()
+
+
+def _member_header(name: str, dtype: Any, shape: tuple) -> bytes:
+    """What the checksum reads of an array before its bytes; a scalar counts as shape (1,), as
+    ``np.ascontiguousarray`` makes it (files written so far carry that)."""
+    return f"{name}\x00{dtype.str}\x00{shape or (1,)}\x00".encode()

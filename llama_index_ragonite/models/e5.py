@@ -363,6 +363,9 @@ _LOADING = threading.Lock()
 def shared_encoder(precision: str) -> E5Encoder:
     """One encoder per process and precision: loading dequantizes 21M weights (about a second, 180 MB).
     A second caller waits for the load under way (``preload_encoder``) instead of loading another."""
+    encoder = _ENCODERS.get(precision)  # every encode asks: the lock only while none is loaded yet
+    if encoder is not None:
+        return encoder
     with _LOADING:
         if precision not in _ENCODERS:
             _ENCODERS[precision] = E5Encoder(precision=precision)
