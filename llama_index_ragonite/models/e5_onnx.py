@@ -15,7 +15,7 @@ from the weights already in memory: nothing is downloaded or written to disk.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
@@ -25,7 +25,7 @@ WEIGHT_LEVELS = 63  # int8 weights in [-63, 63] (see int8_weights)
 MS = "com.microsoft"  # ONNX Runtime's own operators (MatMulIntegerToFloat, MultiHeadAttention)
 
 
-def onnx_layers(layers: List[Dict[str, Any]], heads: int, eps: float, int8: bool = False) -> Callable:
+def onnx_layers(layers: Iterable[Dict[str, Any]], heads: int, eps: float, int8: bool = False) -> Callable:
     """A function (hidden [B, L, H], mask [B, L] int32, 1 for a token, 0 for padding) -> final hidden states [B, L, H].
 
     Args:
@@ -39,10 +39,10 @@ def onnx_layers(layers: List[Dict[str, Any]], heads: int, eps: float, int8: bool
     """
     from onnx import TensorProto, helper
 
-    H = layers[0]["out"].shape[0]
     g = _GraphBuilder(int8)
-    x = "hidden"
-    for i, layer in enumerate(layers):
+    x, H = "hidden", 0
+    for i, layer in enumerate(layers):  # each layer's float32 weights are dropped once they are constants
+        H = layer["out"].shape[0]
         x = g.layer_norm(g.op("Add", [_self_attention(g, x, layer, i, heads), x]), f"{i}.ln1", layer["ln1"], eps)
         x = g.layer_norm(g.op("Add", [_feed_forward(g, x, layer, i), x]), f"{i}.ln2", layer["ln2"], eps)
     g.nodes.append(helper.make_node("Identity", [x], ["states"]))

@@ -7,7 +7,9 @@ windows and pools; ``e5`` reads the file through these and runs the layers.
 
 from __future__ import annotations
 
+import os
 import struct
+import weakref
 from typing import Any, Dict
 
 import numpy as np
@@ -48,7 +50,7 @@ def gelu(x: np.ndarray) -> np.ndarray:
 
 
 class Reader:
-    def __init__(self, buf: bytes) -> None:
+    def __init__(self, buf: Any) -> None:  # bytes, or a read-only mmap of the file
         self.buf, self.pos = buf, 0
 
     def read(self, fmt: str):
@@ -70,6 +72,34 @@ def tensor_table(r: Reader) -> Dict[str, np.ndarray]:
         _, _, offset, nbytes = r.read("BIQQ")
         tensors[name] = np.frombuffer(r.buf, np.uint8, nbytes, offset)
     return tensors
+
+
+def file_offset(buf: Any, view: np.ndarray) -> int:
+    """Where ``view`` (a tensor of ``tensor_table``) starts in the file ``buf`` holds."""
+    return view.__array_interface__["data"][0] - np.frombuffer(buf, np.uint8).__array_interface__["data"][0]
+
+
+class WordRows:
+    """The word-embedding table's Q4_0 rows, read from the model file only as they are looked up.
+
+    Why not kept or mapped: held, the table is 54 of the file's 68 MB in every process; mapped, each row
+    read pages in the 64 KB around it (the kernel's fault-around), so a build soon holds most of it
+    anyway. ``os.pread`` of a batch's distinct tokens costs about a microsecond each.
+    """
+
+    def __init__(self, path: str, offset: int, rows: int, row_bytes: int) -> None:
+        self.rows, self.row_bytes, self._offset = rows, row_bytes, offset
+        self._fd = os.open(path, os.O_RDONLY)
+        weakref.finalize(self, os.close, self._fd)
+
+    def take(self, ids: np.ndarray) -> np.ndarray:
+        """The rows of token ``ids`` [n], as uint8 [n, row_bytes]."""
+        distinct, where = np.unique(ids, return_inverse=True)
+        size, start = self.row_bytes, self._offset
+        rows = [os.pread(self._fd, size, start + i * size) for i in distinct.tolist()]
+        if any(len(row) != size for row in rows):
+            raise ValueError("the model file is shorter than its tensor table says (was it replaced while in use?)")
+        return np.frombuffer(b"".join(rows), np.uint8).reshape(-1, size)[where.reshape(-1)]
 
 
 def f32(tensors: Dict[str, np.ndarray], name: str) -> np.ndarray:

