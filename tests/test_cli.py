@@ -86,6 +86,18 @@ def test_ask_prints_completed_question_answer_and_cited_sources(capsys, sample_s
     assert "] OTA update server > Architecture (passage)" in out.split("Cited sources:")[1]
 
 
+def test_a_one_shot_ask_loads_no_llm_tokenizer(sample_store):
+    """Nothing in an offline one-shot ask counts LLM tokens, so LlamaIndex's default tokenizer (tiktoken's
+    cl100k table, 0.55 s of the ask's start) is never loaded: not by the store's index, the memory or the synthesizer."""
+    code = "import contextlib, io, sys\nimport llama_index.core\nfrom llama_index_ragonite.cli import main\n"
+    code += "with contextlib.redirect_stdout(io.StringIO()):\n"
+    code += f"    assert main(['ask', '--store', {sample_store!r}, 'Who owns the OTA server?']) == 0\n"
+    code += "print(llama_index.core.global_tokenizer is None, 'tiktoken_ext.openai_public' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-2:] == ["True", "False"]
+
+
 def test_ask_explain_prints_the_counterfactual_attribution(capsys, sample_store):
     assert (
         main(["ask", "--store", sample_store, "--conversation", "explain", "Who owns the OTA server?", "--explain"])

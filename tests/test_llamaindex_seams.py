@@ -236,6 +236,32 @@ def test_attributors_and_synthesizer_use_settings(clean_settings):
     assert CounterfactualAttributor(llm=MockLLM()).llm is not Settings._llm  # passed wins
 
 
+def test_memories_and_prompt_helpers_count_with_settings_tokenizer_set_later(clean_settings, tmp_path):
+    """Made before ``Settings.tokenizer`` is set, the engine's memory and its synthesizer's prompt helper still
+    count with it (they look it up at each count), and a Settings prompt helper is the one used."""
+    import llama_index.core
+    from llama_index.core.indices.prompt_helper import PromptHelper
+
+    from llama_index_ragonite import RagoniteChatEngine
+    from llama_index_ragonite.models.synthesizers import CitedSynthesizer
+
+    engine = RagoniteChatEngine.from_defaults(_port_index().as_retriever(), llm=KeywordLLM(prompts=[]))
+    synthesizer = CitedSynthesizer(llm=MockLLM())
+    saved = llama_index.core.global_tokenizer
+    counted: list = []
+    Settings.tokenizer = lambda text: counted.append(text) or text.split()
+    try:
+        engine.chat("Which port does the OTA server use?")
+        assert engine.memory.get() and any("OTA" in text for text in counted)  # the history was counted
+        counted.clear()
+        assert synthesizer._prompt_helper._token_counter.get_string_tokens("three words here") == 3 and counted
+        Settings.prompt_helper = mine = PromptHelper(context_window=999)
+        assert CitedSynthesizer(llm=MockLLM())._prompt_helper is mine
+    finally:
+        Settings._prompt_helper = None
+        llama_index.core.global_tokenizer = saved
+
+
 def test_store_uses_settings_embed_model(clean_settings, tmp_path):
     Settings.embed_model = HashingEmbedding()
     store = EvidenceStore(tmp_path / "s")

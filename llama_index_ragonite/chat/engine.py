@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from functools import partial
 from operator import attrgetter
 from threading import Thread
 from typing import Any, AsyncGenerator, Dict, Generator, List, Optional, Sequence
@@ -53,7 +54,7 @@ from llama_index_ragonite.chat.turn_start import (
 from llama_index_ragonite.errors import LLMCallError
 from llama_index_ragonite.events import AnswerEvent, AnswerPromptEvent
 from llama_index_ragonite.index.access import Principal
-from llama_index_ragonite.models.defaults import resolve_llm, settings_llm
+from llama_index_ragonite.models.defaults import resolve_llm, settings_llm, settings_tokenizer
 from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, check_citations
 from llama_index_ragonite.retrieval.narrowing import ActingRetriever
 
@@ -69,6 +70,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 dispatcher = get_dispatcher(__name__)
+new_memory = partial(ChatMemoryBuffer.from_defaults, tokenizer_fn=settings_tokenizer)  # loads it at a first count
 
 
 class RagoniteChatEngine(BaseChatEngine):
@@ -130,7 +132,7 @@ class RagoniteChatEngine(BaseChatEngine):
             auto = conversation_retrieval or isinstance(self._completer, OfflineQuestionCompleter)
             conversation_retrieval = ConversationRetrieval() if auto else None
         self._conversation = conversation_retrieval or None
-        self._memory = memory if memory is not None else ChatMemoryBuffer.from_defaults(token_limit=token_limit)
+        self._memory = memory if memory is not None else new_memory(token_limit=token_limit)
         self._answer_prompt = answer_prompt
         self._top_k, self._complete_questions, self._follow_ups = top_k, complete_questions, follow_ups
         self._suggester = FollowUpSuggester(llm=None if is_offline(self._llm) else self._llm, limit=follow_ups)
@@ -164,7 +166,7 @@ class RagoniteChatEngine(BaseChatEngine):
         if memory is not None and chat_history:
             raise ValueError("Pass chat_history or memory, not both (memory.set(chat_history) replaces its history)")
         if memory is None:
-            memory = ChatMemoryBuffer.from_defaults(chat_history=list(chat_history or []), token_limit=token_limit)
+            memory = new_memory(chat_history=list(chat_history or []), token_limit=token_limit)
         return cls(
             retriever,
             llm=llm,
@@ -192,9 +194,7 @@ class RagoniteChatEngine(BaseChatEngine):
 
         retriever = HybridRetriever.from_store(path, embed_model=embed_model, **(retriever_kwargs or {}))
         memory = (
-            ChatMemoryBuffer.from_defaults(
-                token_limit=token_limit, chat_store=chat_store, chat_store_key=conversation_id
-            )
+            new_memory(token_limit=token_limit, chat_store=chat_store, chat_store_key=conversation_id)
             if chat_store is not None
             else None
         )

@@ -14,15 +14,24 @@ value was assigned without triggering that. ``Settings.llm = None`` assigns Llam
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Dict, List, Optional
 
 from llama_index.core import Settings
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.indices.prompt_helper import PromptHelper
 from llama_index.core.llms.llm import LLM
+from llama_index.core.utils import get_tokenizer
 
 from llama_index_ragonite.models.embeddings import default_embedding
 
-__all__ = ["resolve_embed_model", "resolve_llm", "settings_embed_model", "settings_llm"]
+__all__ = [
+    "prompt_helpers",
+    "resolve_embed_model",
+    "resolve_llm",
+    "settings_embed_model",
+    "settings_llm",
+    "settings_tokenizer",
+]
 
 
 def settings_llm() -> Optional[LLM]:
@@ -54,3 +63,24 @@ def resolve_embed_model(embed_model: Optional[BaseEmbedding] = None) -> BaseEmbe
     if embed_model is not None:
         return embed_model
     return settings_embed_model() or default_embedding()
+
+
+def settings_tokenizer(text: str) -> List:
+    """Settings' tokenizer (``get_tokenizer()``), looked up at each count rather than when a memory or a
+    prompt helper is made: LlamaIndex's default is tiktoken's cl100k table, 0.55 s to load, which a
+    one-shot ask never counts with (an empty history is not counted; the offline answerer fills no prompt)."""
+    return get_tokenizer()(text)
+
+
+def prompt_helpers(llm: LLM) -> Dict[str, Any]:
+    """A synthesizer's prompt helpers (``BaseSynthesizer`` keywords): Settings' when assigned (see
+    settings_llm), else ``llm``'s counting with ``settings_tokenizer``."""
+    made = PromptHelper.from_llm_metadata(llm.metadata, tokenizer=settings_tokenizer)
+    helpers: Dict[str, Any] = {"prompt_helper": Settings._prompt_helper or made}
+    try:  # llama-index-core 0.14.x added chat prompt helpers to synthesizers (none in 0.14.0)
+        from llama_index.core.indices.prompt_helper import ChatPromptHelper
+    except ImportError:
+        return helpers
+    chat = ChatPromptHelper.from_llm_metadata(llm.metadata, tokenizer=settings_tokenizer)
+    helpers["chat_prompt_helper"] = getattr(Settings, "_chat_prompt_helper", None) or chat
+    return helpers

@@ -22,7 +22,7 @@ from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.types import RESPONSE_TEXT_TYPE
 
-from llama_index_ragonite.models.defaults import resolve_llm
+from llama_index_ragonite.models.defaults import prompt_helpers, resolve_llm
 from llama_index_ragonite.models.extractive.answerer import ExtractiveAnswerer
 from llama_index_ragonite.models.extractive.calls import stream_pieces
 from llama_index_ragonite.models.extractive.prompt import node_source, plain_question
@@ -43,7 +43,9 @@ class ExtractiveSynthesizer(BaseSynthesizer):
         callback_manager: Optional[CallbackManager] = None,
     ) -> None:
         self._answerer = answerer or ExtractiveAnswerer()
-        super().__init__(llm=self._answerer, streaming=streaming, callback_manager=callback_manager)
+        super().__init__(
+            llm=self._answerer, streaming=streaming, callback_manager=callback_manager, **prompt_helpers(self._answerer)
+        )
 
     @property
     def answerer(self) -> ExtractiveAnswerer:
@@ -85,7 +87,8 @@ class CitedSynthesizer(BaseSynthesizer):
         streaming: bool = False,
         callback_manager: Optional[CallbackManager] = None,
     ) -> None:
-        super().__init__(llm=resolve_llm(llm), streaming=streaming, callback_manager=callback_manager)
+        llm = resolve_llm(llm)
+        super().__init__(llm=llm, streaming=streaming, callback_manager=callback_manager, **prompt_helpers(llm))
         self._answer_prompt = answer_prompt
 
     def _get_prompts(self) -> dict:
