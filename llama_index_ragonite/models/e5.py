@@ -118,7 +118,7 @@ class E5Encoder:
         self.backend = "onnxruntime" if self._onnx_layers is not None else "numpy"
         self.precision = precision if self.backend == "onnxruntime" else "float32"
         self.workers = (workers or available_cores()) if self.backend == "onnxruntime" else 1
-        release_freed_memory()  # loading freed ~175 MB in pieces (file buffers, float copies, graphs)
+        release_freed_memory()  # loading freed ~110 MB in pieces (float copies of each layer, graphs, their bytes)
 
     # -- loading --------------------------------------------------------------
     def _build_layers(self, tensors: Dict[str, np.ndarray], backend: str, precision: str) -> None:
