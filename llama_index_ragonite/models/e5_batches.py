@@ -1,4 +1,4 @@
-"""How ``E5Encoder`` groups its texts' token windows into batches, and runs the batches on both cores.
+"""How ``E5Encoder`` groups its texts' token windows into batches, and runs the batches on the cores.
 
 Why batches side by side, each on one onnxruntime thread, rather than one batch at a time on two:
 a batch of short evidences is a small product per layer, and two threads working on each one wait
@@ -14,18 +14,32 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Callable, Iterator, List, Sequence, Tuple, TypeVar
 
-__all__ = ["Piece", "available_cores", "length_batches", "run_batches"]
+__all__ = ["MAX_WORKERS", "Piece", "available_cores", "default_workers", "length_batches", "run_batches"]
+
+MAX_WORKERS = 4  # each worker holds its batch's activations (tens of MB); measured on 2 cores only
 
 Piece = Tuple[int, List[int], int]  # (text index, token ids with specials, first content row to pool for terms)
 Result = TypeVar("Result")
 
 
 def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity, where the OS tells it)."""
+    """The cores this process may use: its CPU affinity, and a container's CPU quota (cgroup v2) where set."""
     affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+    cores = len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):  # no cgroup v2 file here, or one we do not read
+        pass
+    return cores
+
+
+def default_workers() -> int:
+    return min(available_cores(), MAX_WORKERS)
 
 
 def length_batches(pieces: Sequence[Piece], batch_tokens: int) -> List[List[Piece]]:

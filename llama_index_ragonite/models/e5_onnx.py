@@ -3,7 +3,7 @@
 Why: the numpy pass runs the matrix products at BLAS speed, but each element-wise step
 (GELU, softmax, layer norm, residual adds) is a separate single-threaded pass over memory,
 about a third of the time. ONNX Runtime fuses them (``SkipLayerNormalization``,
-``FastGelu``; attention is its ``MultiHeadAttention``) and threads them. On 2 cores it embeds ConfQuestions
+``FastGelu``; attention is its ``MultiHeadAttention``). On 2 cores it embeds ConfQuestions
 evidences (dense vectors + latent terms) 1.3x faster and a query 1.7x faster
 (``python benchmarks/run.py encoder_speed``), with the same float32 weights and arithmetic: vectors
 equal to the numpy pass to cosine 1 - 1e-7. The matrix products are then nearly all the
@@ -208,8 +208,6 @@ def _runner(graph, inputs) -> Callable:
     )
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    # Idle ORT threads would otherwise spin, taking the cores from the numpy steps in between.
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.intra_op_num_threads = 1  # the encoder runs batches side by side instead (e5_batches)
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 

@@ -46,9 +46,9 @@ class UnigramTokenizer:
             cp, n_out = r.read("IB")
             table[cp] = "".join(chr(c) for c in r.array(np.uint32, n_out)) if n_out else ""
         self._normalize = str.maketrans(table)
+        self._word_ids = functools.lru_cache(maxsize=100_000)(self._segment)  # words repeat a lot
 
-    @functools.lru_cache(maxsize=100_000)  # noqa: B019 - one per encoder, one encoder per process; words repeat
-    def _word_ids(self, word: str) -> Tuple[int, ...]:
+    def _segment(self, word: str) -> Tuple[int, ...]:
         """Best unigram segmentation (Viterbi) of one metaspace-led word."""
         n = len(word)
         best = [0.0] + [-1e30] * n

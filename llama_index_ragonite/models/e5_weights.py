@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 import weakref
 from typing import Any, Dict
 
@@ -87,19 +88,28 @@ class WordRows:
     anyway. ``os.pread`` of a batch's distinct tokens costs about a microsecond each.
     """
 
-    def __init__(self, path: str, offset: int, rows: int, row_bytes: int) -> None:
-        self.rows, self.row_bytes, self._offset = rows, row_bytes, offset
-        self._fd = os.open(path, os.O_RDONLY)
-        weakref.finalize(self, os.close, self._fd)
+    def __init__(self, fd: int, offset: int, rows: int, row_bytes: int) -> None:
+        """``fd``: the model file the table was read from, open (this object closes it)."""
+        self.rows, self.row_bytes, self._offset, self._fd = rows, row_bytes, offset, fd
+        self._lock = threading.Lock()  # where the OS has no pread: one seek-and-read at a time
+        weakref.finalize(self, os.close, fd)
 
     def take(self, ids: np.ndarray) -> np.ndarray:
         """The rows of token ``ids`` [n], as uint8 [n, row_bytes]."""
         distinct, where = np.unique(ids, return_inverse=True)
+        if len(distinct) and not (0 <= distinct[0] and distinct[-1] < self.rows):
+            raise ValueError(f"token ids outside the word table's {self.rows} rows")
         size, start = self.row_bytes, self._offset
-        rows = [os.pread(self._fd, size, start + i * size) for i in distinct.tolist()]
+        read = getattr(os, "pread", self._seek_read)
+        rows = [read(self._fd, size, start + i * size) for i in distinct.tolist()]
         if any(len(row) != size for row in rows):
             raise ValueError("the model file is shorter than its tensor table says (was it replaced while in use?)")
         return np.frombuffer(b"".join(rows), np.uint8).reshape(-1, size)[where.reshape(-1)]
+
+    def _seek_read(self, fd: int, size: int, at: int) -> bytes:
+        with self._lock:
+            os.lseek(fd, at, os.SEEK_SET)
+            return os.read(fd, size)
 
 
 def f32(tensors: Dict[str, np.ndarray], name: str) -> np.ndarray:

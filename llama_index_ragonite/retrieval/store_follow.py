@@ -40,8 +40,8 @@ class StoreParts:
 
 def store_parts(store: EvidenceStore) -> StoreParts:
     """The dense index, BM25 and (when complete and the model makes them) latent terms of the loaded generation."""
-    # an insert through this index parses as the store does (not with Settings' default SentenceSplitter,
-    # whose tiktoken load was 0.57 s of a one-shot ask)
+    # the store's pipeline as its transformations, so that the index does not build Settings' default
+    # SentenceSplitter (its tiktoken load was 0.57 s of a one-shot ask); write through store.ingest, not insert
     index = VectorStoreIndex.from_vector_store(
         store.vector_store, embed_model=store.embed_model, transformations=store.pipeline
     )

@@ -25,6 +25,7 @@ from llama_index_ragonite.chat.responses import without_truncated
 from llama_index_ragonite.errors import ChatStoreError
 from llama_index_ragonite.index.access import Principal
 from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.models.defaults import settings_tokenizer
 from llama_index_ragonite.models.specs import embedding_from_spec, llm_from_spec
 from llama_index_ragonite.redaction import redacted
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
@@ -285,7 +286,12 @@ class Sessions:
         """The chat engine for one turn with these settings, retrieving what ``principal`` may read."""
         llm = self.llms[settings["llm"]]
         completer = OfflineQuestionCompleter() if is_offline(llm) else LLMQuestionCompleter(llm=llm)
-        memory = TurnMemory.from_defaults(token_limit=3000, chat_store=self.chat_store, chat_store_key=conversation_id)
+        memory = TurnMemory.from_defaults(
+            tokenizer_fn=settings_tokenizer,
+            token_limit=3000,
+            chat_store=self.chat_store,
+            chat_store_key=conversation_id,
+        )
         engine = RagoniteChatEngine(
             self.retriever(settings["domain"], settings["fusion"]),
             llm=llm,

