@@ -140,11 +140,11 @@ class EvidenceStore:
     def _load_indexes(self, lexical: Optional[LexicalIndex] = None) -> Tuple[LexicalIndex, LatentTermIndex]:
         """The lexical index (unless given) and the latent terms, loaded side by side: most of a load is
         verifying checksums, which runs outside the GIL (a 1M-evidence store: 6.5 GB of files)."""
+        folder = self.path / LEXICAL_DIR
+        if lexical is None and not folder.exists():
+            lexical = LexicalIndex()
         if lexical is not None:
             return lexical, LatentTermIndex.load(self.path)
-        folder = self.path / LEXICAL_DIR
-        if not folder.exists():
-            return LexicalIndex(), LatentTermIndex.load(self.path)
         collecting = gc.isenabled()
         gc.disable()  # a million records made at once: the collector's passes over them would double the time
         try:

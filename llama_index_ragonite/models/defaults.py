@@ -36,6 +36,10 @@ __all__ = [
 ]
 
 
+# llama-index-core 0.14.x added it, after 0.14.0 and after ChatPromptHelper itself
+_TAKES_CHAT_PROMPT_HELPER = "chat_prompt_helper" in inspect.signature(BaseSynthesizer.__init__).parameters
+
+
 def settings_llm() -> Optional[LLM]:
     """``Settings.llm`` when the user assigned one, else ``None`` (never LlamaIndex's OpenAI default)."""
     # llama-index-core 0.14: ``_Settings`` keeps an assigned LLM in ``_llm`` and has no public
@@ -77,12 +81,15 @@ def settings_tokenizer(text: str) -> List:
 def prompt_helpers(llm: LLM) -> Dict[str, Any]:
     """A synthesizer's prompt helpers (``BaseSynthesizer`` keywords): Settings' when assigned (see
     settings_llm), else ``llm``'s counting with ``settings_tokenizer``."""
-    made = PromptHelper.from_llm_metadata(llm.metadata, tokenizer=settings_tokenizer)
-    helpers: Dict[str, Any] = {"prompt_helper": Settings._prompt_helper or made}
-    if "chat_prompt_helper" not in inspect.signature(BaseSynthesizer.__init__).parameters:
-        return helpers  # llama-index-core 0.14.x added it, after 0.14.0 and after ChatPromptHelper itself
+    helpers: Dict[str, Any] = {
+        "prompt_helper": Settings._prompt_helper
+        or PromptHelper.from_llm_metadata(llm.metadata, tokenizer=settings_tokenizer)
+    }
+    if not _TAKES_CHAT_PROMPT_HELPER:
+        return helpers
     from llama_index.core.indices.prompt_helper import ChatPromptHelper
 
-    chat = ChatPromptHelper.from_llm_metadata(llm.metadata, tokenizer=settings_tokenizer)
-    helpers["chat_prompt_helper"] = getattr(Settings, "_chat_prompt_helper", None) or chat
+    helpers["chat_prompt_helper"] = getattr(
+        Settings, "_chat_prompt_helper", None
+    ) or ChatPromptHelper.from_llm_metadata(llm.metadata, tokenizer=settings_tokenizer)
     return helpers
