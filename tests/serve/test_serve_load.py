@@ -3,25 +3,30 @@
 The server runs with its default limits (4 turns per user, 32 in all). The first user gets 4
 streams and 46 refusals (429 with ``Retry-After``); the second user's conversation list and
 offline turns keep answering meanwhile. When the first user's 50 connections are dropped, the
-server's threads and the LLM stub's open connections return to their idle count within 5 s.
-"Idle" is measured after a warm-up that did what the load will (4 streams dropped mid-answer
-and one offline turn) and, while its streams ran, 16 light requests at once. anyio starts a
-worker thread whenever a call finds none idle (a worker counts as idle only once the event loop
-has taken its last result, so near-simultaneous calls can start one more than they need) and
-retires idle ones only lazily, at a later call after 10 s; so the pool the warm-up leaves is
-larger than any the load can need, and the count may go down, never up. Threads a turn starts
-of its own (the stream collector, the history writer) are not pooled: one left behind shows. How long the second user
-waits under this load is a benchmark (benchmarks/experiments/serve_load.py, phase d), not asserted here.
+LLM stub's open connections and the server's running turns are back to zero within 5 s, and
+the server's threads are back to their idle count.
+
+Two pools in the server grow by how calls happen to overlap, so a count taken while they hold
+spare threads differs by chance (CI saw 25 against 24, then 29 against 28):
+- anyio's worker pool starts a thread whenever a call finds none idle, and retires idle ones
+  only at a later call after ``WorkerThread.MAX_IDLE_TIME`` (10 s). Both counts are taken after
+  every worker has idled that long and one call has retired all but the one it ran on.
+- Chroma's SQLite connection pool (its threads are named ``sqlx-sqlite-worker``) opens a
+  connection when a query finds none free and closes idle ones on its own clock, in minutes.
+  Its threads are Chroma's to bound and are not counted.
+What is left to differ is threads that nobody pools (a turn's history writer, a model session's
+threads, a client opened per turn): one left behind shows. How long the second user waits under
+this load is a benchmark (benchmarks/experiments/serve_load.py, phase d), not asserted here.
 """
 
 from __future__ import annotations
 
-import threading
+import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from anyio._backends._asyncio import WorkerThread
 from openai_stub import slow_stream
 from processes import running_server
 from sse_client import Stream, wait_until
@@ -29,23 +34,30 @@ from sse_client import Stream, wait_until
 STREAMS, PER_USER = 50, 4
 
 
+POOLED_ELSEWHERE = "sqlx-sqlite-wor"  # Chroma's SQLite pool (a thread's name is cut to 15 bytes)
+
+
 def threads(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("Threads:"):
-            return int(line.split()[1])
-    raise AssertionError("no thread count")
+    """The server's threads, less those of Chroma's SQLite connection pool."""
+    count = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            count += Path(f"/proc/{pid}/task/{task}/comm").read_text().strip() != POOLED_ELSEWHERE
+        except (FileNotFoundError, ProcessLookupError):  # the thread ended meanwhile
+            pass
+    return count
 
 
-def light_burst(client, n: int = 16) -> None:
-    """``n`` conversation lists sent at once, so that the server's worker pool grows past the load's need."""
-    start = threading.Barrier(n)
-
-    def one(_: int) -> int:
-        start.wait(10)
-        return client.get("/api/conversations", timeout=30).status_code
-
-    with ThreadPoolExecutor(n) as pool:
-        assert list(pool.map(one, range(n))) == [200] * n
+def settled_threads(pid: int, client) -> int:
+    """``threads(pid)`` once anyio's pool is down to one worker (see the module's docstring)."""
+    time.sleep(WorkerThread.MAX_IDLE_TIME + 0.5)
+    assert client.get("/api/conversations").status_code == 200  # runs on one worker, retires the rest
+    count, steady_since = threads(pid), time.monotonic()
+    while time.monotonic() - steady_since < 0.5:  # retired workers exit on their own
+        time.sleep(0.02)
+        if threads(pid) != count:
+            count, steady_since = threads(pid), time.monotonic()
+    return count
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +81,8 @@ def new_conversation(client, llm=None) -> str:
 @pytest.mark.fault(
     "one user opens 50 streaming turns over a slow LLM while another user works",
     "4 streams, 46 × 429 with Retry-After; the other user's requests all succeed; after the 50 disconnect, "
-    "server threads and the LLM's open connections are back to idle within 5 s",
+    "the LLM's open connections and running turns are back to zero within 5 s, and the server's threads "
+    "to their idle count once its worker pool has retired idle workers",
 )
 def test_fifty_streams_of_one_user_do_not_starve_another(server, stub):
     pid = server.process.pid
@@ -82,13 +95,12 @@ def test_fifty_streams_of_one_user_do_not_starve_another(server, stub):
         asked = other.post(f"/api/conversations/{mine}/messages", json={"message": "Who owns the OTA server?"})
         assert asked.status_code == 200
         assert all(stream.wait_for("delta", 60) for stream in warm)
-        light_burst(other)
         for stream in warm:
             stream.close()
         stored = lambda cid: greedy.get(f"/api/conversations/{cid}").json()["turns"]  # noqa: E731
         wait_until(lambda: stub.open_requests == 0 and all(len(stored(cid)) == 1 for cid in cids[:PER_USER]), 10)
         wait_until(lambda: other.get("/api/health").json()["turns_running"] == 0, 10)  # every warm-up turn ended
-        idle_threads = threads(pid)
+        idle_threads = settled_threads(pid, other)
 
         streams = []
         try:
@@ -108,14 +120,13 @@ def test_fifty_streams_of_one_user_do_not_starve_another(server, stub):
             for stream in streams:
                 stream.close()
         running = lambda: other.get("/api/health").json()["turns_running"]  # noqa: E731
-        idle = lambda: stub.open_requests == 0 and running() == 0 and threads(pid) <= idle_threads  # noqa: E731
+        quiet = lambda: stub.open_requests == 0 and running() == 0  # noqa: E731
         deadline = time.monotonic() + 5
-        while not idle() and time.monotonic() < deadline:
+        while not quiet() and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert idle(), (
-            f"after 5 s: {stub.open_requests} LLM connections open, {running()} turns running, "
-            f"{threads(pid)} threads ({idle_threads} idle)"
-        )
+        assert quiet(), f"after 5 s: {stub.open_requests} LLM connections open, {running()} turns running"
+        left = settled_threads(pid, other)
+        assert left <= idle_threads, f"{left} threads against {idle_threads} idle"  # fewer: a warm-up thread ended
         held = [cid for cid, stream in zip(cids, streams) if stream.status == 200]
         wait_until(lambda: all(len(stored(cid)) == 2 for cid in held), 5)
         assert all([t["truncated"] for t in stored(cid)] == [True, True] for cid in held)
