@@ -14,6 +14,11 @@ from fakes import REPO
 README = REPO / "README.md"
 MAX_README_LINES = 250
 DOC_FILES = [README, REPO / "ARCHITECTURE.md", *sorted((REPO / "docs").glob("*.md"))]
+LINKED_FILES = [
+    *DOC_FILES,
+    REPO / "CHANGELOG.md",
+    *sorted(p for p in (REPO / "benchmarks").rglob("*.md") if ".cache" not in p.parts),
+]
 FENCE = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
@@ -61,7 +66,7 @@ def test_ci_commands_are_the_first_two_bash_blocks() -> None:
     ]
 
 
-@pytest.mark.parametrize("doc", DOC_FILES, ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("doc", LINKED_FILES, ids=lambda p: str(p.relative_to(REPO)))
 def test_relative_links_point_to_files(doc: Path) -> None:
     assert doc.exists(), f"{doc} is missing"
     broken = []

@@ -126,7 +126,7 @@ def run(bench) -> List[str]:
         ("P@1 (gold page first), answerable turns", "", f"{b['p_at_1']:.3f}", f"{n['p_at_1']:.3f}"),
     ]  # fmt: skip
     lines = [
-        f"Set: [benchmarks/{wiki}]({wiki}/README.md) (its README says when it was written and what it was used for). "
+        f"Set: [benchmarks/{wiki}](../{wiki}/README.md) (its README says when it was written and what it was used for). "
         "Offline default: the offline question completer and the extractive answerer. Each side indexed the pages "
         f"and played the conversations in a child process of its own ({seconds[0]:.0f} s and {seconds[1]:.0f} s, "
         "model loading and indexing included)"
