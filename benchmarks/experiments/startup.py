@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from harness import CHECKOUT
+from harness import CHECKOUT, shown
 
 OPTIONS = {"rounds": 5, "question": "Which Xen version does OpenXT 9 use?"}
 
@@ -100,7 +100,7 @@ def run(bench: Any) -> List[str]:
     shutil.rmtree(own.parent)
     lines = [
         f"{bench.opts['rounds']} rounds, each a fresh process per command, base and new alternating; medians. "
-        f"Store: `{store}` ({evidences} evidences); question: {question!r}.",
+        f"Store: `{shown(bench.store_path, CHECKOUT)}` ({evidences} evidences); question: {question!r}.",
         "",
         "| command | base wall (s) | new wall (s) | new / base | base peak RSS (MB) | new peak RSS (MB) | new / base |",
         "|---|---:|---:|---:|---:|---:|---:|",
