@@ -1,11 +1,14 @@
-"""Processes the tests start on loopback: a free port, a bounded stop, a real Chroma server, ``ragonite serve``."""
+"""Processes the tests start: a fresh interpreter that reports what it loaded; on loopback, a free port, a bounded
+stop, a real Chroma server, ``ragonite serve``."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,6 +16,16 @@ from typing import Any, Iterator, List, Tuple
 
 import httpx
 import pytest
+
+
+def loaded_packages(code: str, timeout: float = 120) -> List[str]:
+    """The top-level names in ``sys.modules`` after a fresh interpreter has run ``code``."""
+    probe = code + "\nimport json, sys\nprint(json.dumps(sorted({name.split('.')[0] for name in sys.modules})))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(probe)], capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def free_port() -> int:

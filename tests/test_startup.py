@@ -9,13 +9,9 @@ option, since the constants the help texts quote live in light modules (``parsin
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
-
 import pytest
 from fakes import REPO
+from processes import loaded_packages
 
 HEAVY = (
     "chromadb", "onnxruntime", "numpy", "scipy", "sklearn", "matplotlib", "fastapi", "uvicorn", "starlette",
@@ -51,14 +47,6 @@ for argv in (["ask"], ["index", "pages", "--store", "s", "--context", "SOME"], [
         else:
             raise AssertionError(f"{argv}: no argument error")
 """
-
-
-def loaded_packages(code: str) -> list[str]:
-    """The top-level names in ``sys.modules`` after a fresh interpreter has run ``code``."""
-    probe = code + "\nimport json, sys\nprint(json.dumps(sorted({name.split('.')[0] for name in sys.modules})))\n"
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(probe)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize(
