@@ -9,7 +9,7 @@ from __future__ import annotations
 import bm25s
 import numpy as np
 
-__all__ = ["METHODS", "METHODS_WITHOUT_K1_PLUS_1", "best_rows", "bm25_over"]
+__all__ = ["METHODS", "METHODS_WITHOUT_K1_PLUS_1", "best_rows", "bm25_over", "top_rows"]
 
 METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 # Variants whose bm25s term-frequency part omits the constant (k1 + 1) factor.
@@ -48,7 +48,11 @@ def best_rows(
     if allowed is not None:
         matched &= allowed
     rows = np.flatnonzero(matched)
-    row_scores = scores[rows].astype(np.float64)
+    return top_rows(rows, scores[rows].astype(np.float64), row_rank, k)
+
+
+def top_rows(rows: np.ndarray, row_scores: np.ndarray, row_rank: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """[(row, score)] of the ``k`` best of ``rows`` (scored ``row_scores``); ties go to the lower ``row_rank``."""
     if len(rows) > k:  # cheap pre-cut that keeps every row tied with the k-th best
         kth_best = np.partition(row_scores, len(rows) - k)[len(rows) - k]
         keep = row_scores >= kth_best

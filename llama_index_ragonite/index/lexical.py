@@ -25,34 +25,43 @@ Design notes:
   :mod:`llama_index_ragonite.index.lexical_format`.
 * Score ties are broken by node id, so the same set of nodes always yields the same
   ranking, whatever order it was inserted or loaded in.
+* A search for an ``audience`` (the nodes one user may read) is scored with that audience's
+  statistics (:mod:`llama_index_ragonite.index.term_counts`): the scores of an index holding only
+  those nodes, so nothing a user sees depends on the text of nodes they may not read.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import bm25s
 import numpy as np
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
-from llama_index.core.storage.docstore.utils import doc_to_json, json_to_doc
 
 from llama_index_ragonite.errors import StoreCorruptError, StoreFileError
-from llama_index_ragonite.index.bm25 import METHODS, METHODS_WITHOUT_K1_PLUS_1, best_rows, bm25_over
+from llama_index_ragonite.index.bm25 import METHODS, METHODS_WITHOUT_K1_PLUS_1, bm25_over
 from llama_index_ragonite.index.lexical_format import (
     FORMAT_VERSION,
     MANIFEST_NAME,
     NodesFile,
+    format1_rows,
     load_bm25,
+    load_term_counts,
+    node_json,
+    node_of_json,
+    node_title,
     read_manifest,
     write_folder,
 )
+from llama_index_ragonite.index.ranking import Ranking
+from llama_index_ragonite.index.term_counts import TermCounts
 from llama_index_ragonite.index.tokenize import TOKENIZERS, Tokenizer
 
 __all__ = ["FORMAT_VERSION", "MANIFEST_NAME", "TOKENIZERS", "LexicalIndex", "LexicalIndexError"]
@@ -121,20 +130,20 @@ class LexicalIndex:
         self.method = method
         self.metadata_mode = MetadataMode(metadata_mode)
         self.tokenizer = tokenizer
-        self._tokenizer = Tokenizer(tokenizer, stemmer, stopwords)
         self._score_scale = self.k1 + 1 if method in METHODS_WITHOUT_K1_PLUS_1 else 1.0
+        self._params = (self.k1, self.b, self.method)
+        self._tokenizer = Tokenizer(tokenizer, stemmer, stopwords)
 
         self._lock = threading.RLock()
         self._records: dict[str, _Record] = {}
         self._nodes_file: NodesFile | None = None  # the loaded folder's nodes, read in place (format 2)
         self.version = 0  # grows with every change of the nodes (what narrowed searches cache by)
         self._stale = False
-        # The compiled matrix; None when nothing is searchable (no nodes, or no tokens at all).
-        self._bm25: bm25s.BM25 | None = None
-        self._row_ids: list[str] = []  # matrix row -> node id
-        self._row_rank = np.zeros(0, dtype=np.int64)  # matrix row -> rank of its node id (tie-break)
-        # search_titles' matrix over document titles and its row -> ref_doc_id; None: build on next use.
-        self._titles: tuple[bm25s.BM25 | None, list[str]] | None = None
+        # The compiled matrix (its bm25 None when nothing is searchable: no nodes, or no tokens at all),
+        # its row -> node id, and its term counts (for audiences; built on first need).
+        self._nodes = Ranking(None, [], np.zeros(0, dtype=np.int64), self._node_counts, self._params)
+        # search_titles' matrix over document titles (row -> ref_doc_id); None: build on next use.
+        self._titles: Ranking | None = None
 
     # ------------------------------------------------------------------ contents
 
@@ -148,7 +157,7 @@ class LexicalIndex:
         # Tokenize and serialize outside the lock: that is where the time goes.
         token_lists = self._tokenize([node.get_content(metadata_mode=self.metadata_mode) for node in batch.values()])
         records = {
-            node_id: _Record(payload=_serialize(node), ref_doc_id=node.ref_doc_id, title=_title(node), tokens=tokens)
+            node_id: _Record(payload=node_json(node), ref_doc_id=node.ref_doc_id, title=node_title(node), tokens=tokens)
             for (node_id, node), tokens in zip(batch.items(), token_lists)
         }
         with self._lock:
@@ -214,33 +223,42 @@ class LexicalIndex:
 
     # ------------------------------------------------------------------ search
 
-    def search(self, query: str, k: int = 10, allowed: AbstractSet[str] | None = None) -> list[NodeWithScore]:
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        allowed: AbstractSet[str] | None = None,
+        audience: frozenset[str] | None = None,
+    ) -> list[NodeWithScore]:
         """Top-``k`` nodes containing at least one query term, best first, with raw BM25 scores.
 
         Returns fewer than ``k`` results when fewer nodes match, and ``[]`` for a blank query,
         an empty index, or a query whose terms are all unknown. ``allowed``: only these node ids
-        are searched (before ranking: the ``k`` best of them).
+        are searched (before ranking: the ``k`` best of them). ``audience``: the node ids whose
+        statistics score the search (the nodes the caller may read; None: every node).
         """
         query_tokens = self._query_tokens(query, k)
         if not query_tokens:
             return []
         with self._lock:
             self._ensure_built()
-            mask = None if allowed is None else _mask(self._row_ids, allowed)
-            best = best_rows(self._bm25, query_tokens, self._row_rank, k, mask)
-            hits = [(self._records[self._row_ids[row]], score) for row, score in best]
+            best = self._nodes.best(query_tokens, k, allowed, audience)
+            hits = [(self._records[self._nodes.row_ids[row]], score) for row, score in best]
         return [
             NodeWithScore(node=self._node(record), score=float(score * self._score_scale)) for record, score in hits
         ]
 
-    def search_titles(self, query: str, k: int = 10, pages: AbstractSet[str] | None = None) -> list[tuple[str, float]]:
+    def search_titles(
+        self, query: str, k: int = 10, pages: AbstractSet[str] | None = None, audience: frozenset[str] | None = None
+    ) -> list[tuple[str, float]]:
         """Top-``k`` source documents (``ref_doc_id``) by BM25 over their titles, best first.
 
         Why: questions often name their page ("the OpenXT 7.0 hardware tests", "the Stable-9
         rc0 test matrix"), and in an evidence's text the title is a few words among many.
         The title is the ``title`` metadata of a document's nodes (the parser's page title);
         documents without one, and nodes without a source document, are not ranked. ``pages``:
-        only these documents are ranked.
+        only these documents are ranked. ``audience``: the pages whose titles' statistics score the
+        search (the pages the caller may read; None: every page).
         """
         query_tokens = self._query_tokens(query, k)
         if not query_tokens:
@@ -252,36 +270,43 @@ class LexicalIndex:
                     if record.ref_doc_id is not None and record.title:
                         titles.setdefault(record.ref_doc_id, record.title)
                 doc_ids = sorted(titles)
-                self._titles = (self._compile(self._tokenize([titles[d] for d in doc_ids])), doc_ids)
-            bm25, doc_ids = self._titles
-            best = best_rows(
-                bm25, query_tokens, np.arange(len(doc_ids)), k, None if pages is None else _mask(doc_ids, pages)
-            )
-        return [(doc_ids[row], float(score * self._score_scale)) for row, score in best]
+                self._titles = self._ranking(self._tokenize([titles[d] for d in doc_ids]), doc_ids)
+            titles_ranking = self._titles
+            best = titles_ranking.best(query_tokens, k, pages, audience)
+        return [(titles_ranking.row_ids[row], float(score * self._score_scale)) for row, score in best]
 
     def _query_tokens(self, query: str, k: int) -> list[str]:
         if k < 1:
             raise ValueError(f"k must be >= 1; got {k!r}")
         return self._tokenize([query])[0] if query and query.strip() else []
 
+    def _ranking(self, token_lists: list[list[str]], row_ids: list[str]) -> Ranking:
+        """A ranking over these rows (row ``i``: ``token_lists[i]``, ties to the lower id), counted on first need."""
+        bm25 = self._compile(token_lists)
+        counts = partial(TermCounts.of, token_lists, bm25.vocab_dict if bm25 else {}, bm25.scores if bm25 else None)
+        return Ranking(bm25, row_ids, _tie_ranks(row_ids), counts, self._params)
+
+    def _node_counts(self) -> TermCounts:
+        """The term counts of the node matrix as loaded (an older folder has none: counted from the texts)."""
+        bm25 = self._nodes.bm25
+        assert bm25 is not None
+        return TermCounts.of(self._all_tokens(self._nodes.row_ids), bm25.vocab_dict, bm25.scores)
+
+    def _all_tokens(self, row_ids: list[str]) -> list[list[str]]:
+        """Every row's tokens; a loaded index tokenizes the texts once (tokens are not persisted)."""
+        missing = [node_id for node_id in row_ids if self._records[node_id].tokens is None]
+        if missing:
+            texts = [self._node(self._records[i]).get_content(metadata_mode=self.metadata_mode) for i in missing]
+            for node_id, tokens in zip(missing, self._tokenize(texts)):
+                self._records[node_id].tokens = tokens
+        return [self._records[i].tokens or [] for i in row_ids]
+
     def _ensure_built(self) -> None:
         """Rebuild the bm25s matrix if nodes changed since the last build (caller holds the lock)."""
         if not self._stale:
             return
         row_ids = list(self._records)
-        missing = [node_id for node_id in row_ids if self._records[node_id].tokens is None]
-        if missing:  # only after load: tokens are not persisted, the text is
-            texts = [self._node(self._records[i]).get_content(metadata_mode=self.metadata_mode) for i in missing]
-            for node_id, tokens in zip(missing, self._tokenize(texts)):
-                self._records[node_id].tokens = tokens
-        self._install(self._compile([self._records[i].tokens or [] for i in row_ids]), row_ids)
-
-    def _install(self, bm25: bm25s.BM25 | None, row_ids: list[str]) -> None:
-        self._bm25 = bm25
-        self._row_ids = row_ids
-        rank = np.empty(len(row_ids), dtype=np.int64)
-        rank[sorted(range(len(row_ids)), key=row_ids.__getitem__)] = np.arange(len(row_ids))
-        self._row_rank = rank
+        self._nodes = self._ranking(self._all_tokens(row_ids), row_ids)
         self._stale = False
 
     def _tokenize(self, texts: list[str]) -> list[list[str]]:
@@ -315,9 +340,10 @@ class LexicalIndex:
         """
         with self._lock:
             self._ensure_built()
-            records = ((node_id, self._records[node_id]) for node_id in self._row_ids)
+            records = ((node_id, self._records[node_id]) for node_id in self._nodes.row_ids)
             rows = ((node_id, self._payload(r), r.ref_doc_id, r.title) for node_id, r in records)
-            write_folder(Path(path), self.config(), rows, self._bm25)
+            counts = None if self._nodes.bm25 is None else self._nodes.counts()
+            write_folder(Path(path), self.config(), rows, self._nodes.bm25, counts)
 
     def _payload(self, record: _Record) -> str:
         if isinstance(record.payload, str):
@@ -327,7 +353,7 @@ class LexicalIndex:
 
     def _node(self, record: _Record) -> BaseNode:
         if isinstance(record.payload, str):
-            return _deserialize(record.payload)
+            return node_of_json(record.payload)
         assert self._nodes_file is not None
         return self._nodes_file.node(record.payload)
 
@@ -346,55 +372,25 @@ class LexicalIndex:
         except (KeyError, TypeError, ValueError) as exc:
             raise StoreCorruptError(f"{path}: invalid config in {MANIFEST_NAME} ({exc!r})") from exc
         if manifest["format_version"] == 1:
-            index._records = _records_from(path, manifest["nodes"])
+            rows = format1_rows(path, manifest["nodes"])
+            index._records = {i: _Record(payload, page, title, None) for i, payload, page, title in rows}
         else:
             index._nodes_file = NodesFile(path, manifest)
             rows = zip(manifest.pop("ids"), manifest.pop("pages"), manifest.pop("titles"))
             index._records = {i: _Record(row, page, title, None) for row, (i, page, title) in enumerate(rows)}
             if len(index._records) != len(manifest["offsets"]) - 1:
                 raise StoreCorruptError(f"{path}: a node id appears twice in the lexical index")
-        params = (index.k1, index.b, index.method)
-        index._install(load_bm25(path, manifest.get("bm25"), len(index._records), params), list(index._records))
+        bm25 = load_bm25(path, manifest.get("bm25"), len(index._records), index._params)
+        counts = load_term_counts(path, manifest.get("term_counts"), bm25)  # None in older folders: counted on need
+        row_ids = list(index._records)
+        made = index._node_counts if counts is None else lambda: counts
+        index._nodes = Ranking(bm25, row_ids, _tie_ranks(row_ids), made, index._params)
+        index._stale = False
         return index
 
 
-def _records_from(path: Path, entries: list[Any]) -> dict[str, _Record]:
-    """Records of the persisted node entries, in order; damage or a repeated id is an error."""
-    records: dict[str, _Record] = {}
-    for position in range(len(entries)):
-        # Each parsed node is let go once stored: a large index is not held twice (dicts and records)
-        entry, entries[position] = entries[position], None
-        try:
-            node = json_to_doc(entry)
-        except Exception as exc:  # pydantic, KeyError, ValueError...: all mean a damaged record
-            raise StoreCorruptError(f"{path}: node record {position} is damaged ({exc!r})") from exc
-        if node.node_id in records:
-            raise StoreCorruptError(f"{path}: node id {node.node_id!r} appears twice")
-        records[node.node_id] = _Record(
-            payload=json.dumps(entry, ensure_ascii=False), ref_doc_id=node.ref_doc_id, title=_title(node), tokens=None
-        )
-    return records
-
-
-def _title(node: BaseNode) -> str | None:
-    title = node.metadata.get("title")
-    return str(title).strip() or None if title is not None else None
-
-
-def _serialize(node: BaseNode) -> str:
-    data = doc_to_json(node)
-    # Vectors live in the vector store; a copy here would dominate memory and file size.
-    data["__data__"]["embedding"] = None
-    try:
-        return json.dumps(data, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"node {node.node_id!r} cannot be stored: not JSON-serializable ({exc})") from exc
-
-
-def _deserialize(payload: str) -> BaseNode:
-    return json_to_doc(json.loads(payload))
-
-
-def _mask(row_ids: list[str], allowed: AbstractSet[str]) -> np.ndarray:
-    """Which rows hold an allowed id."""
-    return np.fromiter((row_id in allowed for row_id in row_ids), dtype=bool, count=len(row_ids))
+def _tie_ranks(row_ids: list[str]) -> np.ndarray:
+    """Row -> rank of its id: score ties go to the lower id, whatever order the rows are in."""
+    rank = np.empty(len(row_ids), dtype=np.int64)
+    rank[sorted(range(len(row_ids)), key=row_ids.__getitem__)] = np.arange(len(row_ids))
+    return rank

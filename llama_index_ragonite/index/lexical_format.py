@@ -4,7 +4,8 @@ Why apart from ``LexicalIndex``: the index is about ranking; this module is abou
 folder must hold to be trusted. The manifest (``lexical.json``) keeps the constructor
 config, every node's id, page, title and offset in ``nodes.jsonl`` (row ``i`` of the bm25s matrix is
 line ``i``) and the sha256 of that file and of each bm25s file, so damage is an error on load and not
-silently bad ranking. The folder is
+silently bad ranking. ``term_counts.npz`` holds the matrix's term counts (``index.term_counts``: an
+audience's statistics); a folder written before it existed has none, and they are counted on first need. The folder is
 written through :func:`~llama_index_ragonite.index.persist.atomic_folder`.
 """
 
@@ -20,7 +21,7 @@ from typing import Any, Optional, Tuple
 import bm25s
 import numpy as np
 from llama_index.core.schema import BaseNode
-from llama_index.core.storage.docstore.utils import json_to_doc
+from llama_index.core.storage.docstore.utils import doc_to_json, json_to_doc
 
 from llama_index_ragonite.errors import StoreCorruptError, StoreFileError
 from llama_index_ragonite.index.persist import (
@@ -28,8 +29,11 @@ from llama_index_ragonite.index.persist import (
     check_format_version,
     file_checksums,
     read_json,
+    read_npz,
     verify_checksums,
+    write_npz,
 )
+from llama_index_ragonite.index.term_counts import TermCounts
 
 __all__ = [
     "BM25_DIR_NAME",
@@ -39,6 +43,11 @@ __all__ = [
     "NODES_NAME",
     "NodesFile",
     "load_bm25",
+    "format1_rows",
+    "load_term_counts",
+    "node_json",
+    "node_of_json",
+    "node_title",
     "read_manifest",
     "write_folder",
 ]
@@ -50,9 +59,12 @@ MANIFEST_NAME = "lexical.json"
 NODES_NAME = "nodes.jsonl"
 NodeRow = Tuple[str, str, Optional[str], Optional[str]]  # (node id, node JSON, ref_doc_id, title)
 BM25_DIR_NAME = "bm25s"
+TERM_COUNTS_NAME = "term_counts.npz"
 
 
-def write_folder(path: Path, config: dict[str, Any], rows: Iterable[NodeRow], bm25: bm25s.BM25 | None) -> None:
+def write_folder(
+    path: Path, config: dict[str, Any], rows: Iterable[NodeRow], bm25: bm25s.BM25 | None, counts: TermCounts | None
+) -> None:
     """Write (or atomically replace) the index folder ``path``; ``rows`` are the nodes in matrix row order.
 
     Each node's JSON goes to ``nodes.jsonl`` as the index already holds it (one line each: JSON text
@@ -79,12 +91,15 @@ def write_folder(path: Path, config: dict[str, Any], rows: Iterable[NodeRow], bm
         if bm25 is not None:
             bm25.save(tmp / BM25_DIR_NAME, show_progress=False)
             bm25_manifest = {"num_docs": len(ids), "files": file_checksums(tmp / BM25_DIR_NAME)}
+        if counts is not None:
+            write_npz(tmp / TERM_COUNTS_NAME, counts.arrays(bm25.scores if bm25 is not None else None))
         manifest = {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
             "bm25s_version": bm25s.__version__,
             "config": config,
             "bm25": bm25_manifest,
+            "term_counts": {"name": TERM_COUNTS_NAME} if counts is not None else None,
             "nodes_file": {"name": NODES_NAME, "sha256": digest.hexdigest()},
             "ids": ids,
             "pages": pages,
@@ -157,6 +172,43 @@ class NodesFile:
             raise StoreCorruptError(f"{self.file}: node record {row} is damaged ({exc!r})") from exc
 
 
+def format1_rows(path: Path, entries: list[Any]) -> list[tuple[str, str, Optional[str], Optional[str]]]:
+    """(node id, node JSON, page, title) of a format-1 manifest's inline nodes, in order; damage or a
+    repeated id is an error."""
+    records: dict[str, tuple[str, str, Optional[str], Optional[str]]] = {}
+    for position in range(len(entries)):
+        # Each parsed node is let go once stored: a large index is not held twice (dicts and records)
+        entry, entries[position] = entries[position], None
+        try:
+            node = json_to_doc(entry)
+        except Exception as exc:  # pydantic, KeyError, ValueError...: all mean a damaged record
+            raise StoreCorruptError(f"{path}: node record {position} is damaged ({exc!r})") from exc
+        if node.node_id in records:
+            raise StoreCorruptError(f"{path}: node id {node.node_id!r} appears twice")
+        records[node.node_id] = (node.node_id, json.dumps(entry, ensure_ascii=False), node.ref_doc_id, node_title(node))
+    return list(records.values())
+
+
+def node_title(node: BaseNode) -> str | None:
+    title = node.metadata.get("title")
+    return str(title).strip() or None if title is not None else None
+
+
+def node_json(node: BaseNode) -> str:
+    """A node as the index stores it: its JSON without the embedding."""
+    data = doc_to_json(node)
+    # Vectors live in the vector store; a copy here would dominate memory and file size.
+    data["__data__"]["embedding"] = None
+    try:
+        return json.dumps(data, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"node {node.node_id!r} cannot be stored: not JSON-serializable ({exc})") from exc
+
+
+def node_of_json(payload: str) -> BaseNode:
+    return json_to_doc(json.loads(payload))
+
+
 def load_bm25(path: Path, bm25_manifest: Any, num_docs: int, params: tuple[float, float, str]) -> bm25s.BM25 | None:
     """Load the bm25s matrix and cross-check it against its checksums, ``num_docs`` and ``(k1, b, method)``."""
     if bm25_manifest is None:  # persisted with nothing searchable
@@ -182,6 +234,24 @@ def load_bm25(path: Path, bm25_manifest: Any, num_docs: int, params: tuple[float
         if isinstance(array, np.memmap):
             bm25.scores[name] = array.view(np.ndarray)
     return bm25
+
+
+def load_term_counts(path: Path, section: Any, bm25: bm25s.BM25 | None) -> Optional[TermCounts]:
+    """The matrix's term counts, mapped and checked (None: the folder predates them, or nothing is searchable)."""
+    if section is None or bm25 is None:
+        return None
+    if not isinstance(section, dict) or section.get("name") != TERM_COUNTS_NAME:
+        raise StoreCorruptError(f"{path / MANIFEST_NAME}: malformed 'term_counts' section")
+    arrays = read_npz(path / TERM_COUNTS_NAME, "the lexical index's term counts", mapped=True)
+    try:
+        counts = TermCounts.from_arrays({name: a.view(np.ndarray) for name, a in arrays.items()}, bm25.scores)
+    except (KeyError, ValueError) as exc:
+        raise StoreCorruptError(
+            f"{path / TERM_COUNTS_NAME}: the term counts do not fit the bm25s matrix ({exc})"
+        ) from exc
+    if len(counts.lengths) != bm25.scores["num_docs"] or len(counts.indptr) != len(bm25.vocab_dict) + 1:
+        raise StoreCorruptError(f"{path / TERM_COUNTS_NAME}: the term counts do not fit the bm25s matrix")
+    return counts
 
 
 def _is_replaceable(path: Path) -> bool:

@@ -133,10 +133,15 @@ def matches(metadata: Mapping[str, Any], filters: MetadataFilters) -> bool:
 
 @dataclass(frozen=True)
 class Allowed:
-    """The evidences a narrowed search may return, and their pages."""
+    """The evidences a narrowed search may return, and their pages; and, when the principal may not read
+    everything, the evidences and pages they may read (``audience_nodes``/``audience_pages``): the
+    statistics a side that ranks by them (BM25, titles) must use, so that no score depends on a page
+    the principal cannot read. None: the whole store's (filters alone narrow what is readable to all)."""
 
     nodes: FrozenSet[str]
     pages: FrozenSet[str]
+    audience_nodes: Optional[FrozenSet[str]] = None
+    audience_pages: Optional[FrozenSet[str]] = None
 
 
 class Narrowing:
@@ -164,8 +169,15 @@ class Narrowing:
         return found
 
     def _compute(self, lexical: LexicalIndex, access: AccessMap, principals: Tuple[Principal, ...]) -> Allowed:
-        pages = lexical.node_pages()  # a node of no page, or of a page without an entry, is readable by all
-        pages = {node: page for node, page in pages.items() if all(access.readable(page, p) for p in principals)}
+        every = lexical.node_pages()  # a node of no page, or of a page without an entry, is readable by all
+        pages = {node: page for node, page in every.items() if all(access.readable(page, p) for p in principals)}
+        audience_nodes = audience_pages = None
+        if len(pages) < len(every):
+            audience_nodes = frozenset(pages)
+            audience_pages = frozenset(p for p in pages.values() if p is not None)
         if self.filters is not None:
             pages = {n: p for n, p in pages.items() if matches(lexical.get_node(n).metadata, self.filters)}
-        return Allowed(frozenset(pages), frozenset(p for p in pages.values() if p is not None))
+        nodes, readable_pages = frozenset(pages), frozenset(p for p in pages.values() if p is not None)
+        if self.filters is None and audience_nodes is not None:  # the same sets: one hash, one cache entry
+            nodes, readable_pages = audience_nodes, audience_pages or frozenset()
+        return Allowed(nodes, readable_pages, audience_nodes, audience_pages)

@@ -99,9 +99,9 @@ class LexicalRetriever(_LexicalSide):
         if not self.similarity_top_k:
             return []
         allowed = self.allowed()
-        return self.lexical.search(
-            query_bundle.query_str, self.similarity_top_k, None if allowed is None else allowed.nodes
-        )
+        if allowed is None:
+            return self.lexical.search(query_bundle.query_str, self.similarity_top_k)
+        return self.lexical.search(query_bundle.query_str, self.similarity_top_k, allowed.nodes, allowed.audience_nodes)
 
 
 class LatentTermRetriever(_InProcessRetriever):
@@ -145,9 +145,11 @@ class PageTitleRetriever(_LexicalSide):
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         allowed = self.allowed()
-        pages = self.lexical.search_titles(
-            query_bundle.query_str, self.similarity_top_k, None if allowed is None else allowed.pages
-        )
+        if allowed is None:
+            pages = self.lexical.search_titles(query_bundle.query_str, self.similarity_top_k)
+        else:
+            query, k = query_bundle.query_str, self.similarity_top_k
+            pages = self.lexical.search_titles(query, k, allowed.pages, allowed.audience_pages)
         return [NodeWithScore(node=TextNode(id_=page, text=""), score=score) for page, score in pages]
 
 
