@@ -159,5 +159,24 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as err:
         print(f"ragonite serve needs the [web] extra: pip install 'llama-index-ragonite[web]' ({err})", file=sys.stderr)
         return 2
-    serve(config, log_level=args.log_level, ready=lambda url: print(f"RAGonite on {url} (API docs: /docs)", flush=True))
+
+    def ready(url: str) -> None:
+        print(f"RAGonite on {url} (API docs: /docs)\n{sign_in_line(config)}", flush=True)
+
+    serve(config, log_level=args.log_level, ready=ready)
     return 0
+
+
+def sign_in_line(config: ServeConfig) -> str:
+    """How the users of this server sign in, said where it starts."""
+    ways = []
+    if config.trusted_proxies:
+        ways.append(
+            f"through the proxy at {', '.join(config.trusted_proxies)}, which names them in {config.proxy_user_header}"
+        )
+    if config.users or config.tokens:
+        made = "`ragonite users add` makes one" if config.users else "one of the --token values"
+        ways.append(f"by opening the page and pasting their access token ({made})")
+    if not ways:
+        return "Sign-in: none needed (loopback without tokens: each browser is a user, by a cookie)"
+    return "Sign-in: users sign in " + "; or ".join(ways)

@@ -1,6 +1,7 @@
 """``create_app(config)``: the FastAPI app of ``ragonite serve`` (API, page, OpenAPI docs).
 
-The page is ``static/index.html`` at ``/`` with its modules under ``/static/``; the API is
+The page is ``static/index.html`` at ``/`` (its ``<body>`` says how the caller signs in: ``sign_in_mode``)
+with its modules under ``/static/``; the API is
 ``routes.py`` under ``/api``; ``auth.SecurityMiddleware`` wraps everything (tokens or cookie
 users, body limit, CSP). ``/docs`` is FastAPI's Swagger UI, served with its own CSP that
 allows its CDN and the SHA-256 of its one inline script, and nothing else inline.
@@ -20,7 +21,7 @@ from typing import Any, Callable, Optional
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -38,6 +39,8 @@ __all__ = ["STATIC", "create_app", "serve"]
 STATIC = Path(__file__).parent / "static"
 SWAGGER_CDN = "https://cdn.jsdelivr.net"
 HTTP_KINDS = {401: "auth", 404: "not_found", 405: "input", 413: "input"}
+_MODE_SLOT = 'data-sign-in="open"'  # index.html's <body> attribute that sign_in_mode fills in
+_NO_STORE = {"Cache-Control": "no-store"}
 
 
 def _version() -> str:
@@ -112,15 +115,38 @@ def create_app(config: ServeConfig, sessions: Optional[Sessions] = None) -> Any:
         return HTMLResponse(html)  # SecurityMiddleware gives /docs the CSP of _docs_page
 
     @app.get("/", include_in_schema=False)
-    async def page() -> FileResponse:
-        return FileResponse(STATIC / "index.html", media_type="text/html")
+    async def page(request: Request) -> HTMLResponse:
+        mode = sign_in_mode(request)  # per caller: never cached
+        return HTMLResponse(_index_html().replace(_MODE_SLOT, f'data-sign-in="{mode}"', 1), headers=_NO_STORE)
 
     if STATIC.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC), name="static")
     users, proxy = config.identities()
-    return SecurityMiddleware(
+    secured = SecurityMiddleware(
         app, config.tokens, lambda: _docs_page()[1], config.host_names(), users=users, proxy=proxy
     )
+    app.state.signin = secured.signin  # the session routes open and end its sessions
+    return secured
+
+
+def sign_in_mode(request: Request) -> str:
+    """How the page's caller is signed in, rendered into the page so that it asks for a token before any
+    API call: ``sign-in`` (a token is needed: the sign-in form), ``signed-in`` (a token's session),
+    ``proxy`` (the trusted proxy named the user) or ``open`` (loopback without tokens: nothing needed)."""
+    if request.state.user is None:  # SecurityMiddleware found no valid token or session
+        return "sign-in"
+    config = request.app.state.config
+    if config.trusted_proxies and request.headers.get(config.proxy_user_header, "").strip():
+        return "proxy"
+    return "signed-in" if request.app.state.signin.required() else "open"
+
+
+@lru_cache(maxsize=1)
+def _index_html() -> str:
+    html = (STATIC / "index.html").read_text(encoding="utf-8")
+    if _MODE_SLOT not in html:  # every caller would get the page of a server without tokens
+        raise RuntimeError(f"static/index.html: its <body> lost {_MODE_SLOT}")
+    return html
 
 
 def serve(config: ServeConfig, log_level: str = "info", ready: Optional[Callable[[str], None]] = None) -> None:

@@ -1,9 +1,9 @@
 """Who is asking, and the limits every request passes: one ASGI middleware.
 
-* With access tokens configured, every ``/api`` call needs one (``Authorization: Bearer``;
-  the page takes it from ``/#token=…``): 401 otherwise. A token of the users file
-  (``identities.UsersFile``) is that user, with their groups (``scope["state"]["principal"]``);
-  a bare ``--token`` is an owner of its own conversations, without a principal.
+* With access tokens configured, every ``/api`` call needs one (``Authorization: Bearer``) or a sign-in
+  session's cookie (``signin.py``: the page trades the token for it at ``/api/session``): 401 otherwise.
+  A token of the users file (``identities.UsersFile``) is that user, with their groups
+  (``scope["state"]["principal"]``); a bare ``--token`` is an owner of its own conversations, without a principal.
 * With a trusted proxy (``identities.ProxyTrust``), its user and groups headers name the user, from
   its addresses only: the same headers from another address get 403 kind ``auth``.
 * Without tokens (loopback only), the user is a random id in the ``ragonite_user`` cookie
@@ -24,7 +24,6 @@
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import re
 import secrets
@@ -34,6 +33,7 @@ from urllib.parse import urlsplit
 
 from llama_index_ragonite.serve.config import LOOPBACK_NAMES, MAX_BODY_BYTES, is_loopback
 from llama_index_ragonite.serve.identities import ProxyTrust, UsersFile, owner_of
+from llama_index_ragonite.serve.signin import SESSION_COOKIE, SignIn
 
 __all__ = ["CSP", "SecurityMiddleware", "USER_COOKIE", "security_headers", "token_user"]
 
@@ -42,6 +42,7 @@ CSP = (
     "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 )
 USER_COOKIE = "ragonite_user"
+SESSION_PATH = "/api/session"  # signing in needs no identity yet
 _USER_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -69,6 +70,7 @@ class SecurityMiddleware:
         self.app, self.tokens, self.docs_csp = app, list(tokens), docs_csp
         self.host_names = frozenset(host_names)
         self.users, self.proxy = users, proxy
+        self.signin = SignIn(self.tokens, users)  # tokens and sign-in sessions (signin.py)
 
     def known_origin(self, origin: str, host: str) -> bool:
         """Whether an ``Origin`` header is a page of this server: a known name and, on a loopback name,
@@ -90,14 +92,6 @@ class SecurityMiddleware:
             name = name.split(":", 1)[0]
         return bool(name) and name in self.host_names
 
-    def valid_token(self, candidate: Optional[str]) -> Optional[str]:
-        if not candidate:
-            return None
-        for token in self.tokens:
-            if hmac.compare_digest(candidate.encode(), token.encode()):
-                return token
-        return None
-
     def identify(self, headers: Dict[str, str], client: str) -> Tuple[Optional[str], Any, Optional[str]]:
         """(owner id, principal or None, a new cookie user id to set or None); ``_Refused`` says why not."""
         if self.proxy is not None and headers.get(self.proxy.user_header, "").strip():
@@ -106,18 +100,17 @@ class SecurityMiddleware:
             named = self.proxy.user(headers)
             assert named is not None
             return owner_of(named.name), named.principal, None
-        users = self.users.current() if self.users is not None else None
-        if self.tokens or (users is not None and users.users):
+        if self.signin.required():
             bearer = headers.get("authorization", "")
             given = bearer[7:].strip() if bearer.lower().startswith("bearer ") else None
-            known = users.by_token(given) if users is not None else None
-            if known is not None:
-                return owner_of(known.name), known.principal, None
-            token = self.valid_token(given)
-            if token is None:
-                why = "Wrong access token" if given else "Missing access token: send Authorization: Bearer TOKEN"
+            session = None if given else _cookies(headers.get("cookie", "")).get(SESSION_COOKIE)
+            caller = self.signin.by_token(given) if given else self.signin.by_session(session) if session else None
+            if caller is None:
+                why = "Wrong access token" if given else "Missing access token: sign in, or send Authorization: Bearer"
+                if session:
+                    why = "Your session has ended (signed out, expired, or its token was revoked): sign in again"
                 raise _Refused(401, why, [(b"www-authenticate", b"Bearer")])
-            return token_user(token), None, None
+            return caller.owner, caller.principal, None
         user = _cookies(headers.get("cookie", "")).get(USER_COOKIE)
         if user and _USER_ID.match(user):
             return user, None, None
@@ -140,7 +133,7 @@ class SecurityMiddleware:
         try:
             user, principal, new_user = self.identify(headers, (scope.get("client") or ("",))[0])
         except _Refused as refused:
-            if refused.status == 403 or path.startswith("/api"):
+            if refused.status == 403 or (path.startswith("/api") and path != SESSION_PATH):
                 await _error(send, refused.status, str(refused), "auth", refused.headers)
                 return
             user, principal, new_user = None, None, None  # the page itself needs no identity

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Dict, List, Literal, Optional
 
 import anyio
 from fastapi import APIRouter, Depends, Path, Request, Response
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from llama_index_ragonite.chat.engine import MAX_MESSAGE_CHARS
@@ -28,6 +28,7 @@ from llama_index_ragonite.serve.explaining import explain_turn
 from llama_index_ragonite.serve.limits import TurnSlots
 from llama_index_ragonite.serve.page_view import page_view
 from llama_index_ragonite.serve.reading import reader
+from llama_index_ragonite.serve.signin import SESSION_COOKIE
 from llama_index_ragonite.serve.turn_control import TurnStop
 
 __all__ = ["router"]
@@ -58,6 +59,10 @@ class Message(BaseModel):
 class ExplainRequest(BaseModel):
     method: Literal["counterfactual", "naive", "surrogate", "combination", "permutation"] = "counterfactual"
     options: Dict[str, Any] = Field(default_factory=dict, description="explain_options.OPTIONS of the method")
+
+
+class SignInRequest(BaseModel):
+    token: str = Field(min_length=1, max_length=1024, description="An access token (--token or the users file).")
 
 
 class FeedbackRequest(BaseModel):
@@ -109,6 +114,49 @@ async def health(request: Request) -> Dict[str, Any]:
         "fusions": state.fusions,
         "turns_running": running,
     }
+
+
+@router.post("/session", status_code=201)
+async def sign_in(request: Request, body: SignInRequest) -> JSONResponse:
+    """Trade a token for a session cookie (HttpOnly, SameSite=Strict; ``serve.signin``): the web page's sign-in."""
+    signin = request.app.state.signin
+    if not signin.required():
+        return JSONResponse({"error": "This server asks for no token: no sign-in needed", "kind": "input"}, 409)
+    opened = signin.open(body.token.strip())
+    if opened is None:
+        return JSONResponse({"error": "Wrong access token", "kind": "auth"}, 401, {"WWW-Authenticate": "Bearer"})
+    session_id, caller = opened
+    if request.cookies.get(SESSION_COOKIE):
+        signin.close(request.cookies[SESSION_COOKIE])  # a new sign-in ends the tab's previous session
+    principal = caller.principal
+    groups = sorted(principal.groups) if principal else []
+    response = JSONResponse({"name": caller.name, "groups": groups}, 201)
+    response.set_cookie(
+        SESSION_COOKIE,
+        session_id,
+        max_age=int(signin.lifetime),
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https" or request.headers.get("origin", "").startswith("https://"),
+    )
+    return response
+
+
+@router.delete("/session", status_code=204)
+async def sign_out(request: Request) -> Response:
+    """End this session here (its cookie no longer works, even if kept) and clear the cookie."""
+    if request.cookies.get(SESSION_COOKIE):
+        request.app.state.signin.close(request.cookies[SESSION_COOKIE])
+    response = Response(status_code=204)
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+    return response
+
+
+@router.get("/me")
+async def me(who: Who) -> Dict[str, Any]:
+    """Who the app takes the caller for: a users-file or proxy user's name and groups (None and [] otherwise)."""
+    return {"name": who.user if who else None, "groups": sorted(who.groups) if who else []}
 
 
 @router.get("/domains")

@@ -1,8 +1,6 @@
-// The REST API client (see the OpenAPI page at /docs). Every call goes to the same origin;
-// without a token the server identifies the user by its HttpOnly cookie, with one (opened as
-// /#token=..., kept in sessionStorage for this tab only) it is sent as a Bearer header.
-
-const TOKEN_KEY = "ragonite-token";
+// The REST API client (see the OpenAPI page at /docs). Every call goes to the same origin and the
+// server knows the user by an HttpOnly cookie: with tokens, the session cookie that signing in
+// (POST /api/session) sets; without, a random user id. The page never keeps a token.
 
 /** An API failure with the server's error kind: llm, store, input, not_found, auth or network. */
 export class ApiError extends Error {
@@ -14,34 +12,27 @@ export class ApiError extends Error {
   }
 }
 
-/** Move a token given in the URL fragment into sessionStorage, and off the address bar. */
-export function adoptTokenFromUrl() {
+/** A token given in the address (/#token=...), taken off the address bar and out of the history; or null. */
+export function takeTokenFromUrl() {
   const match = /(?:^|[#&])token=([^&]+)/.exec(window.location.hash);
-  if (!match) return;
-  try {
-    window.sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
-  } catch (_) {
-    /* storage unavailable: the token is only in memory for this page */
-    memoryToken = decodeURIComponent(match[1]);
-  }
+  if (!match) return null;
   window.history.replaceState(null, "", window.location.pathname + window.location.search);
+  try {
+    return decodeURIComponent(match[1]);
+  } catch (_) {
+    return match[1];
+  }
 }
 
-let memoryToken = null;
+let onUnauthorized = () => {};
 
-function token() {
-  try {
-    return window.sessionStorage.getItem(TOKEN_KEY) || memoryToken;
-  } catch (_) {
-    return memoryToken;
-  }
+/** `handler(message)` runs on every 401 (the session ended: signed out elsewhere, expired, or revoked). */
+export function setOnUnauthorized(handler) {
+  onUnauthorized = handler;
 }
 
 function headers(extra = {}) {
-  const result = { Accept: "application/json", ...extra };
-  const bearer = token();
-  if (bearer) result.Authorization = `Bearer ${bearer}`;
-  return result;
+  return { Accept: "application/json", ...extra };
 }
 
 function kindForStatus(status) {
@@ -67,6 +58,7 @@ async function errorFrom(response) {
   } catch (_) {
     /* not JSON: keep the status line */
   }
+  if (response.status === 401) onUnauthorized(message);
   return new ApiError(message, kind, response.status);
 }
 
@@ -91,6 +83,9 @@ async function request(method, path, body) {
 const conv = (id) => `/api/conversations/${encodeURIComponent(id)}`;
 
 export const api = {
+  signIn: (token) => request("POST", "/api/session", { token }),
+  signOut: () => request("DELETE", "/api/session"),
+  me: () => request("GET", "/api/me"),
   health: () => request("GET", "/api/health"),
   domains: () => request("GET", "/api/domains"),
   llms: () => request("GET", "/api/llms"),

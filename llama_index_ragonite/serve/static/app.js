@@ -18,13 +18,15 @@
 //              explanation-permutation, rage-explanation, rage-pie, rage-slice, rage-rules,
 //              rage-groupings, rage-counterfactuals
 //   errors:    error (data-kind: llm|store|network|input|not_found|auth|other), error-dismiss
+//   sign-in:   sign-in (the form's section), sign-in-token, sign-in-submit, sign-in-error, sign-out, user-name
 
-import { adoptTokenFromUrl, api } from "./api.js";
+import { api } from "./api.js";
 import { button, clear, el } from "./dom.js";
 import { explainPanel, showExplanation } from "./explain.js";
 import { showPage } from "./page.js";
 import { chooseLanguage, chosenLanguage, language, setLanguage, t, translatePage } from "./i18n.js";
 import { errorView, highlightSource, pendingTurnView, turnView } from "./render.js";
+import { bindSignIn, showSignIn, showUser, signInFromUrl, signInMode } from "./signin.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -405,11 +407,17 @@ function bindEvents() {
 }
 
 async function start() {
-  adoptTokenFromUrl();
   setLanguage(chosenLanguage() || navigator.language);
   $("ui-language").value = chosenLanguage();
   translatePage();
   bindEvents();
+  bindSignIn();
+  if (await signInFromUrl()) return; // reloading as the signed-in user
+  if (signInMode() === "sign-in") {
+    showSignIn(); // a token is needed first: no API call before it
+    return;
+  }
+  showUser();
   await loadChoices();
   state.draftSettings = { domain: $("domain-select").value };
   await refreshConversations();
