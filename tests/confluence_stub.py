@@ -84,6 +84,13 @@ class ConfluenceStub(LoopbackServer):
     space_readers: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = field(default_factory=dict)
     space_admin: bool = True  # False: spaces are answered without their permissions, as to a non-admin
     memberships: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # user id -> groups (user/memberof)
+    # a proxy that trims expansions: "user" or "group" (that part of a page's read restriction answered as
+    # ``{"_expandable": …}``), "parts" (both parts absent, named in ``restrictions._expandable``, Confluence's own
+    # form), "space" (each space permission's subjects unexpanded); restriction trims apply to ``trimmed_pages``
+    # (page ids; None: every page)
+    trimmed: set = field(default_factory=set)
+    trimmed_pages: Optional[set] = None
+    restriction_limit: int = 100  # users (and groups) of a read restriction per answer; more: ``_links.next``
     thread_name = "confluence-stub"
     poll_interval = 0.05
     block_on_close = False
@@ -177,7 +184,11 @@ class ConfluenceStub(LoopbackServer):
             data["metadata"] = {"labels": {"results": labels, "start": 0, "limit": 200, "size": len(labels)}}
         if "restrictions.read.restrictions.user" in expand:
             users, groups = page.readers or ((), ())
-            data["restrictions"] = {"read": {"operation": "read", "restrictions": _subjects(users, groups)}}
+            link = f"/rest/api/content/{page.id}/restriction/byOperation/read"
+            restrictions = _subjects(users, groups, self.restriction_limit, link)
+            if self.trimmed_pages is None or page.id in self.trimmed_pages:
+                restrictions = _trim(restrictions, self.trimmed, link)
+            data["restrictions"] = {"read": {"operation": "read", "restrictions": restrictions}}
         if "history.lastUpdated" in expand:
             data["history"] = {"latest": True, "lastUpdated": {"when": page.when, "number": page.version}}
         return data
@@ -275,8 +286,13 @@ class _Handler(BaseHTTPRequestHandler):
         if "permissions" in expand and stub.space_admin:
             users, groups = stub.space_readers.get(key, ((), ("confluence-users",)))
             read = {"operation": "read", "targetType": "space"}
+            subjects = _subjects(users, groups)
+            if "space" in stub.trimmed:
+                subjects = {
+                    "_expandable": {"user": f"/rest/api/space/{key}/user", "group": f"/rest/api/space/{key}/group"}
+                }
             data["permissions"] = [
-                {"operation": read, "anonymousAccess": False, "subjects": _subjects(users, groups)},
+                {"operation": read, "anonymousAccess": False, "subjects": subjects},
                 {
                     "operation": {"operation": "administer", "targetType": "space"},
                     "subjects": _subjects((), ("admins",)),
@@ -366,13 +382,27 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 # -- page sets ------------------------------------------------------------------------------------
-def _subjects(users: Sequence[str], groups: Sequence[str]) -> Dict[str, Any]:
-    """Users and groups in the API's shape (a Cloud user: ``accountId``; Data Center adds ``username``)."""
+def _subjects(users: Sequence[str], groups: Sequence[str], limit: int = 100, link: str = "") -> Dict[str, Any]:
+    """Users and groups in the API's shape (a Cloud user: ``accountId``; Data Center adds ``username``), at
+    most ``limit`` of each, with ``_links.next`` (under ``link``) when more follow."""
     user_results = [{"type": "known", "accountId": u, "username": u, "displayName": u.title()} for u in users]
     group_results = [{"type": "group", "name": g, "id": f"g-{g}"} for g in groups]
+    parts: Dict[str, Any] = {}
+    for kind, results in (("user", user_results), ("group", group_results)):
+        chunk = results[:limit]
+        parts[kind] = {"results": chunk, "start": 0, "limit": limit, "size": len(chunk)}
+        if len(results) > limit:
+            parts[kind]["_links"] = {"next": f"{link}/{kind}?start={limit}&limit={limit}"}
+    return parts
+
+
+def _trim(restrictions: Dict[str, Any], trims: set, link: str) -> Dict[str, Any]:
+    """A read restriction as a proxy that dropped some expansions answers it (``ConfluenceStub.trimmed``)."""
+    if "parts" in trims:
+        return {"_expandable": {kind: f"{link}/{kind}" for kind in ("user", "group")}}
     return {
-        "user": {"results": user_results, "start": 0, "limit": 100, "size": len(user_results)},
-        "group": {"results": group_results, "start": 0, "limit": 100, "size": len(group_results)},
+        kind: {"_expandable": {"results": f"{link}/{kind}"}} if kind in trims else value
+        for kind, value in restrictions.items()
     }
 
 

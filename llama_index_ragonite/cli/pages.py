@@ -180,7 +180,14 @@ def add_confluence_arguments(p: Any) -> None:
         action="append",
         default=[],
         metavar="KEY=GROUP,…",
-        help="Confluence: who may view space KEY, when the account cannot read its permissions (KEY=* : anyone)",
+        help="Confluence: who may view space KEY, used only when the account cannot read its permissions whole"
+        " (KEY=* : anyone; where Confluence answers, its answer wins)",
+    )
+    p.add_argument(
+        "--allow-unreadable",
+        action="store_true",
+        help="Confluence: exit 0 even when some pages' permissions could not be read (they are still printed and"
+        " readable by nobody; default: exit 1)",
     )
 
 
@@ -224,6 +231,19 @@ def confluence_index_command(args: Any, parser: Any, contextualizer: Any, **stor
     )
     seconds = sum(report.seconds.values())
     print(f"{args.store}: {report} in {seconds:.1f} s")
+    for key, why in sorted(report.named_spaces.items()):
+        print(f"space {key}: viewers from --space-readers ({why})")
+    for key in report.ignored_space_readers:
+        print(f"space {key}: --space-readers not used: Confluence's own permissions were read")
+    for doc_id, why in sorted(report.unreadable.items()):
+        print(f"readable by nobody: {doc_id}: {why}")
+    if report.unreadable and not args.allow_unreadable:
+        print(
+            f"ragonite: {len(report.unreadable)} page(s) readable by nobody (their permissions could not be read);"
+            " exit 1 (--allow-unreadable: exit 0)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

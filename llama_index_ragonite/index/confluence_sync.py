@@ -56,7 +56,9 @@ class SyncReport:
     retries: int = 0
     seconds: Dict[str, float] = field(default_factory=dict)
     complete: bool = True  # False: a server error stopped the fetching; the next run catches up
-    unreadable: Dict[str, str] = field(default_factory=dict)  # document id -> why nobody may read it now
+    unreadable: Dict[str, str] = field(default_factory=dict)  # document id -> why nobody may read it now, and the fix
+    named_spaces: Dict[str, str] = field(default_factory=dict)  # space -> why its named viewers (space_readers) apply
+    ignored_space_readers: List[str] = field(default_factory=list)  # named spaces Confluence answered for itself
 
     def __str__(self) -> str:
         asked = ", ".join(f"{n} {kind}" for kind, n in sorted(self.requests.items())) or "none"
@@ -78,7 +80,8 @@ class ConfluenceSync:
         fetch_batch: int = 25,
         space_readers: Optional[Mapping[str, Readers]] = None,
     ) -> None:
-        """``space_readers``: a space's viewers, for spaces whose permissions the account cannot read."""
+        """``space_readers``: a space's viewers, used only for a space whose permissions the account cannot
+        read whole (where Confluence answers, its answer wins: ``SyncReport.ignored_space_readers``)."""
         self.store, self.reader, self.fetch_batch = store, reader, fetch_batch
         self.space_readers = dict(space_readers or {})
         self.scope_key = json.dumps(reader.scope(), sort_keys=True)
@@ -105,7 +108,9 @@ class ConfluenceSync:
         clock = StepClock(report.seconds)
         listed = self.reader.list_pages()  # raises before anything changed
         report.listed = len(listed)
-        access, report.unreadable = PermissionReader(client, self.space_readers).page_access(listed)
+        permissions = PermissionReader(client, self.space_readers)
+        access, report.unreadable = permissions.page_access(listed)
+        report.named_spaces, report.ignored_space_readers = permissions.named_used, permissions.named_ignored
         clock.lap("list")
         state = self.read_state()
         mine: Dict[str, Any] = dict(state["scopes"].get(self.scope_key, {}).get("pages", {}))

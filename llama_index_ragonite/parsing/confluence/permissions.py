@@ -7,6 +7,11 @@ read one request each; a space's viewers come from ``space/{key}?expand=permissi
 Confluence answers only to space administrators (``None`` otherwise: the caller decides, never
 "everyone"). Users are named by every id Confluence gives them (Cloud ``accountId``, Data
 Center ``username`` and ``userKey``), so a principal matches by any of them.
+
+Fail closed: a restriction or permission is read only when the answer holds all of it. A part
+not expanded (a proxy that trims ``expand``), missing, cut short (``_links.next``, ``size`` or
+``totalSize`` above what is listed, a full ``limit``) or of an unknown shape is a ``ConfluenceError``
+naming it and the fix; the sync then makes the page readable by nobody (``index/confluence_access.py``).
 """
 
 from __future__ import annotations
@@ -49,30 +54,83 @@ def checked_space_key(key: str) -> str:
     return key
 
 
-def _subjects(holder: Dict[str, Any], what: str, at: str) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
-    """The user ids and group names of ``holder`` (``{"user": {"results": …}, "group": …}``, found at ``at``)."""
+EXPANSION_FIX = (
+    "Confluence, or a proxy in front of it, did not expand it: let the sync's `expand` through; "
+    "readable by nobody until a sync reads it whole"
+)
+CUT_FIX = (
+    "the answer holds only part of it, and the sync does not page through a restriction's members: restrict "
+    "the page to a group instead; readable by nobody until a sync reads it whole"
+)
+
+
+def _members(holder: Dict[str, Any], part: str, what: str, at: str, required: bool) -> List[Any]:
+    """Every entry of ``holder[part]`` (``user`` or ``group``: ``{"results": […], "start", "limit", "size"}``),
+    only when the answer holds all of them: a part not expanded, without ``results``, or cut (a
+    ``_links.next``, ``start`` past 0, ``size``/``totalSize`` other than what is listed, or as many as
+    ``limit``, which may hide more) is a ``ConfluenceError`` naming it, never "no one".
+    ``required``: absent is an error too (a page restriction has both parts; a space permission one)."""
+    where = f"{at}.{part}"
+    value = get_field(holder, part, dict, what, at=at)
+    if value is None:
+        if required or part in get_field(holder, "_expandable", dict, what, {}, at=at):
+            raise ConfluenceError(f"{what}: {where} is missing ({EXPANSION_FIX})")
+        return []
+    results = get_field(value, "results", list, what, at=where)
+    if results is None:
+        raise ConfluenceError(f"{what}: {where} lists no results ({EXPANSION_FIX})")
+    listed = len(results)
+    limit = get_field(value, "limit", int, what, at=where)
+    counts = {key: get_field(value, key, int, what, listed, at=where) for key in ("size", "totalSize")}
+    cut = (
+        get_field(value, "_links.next", str, what, at=where) is not None
+        or get_field(value, "start", int, what, 0, at=where) != 0
+        or any(count != listed for count in counts.values())
+        or (limit is not None and listed >= limit)
+    )
+    if cut:
+        said = ", ".join(f"{k} {v}" for k, v in counts.items() if v != listed)
+        raise ConfluenceError(
+            f"{what}: {where} lists {listed} entries{f' ({said})' * bool(said)}, maybe not all ({CUT_FIX})"
+        )
+    return results
+
+
+def _subjects(
+    holder: Dict[str, Any], what: str, at: str, required: bool = True
+) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """The user ids and group names of ``holder`` (``{"user": {"results": …}, "group": …}``, found at ``at``).
+
+    An entry that names no one we can match (a user without an id, a group without a name) is an
+    error: dropping it could turn a restriction into none."""
     users: List[str] = []
-    for i, user in enumerate(get_field(holder, "user.results", list, what, [], at=at)):
-        users += [get_field(user, key, str, what, "", at=f"{at}.user.results[{i}]") for key in _USER_IDS]
-    groups = [
-        get_field(group, "name", str, what, "", at=f"{at}.group.results[{i}]")
-        for i, group in enumerate(get_field(holder, "group.results", list, what, [], at=at))
-    ]
-    return tuple(dict.fromkeys(u for u in users if u)), tuple(dict.fromkeys(g for g in groups if g))
+    for i, user in enumerate(_members(holder, "user", what, at, required)):
+        ids = [get_field(user, key, str, what, "", at=f"{at}.user.results[{i}]") for key in _USER_IDS]
+        if not any(ids):
+            raise ConfluenceError(f"{what}: {at}.user.results[{i}] names no user ({', '.join(_USER_IDS)})")
+        users += ids
+    groups: List[str] = []
+    for i, group in enumerate(_members(holder, "group", what, at, required)):
+        name = get_field(group, "name", str, what, "", at=f"{at}.group.results[{i}]")
+        if not name:
+            raise ConfluenceError(f"{what}: {at}.group.results[{i}] has no name")
+        groups.append(name)
+    return tuple(dict.fromkeys(u for u in users if u)), tuple(dict.fromkeys(groups))
 
 
 def read_restriction(page: Dict[str, Any], what: str) -> Optional[Readers]:
     """The page's own read restriction (``None``: unrestricted); a ``ConfluenceError`` when the answer
-    does not say (a server or proxy that dropped the expansion: unknown is not unrestricted)."""
+    does not say all of it (a server or proxy that dropped or cut the expansion: unknown is not unrestricted)."""
     restrictions = get_field(page, "restrictions.read.restrictions", dict, what)
     if restrictions is None:
-        raise ConfluenceError(f"{what}: the answer holds no read restrictions (expand={READ_EXPAND})")
+        raise ConfluenceError(f"{what}: the answer holds no read restrictions (expand={READ_EXPAND}; {EXPANSION_FIX})")
     users, groups = _subjects(restrictions, what, "restrictions.read.restrictions")
     return Readers(users, groups) if users or groups else None
 
 
 def space_readers(space: Dict[str, Any], what: str) -> Optional[Readers]:
-    """Who may view the space; ``None`` when the answer lists no permissions (not a space admin)."""
+    """Who may view the space; ``None`` when the answer lists no permissions (not a space admin); a
+    ``ConfluenceError`` when a permission is not whole (its subjects not expanded or cut, an unknown shape)."""
     permissions = get_field(space, "permissions", list, what)
     if not permissions:
         return None
@@ -81,12 +139,24 @@ def space_readers(space: Dict[str, Any], what: str) -> Optional[Readers]:
     anyone = False
     for i, permission in enumerate(permissions):
         at = f"permissions[{i}]"
-        operation = get_field(permission, "operation.operation", str, what, "", at=at)
-        if operation != "read" or get_field(permission, "operation.targetType", str, what, "", at=at) != "space":
+        operation = get_field(permission, "operation", dict, what, at=at)
+        if operation is None:
+            raise ConfluenceError(f"{what}: {at} names no operation ({EXPANSION_FIX})")
+        if get_field(operation, "operation", str, what, "", at=f"{at}.operation") != "read" or (
+            get_field(operation, "targetType", str, what, "", at=f"{at}.operation") != "space"
+        ):
             continue
-        anyone = anyone or bool(get_field(permission, "anonymousAccess", bool, what, False, at=at))
-        subjects = get_field(permission, "subjects", dict, what, {}, at=at)
-        more_users, more_groups = _subjects(subjects, what, f"{at}.subjects")
+        anonymous = bool(get_field(permission, "anonymousAccess", bool, what, False, at=at))
+        unlicensed = bool(get_field(permission, "unlicensedAccess", bool, what, False, at=at))
+        subjects = get_field(permission, "subjects", dict, what, at=at)
+        if subjects is None:
+            if not (anonymous or unlicensed):  # a grant to no one we know of: a trimmed answer
+                raise ConfluenceError(f"{what}: {at} grants viewing to no subject ({EXPANSION_FIX})")
+            subjects = {}
+        anyone = anyone or anonymous
+        more_users, more_groups = _subjects(subjects, what, f"{at}.subjects", required=False)
+        if subjects and not (more_users or more_groups) and not (anonymous or unlicensed):
+            raise ConfluenceError(f"{what}: {at}.subjects names no user or group ({EXPANSION_FIX})")
         users, groups = users + more_users, groups + more_groups
     return Readers(tuple(dict.fromkeys(users)), tuple(dict.fromkeys(groups)), anyone)
 

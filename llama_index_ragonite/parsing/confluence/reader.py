@@ -44,6 +44,7 @@ class PageVersion:
     title: str = ""
     readers: Optional[Readers] = None  # its own read restriction (None: unrestricted); not part of ``state``
     restrictions_known: bool = True  # False: the listing did not say (the page is then readable by nobody)
+    restrictions_problem: str = ""  # why not, with the fix
 
     def state(self) -> Dict[str, Any]:
         return {"version": self.version, "space": self.space, "ancestors": list(self.ancestor_ids)}
@@ -116,9 +117,9 @@ class ConfluenceStorageReader(BasePydanticReader):
             page_id = content_id(page, "a page")
             what = f"page {page_id}"
             try:
-                readers, known = read_restriction(page, what), True
-            except ConfluenceError:  # a server that dropped the expansion: unknown, never "unrestricted"
-                readers, known = None, False
+                readers, known, problem = read_restriction(page, what), True, ""
+            except ConfluenceError as err:  # a server that dropped or cut the expansion: unknown, never "unrestricted"
+                readers, known, problem = None, False, str(err)
             found[document_id(page_id, self.id_prefix)] = PageVersion(
                 page_id=page_id,
                 version=get_field(page, "version.number", int, what, 0),
@@ -127,6 +128,7 @@ class ConfluenceStorageReader(BasePydanticReader):
                 title=get_field(page, "title", str, what, ""),
                 readers=readers,
                 restrictions_known=known,
+                restrictions_problem=problem,
             )
         return found
 
