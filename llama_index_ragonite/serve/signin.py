@@ -63,8 +63,9 @@ class SignIn:
         self._lock = threading.Lock()
 
     def required(self) -> bool:
-        """Whether callers must present a token (``--token`` or a users file with users)."""
-        return bool(self.token_hashes) or (self.users is not None and bool(self.users.current().users))
+        """Whether callers must present a token: with ``--token`` or a users file, even one emptied while the
+        server runs (then nobody gets in; never everybody, as a server without tokens would let them)."""
+        return bool(self.token_hashes) or self.users is not None
 
     def caller(self, token_hash: str) -> Optional[Caller]:
         """The caller a token hash names now (users file first, as it is on disk now), or None."""

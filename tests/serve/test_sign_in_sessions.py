@@ -220,3 +220,22 @@ def test_the_oldest_sessions_end_first_beyond_the_cap(monkeypatch):
     assert len(signin) == 3 and signin.by_session(opened[0]) is None
     assert all(signin.by_session(s) is not None for s in opened[1:])
     assert MAX_SESSIONS >= 1000
+
+
+@pytest.mark.fault(
+    "every user removed from the users file while the server runs",
+    "every request without a valid token gets 401 (nobody gets in), never the open access of a server without tokens",
+    area="access",
+)
+def test_an_emptied_users_file_lets_nobody_in(wiki_stores, tmp_path):
+    token = add_user(UsersFile.load(tmp_path / "users.json"), "acc-erin", ["eng"])
+    args = ["--store", f"wiki={wiki_stores['wiki']}", "--users", str(tmp_path / "users.json")]
+    with running_server(tmp_path, *args, "--conversations", str(tmp_path / "h.sqlite")) as running:
+        with running.client() as client:
+            session = cookie(session_of(sign_in(client, token)))
+            UsersFile(tmp_path / "users.json", []).save()
+            for headers in ({}, session, {"Authorization": f"Bearer {token}"}):
+                refused = client.post("/api/conversations", json={}, headers=headers)
+                assert refused.status_code == 401 and refused.json()["kind"] == "auth"
+                assert "set-cookie" not in refused.headers
+            assert page_mode(client) == "sign-in"
