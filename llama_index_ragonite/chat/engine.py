@@ -11,12 +11,10 @@ instrumentation event: a trace shows the completed question, each side's hits, t
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-from functools import partial
 from operator import attrgetter
 from threading import Thread
-from typing import Any, AsyncGenerator, Dict, Generator, List, Optional, Sequence
+from typing import AsyncGenerator, Generator, List, Optional, Sequence
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
@@ -24,13 +22,14 @@ from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayloa
 from llama_index.core.chat_engine.types import BaseChatEngine
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.llms.llm import LLM
-from llama_index.core.memory import BaseMemory, ChatMemoryBuffer
+from llama_index.core.memory import BaseMemory
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.settings import Settings
 
 from llama_index_ragonite.chat.answering import Answering, answered, apostprocessed, is_offline, postprocessed
+from llama_index_ragonite.chat.building import EngineBuilding, new_memory
 from llama_index_ragonite.chat.completion import OfflineQuestionCompleter, QuestionCompleter
 from llama_index_ragonite.chat.conversation_retrieval import ConversationRetrieval
 from llama_index_ragonite.chat.llm_calls import aiter_items, close_stream
@@ -43,6 +42,7 @@ from llama_index_ragonite.chat.responses import (
     without_truncated,
 )
 from llama_index_ragonite.chat.suggestions import FollowUpSuggester, suggest_follow_ups
+from llama_index_ragonite.chat.turn_access import MayRead, built_from, readable_history, store_reader
 from llama_index_ragonite.chat.turn_start import (
     MAX_MESSAGE_CHARS,
     checked_message,
@@ -54,7 +54,7 @@ from llama_index_ragonite.chat.turn_start import (
 from llama_index_ragonite.errors import LLMCallError
 from llama_index_ragonite.events import AnswerEvent, AnswerPromptEvent
 from llama_index_ragonite.index.access import Principal
-from llama_index_ragonite.models.defaults import resolve_llm, settings_llm, settings_tokenizer
+from llama_index_ragonite.models.defaults import resolve_llm, settings_llm
 from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, check_citations
 from llama_index_ragonite.retrieval.narrowing import ActingRetriever
 
@@ -70,10 +70,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 dispatcher = get_dispatcher(__name__)
-new_memory = partial(ChatMemoryBuffer.from_defaults, tokenizer_fn=settings_tokenizer)  # loads it at a first count
 
 
-class RagoniteChatEngine(BaseChatEngine):
+class RagoniteChatEngine(EngineBuilding, BaseChatEngine):
     """Condense-question chat over any retriever and any LlamaIndex LLM, with cited answers.
 
     Build it like LlamaIndex's own chat engines with ``from_defaults`` (or ``from_store`` for a
@@ -102,6 +101,8 @@ class RagoniteChatEngine(BaseChatEngine):
             the evidence favours (``chat.conversation_retrieval``); ``None``: on with the offline
             completer, off otherwise; ``False``: off.
         principal: who asks: retrieval returns only what they may read (``index.access``).
+        may_read: whether the caller may read every page of a set now (default, with ``principal``: under the
+            store's newest access map); a new turn never reads an earlier one it refuses (``chat.turn_access``).
     """
 
     def __init__(
@@ -119,11 +120,13 @@ class RagoniteChatEngine(BaseChatEngine):
         callback_manager: Optional[CallbackManager] = None,
         conversation_retrieval: Optional[ConversationRetrieval | bool] = None,
         principal: Optional[Principal] = None,
+        may_read: Optional[MayRead] = None,
     ) -> None:
         if top_k < 1:
             raise ValueError("top_k must be >= 1")
         self.callback_manager = callback_manager or Settings.callback_manager
         self._retriever = retriever if principal is None else ActingRetriever(retriever, principal)
+        self._may_read = may_read or (store_reader(retriever, principal) if principal is not None else None)
         self._llm = resolve_llm(llm)
         if llm is None and settings_llm() is None:  # our own default, wired like Settings' default LLM
             self._llm.callback_manager = self.callback_manager
@@ -141,65 +144,6 @@ class RagoniteChatEngine(BaseChatEngine):
         for postprocessor in self._node_postprocessors:
             postprocessor.callback_manager = self.callback_manager
 
-    @classmethod
-    def from_defaults(
-        cls,
-        retriever: BaseRetriever,
-        llm: Optional[LLM] = None,
-        chat_history: Optional[List[ChatMessage]] = None,
-        memory: Optional[BaseMemory] = None,
-        node_postprocessors: Optional[Sequence[BaseNodePostprocessor]] = None,
-        callback_manager: Optional[CallbackManager] = None,
-        token_limit: int = 3000,
-        **kwargs: Any,
-    ) -> "RagoniteChatEngine":
-        """The engine the way LlamaIndex builds chat engines (``index.as_chat_engine`` style arguments).
-
-        ``kwargs``: the other arguments of the class (``completer``, ``answer_prompt``, ``top_k``,
-        ``complete_questions``, ``follow_ups``); other chat engines' options (``system_prompt``,
-        ``verbose``…) are ignored with a warning. ``chat_history`` seeds a new memory; with
-        ``memory=`` too it is an error (the memory already holds a conversation).
-        """
-        ignored = sorted(set(kwargs) - set(inspect.signature(cls.__init__).parameters))
-        if ignored:
-            logger.warning("RagoniteChatEngine.from_defaults ignores %s", ", ".join(ignored))
-        if memory is not None and chat_history:
-            raise ValueError("Pass chat_history or memory, not both (memory.set(chat_history) replaces its history)")
-        if memory is None:
-            memory = new_memory(chat_history=list(chat_history or []), token_limit=token_limit)
-        return cls(
-            retriever,
-            llm=llm,
-            memory=memory,
-            token_limit=token_limit,
-            node_postprocessors=node_postprocessors,
-            callback_manager=callback_manager,
-            **{k: v for k, v in kwargs.items() if k not in ignored},
-        )
-
-    @classmethod
-    def from_store(
-        cls,
-        path,
-        llm: Optional[LLM] = None,
-        embed_model=None,
-        chat_store=None,
-        conversation_id: str = "default",
-        token_limit: int = 3000,
-        retriever_kwargs: Optional[Dict[str, Any]] = None,
-        **kwargs: Any,
-    ) -> "RagoniteChatEngine":
-        """The whole pipeline on a store built by ``ragonite index``; ``kwargs`` go to ``from_defaults``."""
-        from llama_index_ragonite.retrieval.retriever import HybridRetriever
-
-        retriever = HybridRetriever.from_store(path, embed_model=embed_model, **(retriever_kwargs or {}))
-        memory = (
-            new_memory(token_limit=token_limit, chat_store=chat_store, chat_store_key=conversation_id)
-            if chat_store is not None
-            else None
-        )
-        return cls.from_defaults(retriever, llm=llm, memory=memory, token_limit=token_limit, **kwargs)
-
     # -- state ------------------------------------------------------------------
     llm = property(attrgetter("_llm"), doc="The LLM that writes the answers.")
     retriever = property(attrgetter("_retriever"), doc="Finds the evidences for the completed question.")
@@ -211,16 +155,24 @@ class RagoniteChatEngine(BaseChatEngine):
     )
     memory = property(attrgetter("_memory"), doc="The conversation so far (token-limited).")
 
-    chat_history = property(lambda self: self._memory.get_all(), doc="Every message of the conversation.")
+    chat_history = property(
+        lambda self: readable_history(self._memory.get_all(), self._may_read),
+        doc="Every message of the conversation the caller may still read (``may_read``).",
+    )
 
     def reset(self) -> None:
         self._memory.reset()
 
     # -- the turn's steps -------------------------------------------------------
+    def readable_history(self) -> List[ChatMessage]:
+        """What the next turn builds on, the one place it is assembled: the memory's window less the answers
+        that broke off and every exchange the caller may no longer fully read (``chat.turn_access``)."""
+        return readable_history(without_truncated(self._memory.get()), self._may_read)
+
     def _history(self, chat_history: Optional[List[ChatMessage]]) -> List[ChatMessage]:
         if chat_history is not None:
             self._memory.set(chat_history)
-        return without_truncated(self._memory.get())
+        return self.readable_history()
 
     def _needs_completion(self, history: Sequence[ChatMessage]) -> bool:
         return self._complete_questions and any(m.role == MessageRole.USER for m in history)
@@ -275,7 +227,7 @@ class RagoniteChatEngine(BaseChatEngine):
             else:
                 answer = self._finish(turn, OUT_OF_SCOPE, nodes)
             answered(event, answer, nodes)
-        self._memory.put(user_message(message, nodes))
+        self._memory.put(user_message(message, nodes, turn.pages))
         self._memory.put(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
         return self._response(answer, nodes, turn)
 
@@ -290,7 +242,9 @@ class RagoniteChatEngine(BaseChatEngine):
         else:
             hits = self._conversation.retrieve(self._retriever, history, message, completed)
             turn.retrieval, found = hits.record(), hits.nodes
-        return message, history, turn, postprocessed(self._node_postprocessors, self._top_k, completed, found)
+        nodes = postprocessed(self._node_postprocessors, self._top_k, completed, found)
+        turn.pages = built_from(history, nodes)
+        return message, history, turn, nodes
 
     @dispatcher.span
     @trace_method("chat")
@@ -304,7 +258,7 @@ class RagoniteChatEngine(BaseChatEngine):
                 deltas = self._answering.deltas(turn, nodes)
             else:
                 deltas = iter([OUT_OF_SCOPE])
-        self._memory.put(user_message(message, nodes))
+        self._memory.put(user_message(message, nodes, turn.pages))
         response = RagoniteStreamingChatResponse(source_nodes=nodes, turn=turn)
         response.chat_stream = self._finishing_stream(deltas, turn, nodes, response)
         thread = Thread(target=response.write_response_to_history, args=(self._memory,))
@@ -345,7 +299,7 @@ class RagoniteChatEngine(BaseChatEngine):
             else:
                 answer = self._finish(turn, OUT_OF_SCOPE, nodes)
             answered(event, answer, nodes)
-        await self._memory.aput(user_message(message, nodes))
+        await self._memory.aput(user_message(message, nodes, turn.pages))
         await self._memory.aput(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
         return self._response(answer, nodes, turn)
 
@@ -360,7 +314,9 @@ class RagoniteChatEngine(BaseChatEngine):
         else:
             hits = await self._conversation.aretrieve(self._retriever, history, message, completed)
             turn.retrieval, found = hits.record(), hits.nodes
-        return message, history, turn, await apostprocessed(self._node_postprocessors, self._top_k, completed, found)
+        nodes = await apostprocessed(self._node_postprocessors, self._top_k, completed, found)
+        turn.pages = built_from(history, nodes)
+        return message, history, turn, nodes
 
     @dispatcher.span
     @trace_method("chat")
@@ -374,7 +330,7 @@ class RagoniteChatEngine(BaseChatEngine):
                 deltas = self._answering.adeltas(turn, nodes)
             else:
                 deltas = aiter_items([OUT_OF_SCOPE])
-        await self._memory.aput(user_message(message, nodes))
+        await self._memory.aput(user_message(message, nodes, turn.pages))
         response = RagoniteStreamingChatResponse(source_nodes=nodes, turn=turn)
         response.achat_stream = self._afinishing_stream(deltas, turn, nodes, response)
         response.awrite_response_to_history_task = asyncio.create_task(

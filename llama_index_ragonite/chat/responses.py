@@ -37,6 +37,7 @@ class TurnResult:
     language: str = ""  # "en" or "de": the user's turn's, which the follow-ups are written in
     retrieval: Dict[str, Any] = field(default_factory=dict)  # conversation retrieval: choice, query, reason
     truncated: bool = False  # the answer ended early (the LLM's stream broke off, or the turn was cancelled)
+    pages: List[str] = field(default_factory=list)  # every page it was built from, earlier turns' too (turn_access)
 
     def stop_early(self) -> None:
         """The turn was stopped (its client left, its deadline passed) before the answer was finished."""
@@ -108,6 +109,7 @@ def turn_metadata(turn: TurnResult, nodes: Sequence[NodeWithScore]) -> Dict[str,
         "invalid_citations": list(turn.invalid_citations),
         "retrieval": dict(turn.retrieval),
         "truncated": turn.truncated,
+        "pages": list(turn.pages),
     }
 
 

@@ -1,5 +1,6 @@
 """What a chat turn starts from: the user's message checked, its language, its result so far, and the
-user message the memory keeps (with the page its answer came from, the next turn's topic)."""
+user message the memory keeps (with the page its answer came from, the next turn's topic, and every page
+the turn was built from, which decides whether a later turn may read it: ``turn_access``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from llama_index_ragonite.chat.completion import OfflineQuestionCompleter, Quest
 from llama_index_ragonite.chat.conversation_retrieval import TOPIC_KEY, topic_of
 from llama_index_ragonite.chat.responses import TurnResult
 from llama_index_ragonite.chat.suggestions import question_language
+from llama_index_ragonite.chat.turn_access import PAGES_KEY
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
 
 __all__ = ["MAX_MESSAGE_CHARS", "checked_message", "default_completer", "is_out_of_scope", "turn_for", "user_message"]
@@ -31,10 +33,12 @@ def turn_for(message: str, completed: str) -> TurnResult:
     return turn
 
 
-def user_message(message: str, nodes: Sequence[NodeWithScore]) -> ChatMessage:
-    """The user's turn for the memory, with the page its top evidence came from (the next turn's topic)."""
+def user_message(message: str, nodes: Sequence[NodeWithScore], pages: Sequence[str]) -> ChatMessage:
+    """The user's turn for the memory, with the page its top evidence came from (the next turn's topic) and
+    ``pages``, every page the turn was built from (``TurnResult.pages``)."""
     topic = topic_of(nodes)
-    return ChatMessage(role=MessageRole.USER, content=message, additional_kwargs={TOPIC_KEY: topic} if topic else {})
+    kept = {TOPIC_KEY: topic, PAGES_KEY: list(pages)} if topic else {PAGES_KEY: list(pages)}
+    return ChatMessage(role=MessageRole.USER, content=message, additional_kwargs=kept)
 
 
 def default_completer(llm: LLM) -> QuestionCompleter:

@@ -4,6 +4,8 @@ Why on every read, not only when a turn is answered: Confluence permissions chan
 (a restriction added, a user leaving a group), and a stored turn holds the text, titles and ids of the
 pages it showed. A stored turn (with its explanations) is shown again only while its caller may still
 read every page it showed; otherwise it comes back hidden: the caller's own question, nothing else.
+A new message builds only on the turns the same check admits (``chat.turn_access``): a hidden turn, and
+every later turn built from it, is left out of it as if it had never been asked.
 
 Fail-closed: on a store with restricted pages, a caller without a principal (a bare ``--token`` or a
 cookie user) reads nothing, unless the operator said every user reads everything.
@@ -12,13 +14,13 @@ cookie user) reads nothing, unless the operator said every user reads everything
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
 
-from llama_index_ragonite.index.access import ACCESS_FILE, AccessMap, Principal
+from llama_index_ragonite.chat.turn_access import newest_access, readable_by
+from llama_index_ragonite.index.access import AccessMap, Principal
 
 __all__ = [
     "AccessLog",
@@ -66,42 +68,20 @@ def turn_pages(
     return pages
 
 
-_ACCESS: Dict[Path, Tuple[Tuple[int, int], AccessMap, bool]] = {}
-_ACCESS_LOCK = threading.Lock()
-
-
-def _access(store: Any) -> Tuple[AccessMap, bool]:
-    """The store's access map as the newest sync wrote it (re-read when the file changed), not the one its
-    retrievers loaded with their generation: a revoked permission counts from the moment it is synced;
-    and whether some page of it is restricted (computed once per version of the file)."""
-    path = Path(store.path) / ACCESS_FILE
-    try:
-        found = os.stat(path)
-        stamp = (found.st_mtime_ns, found.st_size)
-    except OSError:
-        return AccessMap(), False
-    with _ACCESS_LOCK:
-        cached = _ACCESS.get(path)
-        if cached is None or cached[0] != stamp:
-            access = AccessMap.load(Path(store.path))
-            cached = _ACCESS[path] = (stamp, access, access.restricted())
-        return cached[1], cached[2]
-
-
 def current_access(store: Any) -> AccessMap:
-    return _access(store)[0]
+    """The store's access map as the newest sync wrote it (``chat.turn_access.newest_access``)."""
+    return newest_access(store.path)[0]
 
 
 def has_restrictions(store: Any) -> bool:
     """Whether some page of the store is not readable by everyone, as the newest sync says."""
-    return _access(store)[1]
+    return newest_access(store.path)[1]
 
 
 def visible(store: Any, pages: Iterable[str], principal: Optional[Principal]) -> bool:
-    if principal is None:
-        return True
-    access = current_access(store)
-    return all(page and access.readable(page, principal) for page in pages)
+    """Whether ``principal`` may read every page under the store's newest access map (an unknown page,
+    ``""``, only where nothing is restricted)."""
+    return principal is None or readable_by(*newest_access(store.path), pages, principal)
 
 
 def hidden_turn(turn: Dict[str, Any]) -> Dict[str, Any]:

@@ -15,13 +15,12 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from llama_index_ragonite.chat.answering import is_offline
 from llama_index_ragonite.chat.chat_store import SQLiteChatStore, UnknownConversationError
 from llama_index_ragonite.chat.completion import LLMQuestionCompleter, OfflineQuestionCompleter
 from llama_index_ragonite.chat.engine import RagoniteChatEngine
-from llama_index_ragonite.chat.responses import without_truncated
 from llama_index_ragonite.errors import ChatStoreError
 from llama_index_ragonite.index.access import Principal
 from llama_index_ragonite.index.store import EvidenceStore
@@ -300,6 +299,7 @@ class Sessions:
             top_k=int(settings["top_k"]),
             complete_questions=bool(settings["complete_questions"]),
             principal=principal,
+            may_read=self.may_read(principal),
         )
         return engine, completer
 
@@ -322,7 +322,7 @@ class Sessions:
         settings = self.owned(owner, conversation_id)["settings"]
         with self.conversation_lock(conversation_id):
             engine, completer = self.engine(conversation_id, settings, principal)
-            history = without_truncated(engine.memory.get())  # what the engine itself reads
+            history = engine.readable_history()  # what the engine itself reads
             started = time.perf_counter()
             with TurnTrace.collecting() as events:
                 if on_delta is None:
@@ -338,7 +338,8 @@ class Sessions:
             turn = turn_json(message, answer, response.turn, response.source_nodes, events, seconds, rephraser, titles)
             records = [node_record(n) for n in response.source_nodes]
             pages = turn_pages(turn, records, self.stores[settings["domain"]].lexical.page_of)
-            turn.update(domain=settings["domain"], llm=settings["llm"], pages=sorted(pages))
+            built = pages | set(response.turn.pages)  # and the pages of the earlier turns it was built from
+            turn.update(domain=settings["domain"], llm=settings["llm"], pages=sorted(built))
             self.check_files()  # a history file removed meanwhile: say so instead of storing into the void
             message_index = len(self.chat_store.get_messages(conversation_id)) - 1
             self.records.add_turn(conversation_id, message_index, turn, records)
@@ -380,4 +381,9 @@ class Sessions:
         if records is None and "pages" not in turn:  # a turn stored before pages were recorded with it
             records = (self.records.turn(conversation_id, turn["index"]) or (None, []))[1]
         pages = turn_pages(turn, records or [], store.lexical.page_of) if store is not None else {""}
-        return turn if store is not None and visible(store, pages, principal) else hidden_turn(turn)
+        return turn if store is not None and self.may_read(principal)(pages) else hidden_turn(turn)
+
+    def may_read(self, principal: Optional[Principal]) -> Callable[[AbstractSet[str]], bool]:
+        """Whether ``principal`` may read every one of a set of pages now: under the newest access map of every
+        domain (a conversation can change domains). Reopened turns and a new turn's history are both read so."""
+        return lambda pages: all(visible(store, pages, principal) for store in self.stores.values())

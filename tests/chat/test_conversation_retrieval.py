@@ -92,7 +92,7 @@ def test_engine_records_the_choice_the_topic_page_and_fires_the_event():
     assert isinstance(chat._completer, OfflineQuestionCompleter)
     first = chat.chat("Who owns the OTA server?")
     assert first.metadata["retrieval"] == {} and retriever.queries == ["Who owns the OTA server?"]
-    assert chat.chat_history[0].additional_kwargs == {TOPIC_KEY: "Ota Upgrades"}
+    assert chat.chat_history[0].additional_kwargs[TOPIC_KEY] == "Ota Upgrades"
     with collected_events() as events, TraceRecorder.attached() as trace:
         second = chat.chat("What is the capital of France?")
     assert second.completed_question == "What is the capital of France?"  # shown and answered as asked
