@@ -5,7 +5,8 @@
   A token of the users file (``identities.UsersFile``) is that user, with their groups
   (``scope["state"]["principal"]``); a bare ``--token`` is an owner of its own conversations, without a principal.
 * With a trusted proxy (``identities.ProxyTrust``), its user and groups headers name the user, from
-  its addresses only: the same headers from another address get 403 kind ``auth``.
+  its addresses only: the same headers from another address get 403 kind ``auth``. The address is the
+  TCP peer, never one the ASGI server took from a forwarding header (``peers.peer_address``).
 * Without tokens (loopback only), the user is a random id in the ``ragonite_user`` cookie
   (HttpOnly, SameSite=Strict), set on the first response that lacks it.
 * The Host header must name this server (``ServeConfig.host_names``: the loopback names, the
@@ -33,6 +34,7 @@ from urllib.parse import urlsplit
 
 from llama_index_ragonite.serve.config import LOOPBACK_NAMES, MAX_BODY_BYTES, is_loopback
 from llama_index_ragonite.serve.identities import ProxyTrust, UsersFile, owner_of
+from llama_index_ragonite.serve.peers import peer_address
 from llama_index_ragonite.serve.signin import SESSION_COOKIE, SignIn
 
 __all__ = ["CSP", "SecurityMiddleware", "USER_COOKIE", "security_headers", "token_user"]
@@ -92,14 +94,18 @@ class SecurityMiddleware:
             name = name.split(":", 1)[0]
         return bool(name) and name in self.host_names
 
-    def identify(self, headers: Dict[str, str], client: str) -> Tuple[Optional[str], Any, Optional[str]]:
-        """(owner id, principal or None, a new cookie user id to set or None); ``_Refused`` says why not."""
-        if self.proxy is not None and headers.get(self.proxy.user_header, "").strip():
-            if not self.proxy.trusts(client):
-                raise _Refused(403, "User headers are accepted only from the configured proxy addresses")
+    def identify(
+        self, headers: Dict[str, str], client: str, why_unknown: str = ""
+    ) -> Tuple[Optional[str], Any, Optional[str]]:
+        """(owner id, principal or None, a new cookie user id to set or None); ``_Refused`` says why not.
+        ``client``: the TCP peer (``peers.peer_address``; "" with ``why_unknown`` when it cannot be believed)."""
+        if self.proxy is not None and self.proxy.claimed(headers):
+            refusal = self.proxy.refusal(client, why_unknown)
+            if refusal:
+                raise _Refused(403, refusal)
             named = self.proxy.user(headers)
-            assert named is not None
-            return owner_of(named.name), named.principal, None
+            if named is not None:  # a groups header alone names nobody: the caller signs in as anyone else
+                return owner_of(named.name), named.principal, None
         if self.signin.required():
             bearer = headers.get("authorization", "")
             given = bearer[7:].strip() if bearer.lower().startswith("bearer ") else None
@@ -131,7 +137,7 @@ class SecurityMiddleware:
             return
         path = scope["path"]
         try:
-            user, principal, new_user = self.identify(headers, (scope.get("client") or ("",))[0])
+            user, principal, new_user = self.identify(headers, *peer_address(scope))
         except _Refused as refused:
             if refused.status == 403 or (path.startswith("/api") and path != SESSION_PATH):
                 await _error(send, refused.status, str(refused), "auth", refused.headers)

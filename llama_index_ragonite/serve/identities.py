@@ -8,8 +8,9 @@ users and groups, so the app must know both for every request:
   name or user key: what restrictions name). Tokens are stored as their SHA-256 only; they are random
   32-byte secrets (``add_user`` makes them), which need no slow password hash.
 * A reverse proxy that authenticates users (SSO) may pass the user and groups in headers. They are
-  read only from the proxy addresses the operator names; the same headers from any other address are
-  refused (403), never ignored, since they can only be a forgery or a misconfigured proxy.
+  read only from the proxy addresses the operator names, compared with the TCP peer (``peers.py``: never
+  an address a forwarding header named); the same headers from any other peer are refused (403), never
+  ignored, since they can only be a forgery or a misconfigured proxy. Each such peer is logged once.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, U
 
 from llama_index_ragonite.index.access import Principal
 from llama_index_ragonite.index.persist import write_json
+from llama_index_ragonite.serve.peers import OnceEach
 
 __all__ = ["ProxyTrust", "ServeUser", "UsersFile", "UsersFileError", "add_user", "owner_of", "token_sha256"]
 
@@ -144,6 +146,7 @@ class ProxyTrust:
     networks: Tuple[Network, ...]
     user_header: str = "x-forwarded-user"
     groups_header: str = "x-forwarded-groups"
+    refused: OnceEach = field(default_factory=lambda: OnceEach(logger), compare=False, repr=False)
 
     @classmethod
     def from_args(
@@ -163,6 +166,27 @@ class ProxyTrust:
         except ValueError:
             return False
         return any(address in network for network in self.networks)
+
+    def claimed(self, headers: Dict[str, str]) -> bool:
+        """Whether a request carries the proxy's user or groups header (with a value)."""
+        return bool(headers.get(self.user_header, "").strip() or headers.get(self.groups_header, "").strip())
+
+    def refusal(self, peer: str, why_unknown: str = "") -> Optional[str]:
+        """Why a request from TCP peer ``peer`` may not name a user with the headers (None: it may);
+        ``why_unknown``: why the peer address is not known (``peers.peer_address``). Logged once per peer."""
+        if peer and self.trusts(peer):
+            return None
+        if why_unknown:
+            self.refused.warn(
+                "?" + why_unknown,
+                "Refused user headers: %s; run the ASGI server with its proxy headers off (docs/serve.md)",
+                why_unknown,
+            )
+            return "User headers refused: this server cannot tell the proxy's address (see its log)"
+        self.refused.warn(
+            peer, "Refused user headers from %s: not a --trust-proxy address (further ones from it not logged)", peer
+        )
+        return "User headers are accepted only from the configured proxy addresses"
 
     def user(self, headers: Dict[str, str]) -> Optional[ServeUser]:
         """The user the proxy names (None when it names none); groups are comma-separated."""
