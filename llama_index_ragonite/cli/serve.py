@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from llama_index_ragonite.models.specs import DEFAULT_EMBEDDING_SPEC, EMBEDDING_SPECS, LLM_SPECS
-from llama_index_ragonite.serve.config import TOKEN_ENV, ServeConfig
+from llama_index_ragonite.serve.config import TOKEN_ENV, ServeConfig, ServeConfigError, check_address
 
 __all__ = ["add_arguments", "run"]
 
@@ -20,9 +20,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a domain: its name and store folder (repeatable)",
     )
     p.add_argument(
-        "--host", default="127.0.0.1", help="address to listen on (default: %(default)s; others need --token)"
+        "--host",
+        default="127.0.0.1",
+        type=_host,
+        help="address to listen on (default: %(default)s; others need --token)",
     )
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=_port, default=8000, help="1-65535, or 0: any free port (default: %(default)s)")
     p.add_argument(
         "--llm",
         action="append",
@@ -126,6 +129,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="serve stores whose pages carry Confluence permissions to every caller, unfiltered",
     )
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+
+
+def _port(text: str) -> int:
+    """A port refused while parsing, before anything loads (exit 2)."""
+    try:
+        check_address("127.0.0.1", int(text))
+    except (ValueError, ServeConfigError):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a TCP port from 1 to 65535 (or 0: any free port)") from None
+    return int(text)
+
+
+def _host(text: str) -> str:
+    try:
+        check_address(text, 0)
+    except ServeConfigError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix(f"--host {text!r}: ")) from None
+    return text
 
 
 def run(args: argparse.Namespace) -> int:

@@ -33,6 +33,7 @@ from llama_index_ragonite.serve.limits import TooManyTurns, TurnSlots
 from llama_index_ragonite.serve.reading import NotReadable
 from llama_index_ragonite.serve.routes import router
 from llama_index_ragonite.serve.sessions import NotFound, Sessions
+from llama_index_ragonite.serve.workers import lifespan
 
 __all__ = ["STATIC", "create_app", "serve"]
 
@@ -73,6 +74,7 @@ def create_app(config: ServeConfig, sessions: Optional[Sessions] = None) -> Any:
         description="Conversational question answering over wiki pages, with cited sources and explanations.",
         docs_url=None,
         redoc_url=None,
+        lifespan=lifespan,  # retires idle worker threads after a burst (workers.py)
     )
     app.state.sessions = sessions or Sessions(config)
     app.state.config = config
@@ -151,10 +153,27 @@ def _index_html() -> str:
 
 def serve(config: ServeConfig, log_level: str = "info", ready: Optional[Callable[[str], None]] = None) -> None:
     """Run the app with uvicorn on ``config.host:config.port`` until interrupted; ``ready`` gets its URL
-    once the app is built (its models loaded), before it listens."""
+    (the port it got: ``--port 0`` is any free one) once the app is built (its models loaded), before it
+    listens. The socket is bound first, so an address that cannot be bound fails before anything loads.
+    ``proxy_headers=False``: the client address is the TCP peer, which ``--trust-proxy`` compares; uvicorn's
+    default would take it from ``X-Forwarded-For`` (``peers.py``)."""
     import uvicorn
 
-    app = create_app(config)
-    if ready is not None:
-        ready(f"http://{config.host}:{config.port}/")
-    uvicorn.run(app, host=config.host, port=config.port, log_level=log_level, timeout_graceful_shutdown=5)
+    from llama_index_ragonite.serve.listening import bind, url
+
+    sock = bind(config.host, config.port)
+    try:
+        app = create_app(config)
+        if ready is not None:
+            ready(url(sock, config.host))
+        settings = uvicorn.Config(
+            app,
+            host=config.host,
+            port=sock.getsockname()[1],
+            log_level=log_level,
+            timeout_graceful_shutdown=5,
+            proxy_headers=False,
+        )
+        uvicorn.Server(settings).run(sockets=[sock])
+    finally:
+        sock.close()

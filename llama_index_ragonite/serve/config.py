@@ -31,6 +31,7 @@ __all__ = [
     "ServeConfig",
     "ServeConfigError",
     "TOKEN_ENV",
+    "check_address",
     "check_token",
     "is_loopback",
 ]
@@ -135,6 +136,7 @@ class ServeConfig:
         return config
 
     def check(self) -> None:
+        check_address(self.host, self.port)
         if not self.domains:
             raise ServeConfigError("Pass at least one domain: --store NAME=DIR (a store built by `ragonite index`)")
         for name, folder in self.domains.items():
@@ -263,6 +265,31 @@ class ServeConfig:
 _HOST_NAME = re.compile(
     r"^(\[[0-9a-fA-F:.]+\]|[0-9a-fA-F:]*:[0-9a-fA-F:.]+|[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?)$"
 )
+
+
+def check_address(host: str, port: int) -> None:
+    """A host that can be an address or a name (``ServeConfigError`` otherwise) and a TCP port (1-65535,
+    or 0: any free port, which ``ragonite serve`` prints). Whether the address is this machine's is
+    known only when binding (``listening.bind``), still before anything loads."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ServeConfigError(f"--port {port!r}: give a TCP port from 1 to 65535 (or 0: any free port)")
+    name = host.strip()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    try:
+        ipaddress.ip_address(name)
+        return
+    except ValueError:
+        pass
+    labels = name.rstrip(".").split(".")
+    numeric = all(c.isdigit() or c == "." for c in name)  # 300.1.1.1, 1.2.3: not an IPv4 address
+    if numeric or ":" in name or len(name) > 253 or not all(_LABEL.match(label) for label in labels):
+        raise ServeConfigError(
+            f"--host {host!r}: not an IP address or host name; give e.g. 127.0.0.1, 0.0.0.0, ::1 or a name"
+        )
+
+
+_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 
 
 def check_token(token: str) -> None:
