@@ -66,13 +66,22 @@ def _index_command(args: argparse.Namespace) -> int:
     if is_confluence_source(args):
         return confluence_index_command(args, *_pipeline_args(args), **_vector_store_options(args))
     # the store folder is never read as pages, even when it lies inside the source folder
-    docs = load_pages(args.source, strict=args.strict, follow_symlinks=args.follow_symlinks, exclude=[args.store])
+    skipped: dict = {}  # pages that no longer load: one indexed before keeps its previous version
+    docs = load_pages(
+        args.source, strict=args.strict, follow_symlinks=args.follow_symlinks, exclude=[args.store], skipped=skipped
+    )
     parser, contextualizer = _pipeline_args(args)
     store = EvidenceStore(args.store, parser=parser, contextualizer=contextualizer, **_vector_store_options(args))
     report = store.ingest(
-        docs, remove_missing=not args.keep_missing, show_progress=not args.quiet, allow_removal=args.prune
+        docs,
+        remove_missing=not args.keep_missing,
+        show_progress=not args.quiet,
+        allow_removal=args.prune,
+        failed=skipped,
     )
     print(f"{args.store}: {report} in {sum(report.seconds.values()):.1f} s; {len(store)} evidences indexed")
+    for doc_id, why in sorted(report.kept.items()):
+        print(f"{doc_id}: kept the previous version: {why}")
     return 0
 
 

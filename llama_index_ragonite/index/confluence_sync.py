@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 
 from llama_index_ragonite.errors import ConfluenceError, StoreCorruptError
 from llama_index_ragonite.index.confluence_access import PermissionReader
+from llama_index_ragonite.index.disk_full import disk_full_as_store_error
 from llama_index_ragonite.index.ingest_report import IngestReport, StepClock
 from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
 from llama_index_ragonite.index.store import EvidenceStore
@@ -44,6 +45,10 @@ __all__ = ["SYNC_STATE", "ConfluenceSync", "SyncReport", "sync_confluence"]
 
 SYNC_STATE = "confluence_sync.json"
 FORMAT_VERSION = 1
+STATE_NOT_RECORDED = (
+    "the store's write completed but the sync state was not recorded: the next sync fetches those pages again"
+    " and finds them unchanged"
+)
 
 
 @dataclass
@@ -137,7 +142,8 @@ class ConfluenceSync:
             for doc_id in gone:
                 mine.pop(doc_id, None)
         state["scopes"][self.scope_key] = {"scope": self.reader.scope(), "pages": mine, "synced_at": time.time()}
-        write_json(self.state_file, state, indent=1, sort_keys=True)  # after the store committed
+        with disk_full_as_store_error(self.store.path, STATE_NOT_RECORDED):
+            write_json(self.state_file, state, indent=1, sort_keys=True)  # after the store committed
         clock.lap("state")
         report.requests = dict(Counter(client.requests) - requests_before)
         report.retries = client.retries - retries_before

@@ -4,10 +4,14 @@ Why apart: a full disk surfaces in many shapes during one ingest. The store's ow
 journal, the BM25 folder, the latent terms, the manifest) raise ``OSError(ENOSPC)``; SQLite
 says "database or disk is full"; Chroma's core reports "Error in compaction: Failed to apply
 logs to the metadata segment", with neither an errno nor the word "disk". Every writer
-(``EvidenceStore.ingest``, ``check(repair=True)``) runs under ``disk_full_as_store_error``,
-which recognises the first two from the exception chain and, for any other failure of Chroma,
-SQLite or the OS, asks ``shutil.disk_usage`` whether the store's file system is (nearly) full. Nothing
-else changes: the journal written before the first write lets the next run repair the store.
+(``EvidenceStore.ingest``, ``check(repair=True)``, a Confluence sync's state, the whole of ``ragonite
+index``) runs under ``disk_full_as_store_error``, which recognises the first two from the exception
+chain and, for any other failure of Chroma, SQLite or the OS, asks ``shutil.disk_usage`` whether the
+store's file system has under ``LOW_SPACE`` free. Not a share of the file system: SQLite gives back
+what it had taken when its write fails, so on a small disk the room left afterwards is no sign (an
+804 KB disk: Chroma's compaction failed with 472 KB free, needing its database to grow from 328 KB
+to about 880 KB). Nothing else changes: the journal written before the first write lets the next
+run repair the store.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ __all__ = ["DiskFullError", "disk_full_as_store_error", "disk_full_cause", "near
 
 _ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 _MESSAGES = ("no space left on device", "database or disk is full", "disk quota exceeded", "os error 28", "disk full")
-LOW_SPACE = 64 << 20  # bytes: below this (or 5% of a smaller file system) a storage failure means a full disk
+LOW_SPACE = 64 << 20  # bytes: with less free, a storage failure means a full disk
 
 
 def _chain(first: BaseException) -> Iterator[BaseException]:
@@ -60,7 +64,7 @@ def nearly_full(path: Path) -> Optional[str]:
         usage = shutil.disk_usage(folder)
     except OSError:
         return None
-    if usage.free >= min(LOW_SPACE, usage.total // 20):
+    if usage.free >= LOW_SPACE:
         return None
     return f"{usage.free // 1024} KB free of {usage.total // 1024} KB"
 
@@ -74,8 +78,9 @@ def _storage_failure(err: BaseException) -> bool:
 
 
 @contextmanager
-def disk_full_as_store_error(store: Path) -> Iterator[None]:
-    """Raise ``DiskFullError`` naming ``store`` when the block fails because its disk is full."""
+def disk_full_as_store_error(store: Path, state: str = "the store was not changed") -> Iterator[None]:
+    """Raise ``DiskFullError`` naming ``store`` when the block fails because its disk is full (``state``: what
+    that left, when no write journal says the store's write was interrupted)."""
     try:
         yield
     except DiskFullError:
@@ -91,8 +96,6 @@ def disk_full_as_store_error(store: Path) -> Iterator[None]:
                 "the write was interrupted: readers refuse the store until the next `ragonite index` "
                 "(or `ragonite check --repair`) repairs it"
             )
-        else:
-            state = "the store was not changed"
         raise DiskFullError(
             f"disk full at {store} ({detail}); {state}. Free space on that disk, then run `ragonite index` again"
         ) from err

@@ -72,9 +72,15 @@ def ingest(
     max_removal_share: float = MAX_REMOVAL_SHARE,
     remove: Sequence[str] = (),
     access: Optional[Mapping[str, PageAccess]] = None,
+    failed: Optional[Mapping[str, str]] = None,
 ) -> IngestReport:
     """Bring ``store`` (an ``EvidenceStore``) in line with ``documents``; ``remove_missing`` deletes pages
     not among them, ``remove`` these pages (ids not indexed are ignored), in the same write.
+
+    ``failed``: pages whose source exists but could not be read or parsed this time (id -> why, e.g.
+    ``load_pages(skipped=…)``). One indexed before keeps its previous version (``IngestReport.kept``)
+    instead of counting as missing: a transient bad file must not delete good content. A new one is
+    simply not there.
 
     A run that would remove more than ``max_removal_share`` of the indexed pages, or all of
     them, raises ``MassRemovalError`` unless ``allow_removal``: an empty or wrong source
@@ -91,10 +97,13 @@ def ingest(
         raise ValueError(f"Pages both given and to remove: {sorted(set(remove) & set(ids))[:5]}")
     with store._writer():
         indexed = set(store.manifest.get("pages", {}))
-        doomed = (indexed - set(ids) if remove_missing else set()) | (indexed & set(remove))
+        kept = {doc_id: why for doc_id, why in (failed or {}).items() if doc_id in indexed and doc_id not in ids}
+        doomed = (indexed - set(ids) - set(kept) if remove_missing else set()) | (indexed & set(remove))
         if not allow_removal:
             _guard_removal(store, doomed, max_removal_share)
-        return _ingest(store, documents, doomed, show_progress, access)
+        report = _ingest(store, documents, doomed, show_progress, access)
+        report.kept = {doc_id: why for doc_id, why in kept.items() if doc_id not in report.removed}
+        return report
 
 
 def _guard_removal(store: Any, doomed: set, share: float) -> None:

@@ -207,13 +207,17 @@ class EvidenceStore:
         max_removal_share: float = MAX_REMOVAL_SHARE,
         remove: Sequence[str] = (),
         access: Optional[Mapping[str, PageAccess]] = None,
+        failed: Optional[Mapping[str, str]] = None,
     ) -> IngestReport:
         """Bring the store in line with ``documents`` (``ingestion.ingest``): ``remove_missing`` deletes
         pages not among them, ``remove`` these pages, in the same write; more than
         ``max_removal_share`` of the pages removed is a ``MassRemovalError`` unless ``allow_removal``.
         ``access``: who may read these pages (page id -> ``PageAccess``), written in the same write;
-        pages it does not name keep theirs."""
-        return ingest(self, documents, remove_missing, show_progress, allow_removal, max_removal_share, remove, access)
+        pages it does not name keep theirs. ``failed``: pages that could not be read or parsed this time
+        (id -> why): one indexed before keeps its previous version (``IngestReport.kept``), never removed."""
+        return ingest(
+            self, documents, remove_missing, show_progress, allow_removal, max_removal_share, remove, access, failed
+        )
 
     # -- checking ------------------------------------------------------------------
     def check(self, repair: bool = False) -> StoreCheckReport:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from pathlib import Path
-from typing import Iterable, List, Set, Union
+from typing import Dict, Iterable, List, Optional, Set, Union
 
 from llama_index.core.schema import Document
 
@@ -102,11 +103,14 @@ def load_pages(
     strict: bool = False,
     follow_symlinks: bool = False,
     exclude: Iterable[StrPath] = (),
+    skipped: Optional[Dict[str, str]] = None,
 ) -> List[Document]:
     """One page file, every page file under a folder (sorted, recursive), or a Confluence space HTML export (.zip).
 
     In a folder, a ``.json``/``.html`` file that is not a page (JSON without a string
-    ``content``, JSON that does not parse, binary content) is skipped with a warning naming it;
+    ``content``, JSON that does not parse, binary content) is skipped with a warning naming it,
+    and put in ``skipped`` (the page id it had, ``skipped_page_ids``, -> why: give it to
+    ``EvidenceStore.ingest(failed=…)`` so that a page indexed before keeps its previous version);
     ``strict=True`` makes it a ``PageLoadError``. A single file given as ``source`` must be a page:
     it is always a ``PageLoadError`` otherwise. A file that cannot be read is always one.
     ``follow_symlinks`` and ``exclude`` (folders never read, e.g. the store): see ``page_files``.
@@ -131,7 +135,27 @@ def load_pages(
             if strict or isinstance(err.__cause__, OSError):
                 raise
             logger.warning("%s; skipped (with --strict / strict=True this stops the run)", err)
+            if skipped is not None:
+                skipped.update(dict.fromkeys(skipped_page_ids(path, root), str(err)))
     return docs
+
+
+_JSON_ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\\n]|\\.){1,1000}")')
+
+
+def skipped_page_ids(path: Path, root: Path) -> List[str]:
+    """The id a page file that no longer loads had: an HTML page's path; a JSON page's ``id`` where its
+    bytes still show one (a file cut short keeps its start), and its file name (the id without one)."""
+    if path.suffix.lower() != ".json":
+        return [display_path(path.relative_to(root).as_posix())]
+    ids = [display_path(path.stem)]
+    try:
+        found = _JSON_ID.search(path.read_bytes()[:65536])
+        if found:
+            ids.insert(0, clean_text(str(json.loads(found.group(1).decode("utf-8", "replace")))))
+    except (OSError, ValueError):
+        pass
+    return list(dict.fromkeys(i for i in ids if i))
 
 
 def page_files(root: StrPath, follow_symlinks: bool = False, exclude: Iterable[StrPath] = ()) -> List[Path]:
