@@ -23,13 +23,16 @@ from llama_index_ragonite.errors import ChatStoreError
 __all__ = [
     "MEMORY",
     "SCHEMA_VERSION",
+    "conversation_owner",
     "conversation_row",
+    "conversation_rows",
     "default_history_file",
     "immediate_transaction",
     "insert_messages",
     "is_write_refusal",
     "message_rows",
     "open_chat_database",
+    "set_conversation_owner",
     "touch",
 ]
 
@@ -57,6 +60,15 @@ CREATE TABLE IF NOT EXISTS feedback (
     comment TEXT,
     created_at REAL NOT NULL
 );
+"""
+# Who a conversation belongs to (the CLI's ``--as`` user). A table of its own, created on every open without a
+# version bump: a file of an older release gains it (its conversations belong to nobody), an older release
+# ignores it (its new conversations then belong to nobody: only a reader without ``--as`` opens them).
+_OWNERS = """
+CREATE TABLE IF NOT EXISTS conversation_owners (
+    conversation_id TEXT PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
+    owner TEXT NOT NULL
+)
 """
 
 
@@ -124,6 +136,7 @@ def _migrate(conn: sqlite3.Connection, target: str) -> None:
                 if statement.strip():
                     conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute(_OWNERS)
 
 
 def open_chat_database(path: str, busy_timeout: float) -> sqlite3.Connection:
@@ -166,6 +179,34 @@ def is_write_refusal(err: sqlite3.OperationalError) -> bool:
 def conversation_row(conn: sqlite3.Connection, key: str) -> Optional[tuple]:
     """(id, deleted_at) of the conversation, or None."""
     return conn.execute("SELECT id, deleted_at FROM conversations WHERE id = ?", (key,)).fetchone()
+
+
+def conversation_rows(conn: sqlite3.Connection, where: str, params: tuple) -> List[tuple]:
+    """(id, created, updated, deleted, message count, first user message JSON, last message id) of the
+    conversations ``where`` selects (on ``c``), most recently updated first."""
+    return conn.execute(
+        f"""
+        SELECT c.id, c.created_at, c.updated_at, c.deleted_at,
+               (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id),
+               (SELECT m.message FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user'
+                ORDER BY m.id LIMIT 1),
+               (SELECT MAX(m.id) FROM messages m WHERE m.conversation_id = c.id) AS last_id
+        FROM conversations c {where}
+        ORDER BY c.updated_at DESC, last_id DESC, c.rowid DESC
+        """,
+        params,
+    ).fetchall()
+
+
+def conversation_owner(conn: sqlite3.Connection, key: str) -> Optional[str]:
+    row = conn.execute("SELECT owner FROM conversation_owners WHERE conversation_id = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def set_conversation_owner(conn: sqlite3.Connection, key: str, owner: str) -> Optional[str]:
+    """Record ``owner`` unless the conversation has one; the owner it has now."""
+    conn.execute("INSERT OR IGNORE INTO conversation_owners (conversation_id, owner) VALUES (?, ?)", (key, owner))
+    return conversation_owner(conn, key)
 
 
 def touch(conn: sqlite3.Connection, key: str) -> None:

@@ -28,6 +28,8 @@ Design notes:
   its messages and feedback; ``get_messages`` still reads it (to show a trash view), but
   writes are refused (``ConversationDeletedError``) until it is restored.
   ``delete_messages`` is BaseChatStore's "forget this key": a hard delete, like ``purge_conversation``.
+* A conversation may have an owner (``set_owner``, once): the CLI's ``--as`` user, checked by the CLI;
+  ``ragonite serve`` keeps its own owners beside the store.
 * Ratings are thumbs: ``1`` (helpful) or ``-1`` (not helpful); one rating per answer,
   a new one replaces the old.
 """
@@ -52,12 +54,15 @@ from llama_index.core.storage.chat_store.base import BaseChatStore
 from llama_index_ragonite.chat.chat_db import (
     MEMORY,
     SCHEMA_VERSION,
+    conversation_owner,
     conversation_row,
+    conversation_rows,
     immediate_transaction,
     insert_messages,
     is_write_refusal,
     message_rows,
     open_chat_database,
+    set_conversation_owner,
     touch,
 )
 from llama_index_ragonite.chat.chat_records import (
@@ -251,18 +256,7 @@ class SQLiteChatStore(BaseChatStore):
 
     def _infos(self, where: str, params: tuple) -> List[ConversationInfo]:
         with self._read() as conn:
-            rows = conn.execute(
-                f"""
-                SELECT c.id, c.created_at, c.updated_at, c.deleted_at,
-                       (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id),
-                       (SELECT m.message FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user'
-                        ORDER BY m.id LIMIT 1),
-                       (SELECT MAX(m.id) FROM messages m WHERE m.conversation_id = c.id) AS last_id
-                FROM conversations c {where}
-                ORDER BY c.updated_at DESC, last_id DESC, c.rowid DESC
-                """,
-                params,
-            ).fetchall()
+            rows = conversation_rows(conn, where, params)
         return [
             ConversationInfo(
                 id=cid,
@@ -296,6 +290,20 @@ class SQLiteChatStore(BaseChatStore):
         with self._write() as conn:
             self._existing(conn, conversation_id)
             conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+
+    # -- owners -------------------------------------------------------------------------------
+    def get_owner(self, conversation_id: str) -> Optional[str]:
+        """Who the conversation belongs to (``set_owner``; the CLI's ``--as`` user); ``None``: nobody."""
+        with self._read() as conn:
+            self._existing(conn, conversation_id)
+            return conversation_owner(conn, conversation_id)
+
+    def set_owner(self, conversation_id: str, owner: str) -> None:
+        """Give the conversation (created when new) to ``owner``, once: one owned by another is a ``ValueError``."""
+        with self._write() as conn:
+            self._writable(conn, conversation_id, create=True)
+            if set_conversation_owner(conn, conversation_id, owner) != owner:
+                raise ValueError(f"Conversation {conversation_id!r} belongs to another user")
 
     # -- feedback ---------------------------------------------------------------------------
     def add_feedback(

@@ -1,4 +1,10 @@
-"""``ragonite ask`` and ``chat``, and how a turn and its attribution read as text."""
+"""``ragonite ask`` and ``chat``, and how a turn and its attribution read as text.
+
+Each conversation belongs to the ``--as`` user it was started under (to nobody without ``--as``), and is
+opened, listed and continued only under that same ``--as``: another user's conversation is "no such
+conversation", as an unknown id is. That keeps users' histories apart and a conversation's history read
+under its own user's permissions; it is no authentication: whoever runs the CLI holds the store files.
+"""
 
 from __future__ import annotations
 
@@ -68,6 +74,35 @@ def _models(args: argparse.Namespace):
     return llm_from_spec(args.llm), embedding_from_spec(args.embedding)
 
 
+def _owned(chats, conversation_id: str, user: Optional[str]) -> bool:
+    """Whether the conversation exists and is ``user``'s (``--as``; ``None``: one of nobody's)."""
+    try:
+        return chats.get_owner(conversation_id) == user
+    except UnknownConversationError:
+        return False
+
+
+def _no_such(chats, conversation_id: str) -> UnknownConversationError:
+    return UnknownConversationError(f"No conversation with id {conversation_id!r} in {chats.path}")
+
+
+def _check_owner(chats, conversation_id: str, user: Optional[str]) -> None:
+    """A new conversation, or ``user``'s own; another user's is an unknown id (``_no_such``)."""
+    try:
+        owner = chats.get_owner(conversation_id)
+    except UnknownConversationError:
+        return
+    if owner != user:
+        raise _no_such(chats, conversation_id)
+
+
+def _chat(engine, chats, conversation_id: str, user: Optional[str], message: str):
+    """One turn, in a conversation that is ``user``'s from its first message on."""
+    if user:
+        chats.set_owner(conversation_id, user)
+    return engine.chat(message)
+
+
 def _chat_engine(args: argparse.Namespace, conversation_id: str, models):
     from llama_index_ragonite.chat.chat_db import default_history_file
     from llama_index_ragonite.chat.chat_store import SQLiteChatStore
@@ -75,6 +110,7 @@ def _chat_engine(args: argparse.Namespace, conversation_id: str, models):
 
     llm, embed_model = models
     chats = SQLiteChatStore(args.conversations or default_history_file(args.store))
+    _check_owner(chats, conversation_id, args.as_user)
     engine = RagoniteChatEngine.from_store(
         args.store,
         llm=llm,
@@ -96,9 +132,10 @@ def _ask_command(args: argparse.Namespace) -> int:
         engine = RagoniteChatEngine.from_store(
             args.store, llm=llm, embed_model=embed_model, principal=principal_of(args)
         )
+        response = engine.chat(args.question)
     else:
-        engine, _ = _chat_engine(args, args.conversation, _models(args))
-    response = engine.chat(args.question)
+        engine, chats = _chat_engine(args, args.conversation, _models(args))
+        response = _chat(engine, chats, args.conversation, args.as_user, args.question)
     print(render_turn(response))
     if args.explain:
         print(_explain(engine, response))
@@ -139,23 +176,21 @@ def _chat_command(args: argparse.Namespace) -> int:
                 chart = line.split(maxsplit=1)[1] if " " in line else None
                 print(_explain(engine, last, chart) if last else "(nothing to explain yet)")
             elif line == "/new" or line.startswith("/open "):
-                conversation = line.split(maxsplit=1)[1] if line.startswith("/open ") else uuid.uuid4().hex[:8]
-                if line.startswith("/open "):
-                    try:
-                        chats.get_conversation(conversation)
-                    except UnknownConversationError as err:
-                        print(f"ragonite: {err}; /history lists the conversations")
-                        continue
-                engine, chats = _chat_engine(args, conversation, models)
+                wanted = line.split(maxsplit=1)[1] if line.startswith("/open ") else uuid.uuid4().hex[:8]
+                if line.startswith("/open ") and not _owned(chats, wanted, args.as_user):
+                    print(f"ragonite: {_no_such(chats, wanted)}; /history lists the conversations")
+                    continue  # still in the conversation it was in
+                engine, chats = _chat_engine(args, wanted, models)
+                conversation = wanted
                 print(f"Conversation {conversation}")
             elif line == "/history":
-                for info in chats.list_conversations():
+                for info in (i for i in chats.list_conversations() if _owned(chats, i.id, args.as_user)):
                     print(f"{info.id}  {info.message_count:3d} messages  {info.title}")
             elif line.startswith("/"):
                 print(CHAT_HELP)
             else:
                 trace.clear()
-                last = engine.chat(line)
+                last = _chat(engine, chats, conversation, args.as_user, line)
                 print(render_turn(last))
     return 0
 
