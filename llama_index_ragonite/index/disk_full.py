@@ -69,11 +69,18 @@ def nearly_full(path: Path) -> Optional[str]:
     return f"{usage.free // 1024} KB free of {usage.total // 1024} KB"
 
 
+_OTHER_CAUSES = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EEXIST}
+
+
 def _storage_failure(err: BaseException) -> bool:
-    """Whether Chroma, SQLite or the OS failed (anywhere in the chain), not a refusal of this package."""
+    """Whether Chroma, SQLite or the OS failed (anywhere in the chain), not a refusal of this package nor an
+    OS error that names another cause (no permission, a read-only or missing folder)."""
+    chain = list(_chain(err))
+    if any(isinstance(link, OSError) and link.errno in _OTHER_CAUSES for link in chain):
+        return False
     return any(
         isinstance(link, (OSError, sqlite3.Error)) or type(link).__module__.split(".")[0] == "chromadb"
-        for link in _chain(err)
+        for link in chain
     )
 
 

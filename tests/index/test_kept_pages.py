@@ -119,3 +119,15 @@ def test_disk_full_in_chromas_compaction_on_a_tiny_disk(tmp_path, pages):
         after = contents(store, tmp_path / "copy")
     assert main(["check", "--store", str(tmp_path / "copy")]) == 0
     assert after == contents(tmp_path / "clean", tmp_path / "clean-copy")
+
+
+def test_a_read_only_disk_with_little_room_is_not_called_full(tmp_path):
+    """Under 64 MB free makes a storage failure a full disk, unless the OS names another cause."""
+    from llama_index_ragonite.errors import DiskFullError, StoreError
+
+    with tmpfs(tmp_path / "disk", 1) as disk:
+        assert subprocess.run(["mount", "-o", "remount,ro", str(disk)], timeout=30).returncode == 0
+        store = EvidenceStore(disk / "store", embed_model=HashingEmbedding())
+        with pytest.raises(StoreError, match="Read-only file system") as raised:
+            store.ingest(load_pages(write_wiki(tmp_path / "wiki")))
+        assert not isinstance(raised.value, DiskFullError)
