@@ -141,7 +141,9 @@ def audience_scores(
     if audience.count == 0 or audience.mean_length == 0:
         return np.zeros(0, np.int64), np.zeros(0)
     idf_of, tfc_of = _IDF[method], _TFC[method]
-    floor_total, found_rows, found_scores = 0.0, [], []
+    total = np.zeros(len(counts.lengths))  # a dense accumulator, as bm25s's: no sort of the matched rows
+    matched = np.zeros(len(counts.lengths), dtype=bool)
+    floor_total = 0.0
     for term, times in _counted(token_ids):
         start, end = int(counts.indptr[term]), int(counts.indptr[term + 1])
         rows = counts.rows[start:end]
@@ -149,17 +151,15 @@ def audience_scores(
         df = int(np.count_nonzero(keep))
         if not df:
             continue
-        rows = rows[keep].astype(np.int64)
+        rows = rows[keep]
         idf = idf_of(df, audience.count)
         tfc = tfc_of(counts.tf[start:end][keep].astype(np.float64), counts.lengths[rows], audience.mean_length, k1, b)
         floor = idf * tfc_of(0.0, audience.mean_length, audience.mean_length, k1, b) if method in _FLOORED else 0.0
         floor_total += times * floor
-        found_rows.append(rows)
-        found_scores.append(times * (idf * tfc - floor))
-    if not found_rows:
-        return np.zeros(0, np.int64), np.zeros(0)
-    rows, where = np.unique(np.concatenate(found_rows), return_inverse=True)
-    return rows, np.bincount(where, weights=np.concatenate(found_scores), minlength=len(rows)) + floor_total
+        total[rows] += times * (idf * tfc - floor)  # a term's rows are distinct: no add.at needed
+        matched[rows] = True
+    found = np.flatnonzero(matched)
+    return found, total[found] + floor_total
 
 
 def _counted(token_ids: List[int]) -> List[Tuple[int, int]]:
