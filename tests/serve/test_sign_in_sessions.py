@@ -80,6 +80,11 @@ def test_a_token_is_traded_for_an_httponly_strict_session_cookie(server, users_f
         assert answered.status_code == 200 and answered.json()["answer"]
         listed = client.get("/api/conversations", headers={"Authorization": f"Bearer {tokens['acc-alice']}"})
         assert [c["id"] for c in listed.json()] == [created.json()["id"]]  # the same user as by bearer
+    with server.client() as other:  # a page on https (its Origin says so): the cookie is Secure too
+        https = other.post(
+            "/api/session", json={"token": tokens["acc-alice"]}, headers={"Origin": "https" + server.url[4:]}
+        )
+        assert "secure" in {a.strip().lower() for a in https.headers["set-cookie"].split(";")}
 
 
 def test_a_wrong_token_is_one_clear_401(server):
