@@ -86,8 +86,8 @@ class ConfluenceStub(LoopbackServer):
     memberships: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # user id -> groups (user/memberof)
     # a proxy that trims expansions: "user" or "group" (that part of a page's read restriction answered as
     # ``{"_expandable": …}``), "parts" (both parts absent, named in ``restrictions._expandable``, Confluence's own
-    # form), "space" (each space permission's subjects unexpanded); restriction trims apply to ``trimmed_pages``
-    # (page ids; None: every page)
+    # form), "ancestors" (a page's ancestors left out), "space" (each space permission's subjects unexpanded);
+    # page trims apply to ``trimmed_pages`` (page ids; None: every page)
     trimmed: set = field(default_factory=set)
     trimmed_pages: Optional[set] = None
     restriction_limit: int = 100  # users (and groups) of a read restriction per answer; more: ``_links.next``
@@ -175,7 +175,8 @@ class ConfluenceStub(LoopbackServer):
             data["body"] = {"storage": {"value": page.body, "representation": "storage"}}
         if "version" in expand:
             data["version"] = {"number": page.version, "when": page.when, "minorEdit": False}
-        if "ancestors" in expand:
+        trimmed = self.trimmed if self.trimmed_pages is None or page.id in self.trimmed_pages else set()
+        if "ancestors" in expand and "ancestors" not in trimmed:
             data["ancestors"] = [{"id": a.id, "type": "page", "title": a.title} for a in self.ancestors(page)]
         if "space" in expand:
             data["space"] = {"key": page.space, "name": f"Space {page.space}", "type": "global"}
@@ -186,8 +187,7 @@ class ConfluenceStub(LoopbackServer):
             users, groups = page.readers or ((), ())
             link = f"/rest/api/content/{page.id}/restriction/byOperation/read"
             restrictions = _subjects(users, groups, self.restriction_limit, link)
-            if self.trimmed_pages is None or page.id in self.trimmed_pages:
-                restrictions = _trim(restrictions, self.trimmed, link)
+            restrictions = _trim(restrictions, trimmed, link)
             data["restrictions"] = {"read": {"operation": "read", "restrictions": restrictions}}
         if "history.lastUpdated" in expand:
             data["history"] = {"latest": True, "lastUpdated": {"when": page.when, "number": page.version}}

@@ -26,6 +26,7 @@ from llama_index_ragonite.parsing.confluence.shapes import checked_page_id, get_
 __all__ = [
     "READ_EXPAND",
     "Readers",
+    "check_placement",
     "checked_space_key",
     "fetch_restriction",
     "fetch_space_readers",
@@ -126,6 +127,16 @@ def read_restriction(page: Dict[str, Any], what: str) -> Optional[Readers]:
         raise ConfluenceError(f"{what}: the answer holds no read restrictions (expand={READ_EXPAND}; {EXPANSION_FIX})")
     users, groups = _subjects(restrictions, what, "restrictions.read.restrictions")
     return Readers(users, groups) if users or groups else None
+
+
+def check_placement(page: Dict[str, Any], what: str) -> None:
+    """A ``ConfluenceError`` when a listed page's answer does not say where it sits (``ancestors`` or
+    ``space.key`` not expanded): the restrictions it inherits and its space's viewers would be unknown,
+    and no ancestors reads as "inherits nothing"."""
+    if get_field(page, "ancestors", list, what) is None:
+        raise ConfluenceError(f"{what}: the answer holds no ancestors, so no inherited restriction ({EXPANSION_FIX})")
+    if not get_field(page, "space.key", str, what, ""):
+        raise ConfluenceError(f"{what}: the answer does not name the page's space ({EXPANSION_FIX})")
 
 
 def space_readers(space: Dict[str, Any], what: str) -> Optional[Readers]:

@@ -23,7 +23,12 @@ from llama_index.core.schema import Document
 from llama_index_ragonite.errors import ConfluenceError
 from llama_index_ragonite.parsing.confluence.client import ConfluenceClient
 from llama_index_ragonite.parsing.confluence.pages import ID_PREFIX, document_id, page_ancestors, page_document
-from llama_index_ragonite.parsing.confluence.permissions import READ_EXPAND, Readers, read_restriction
+from llama_index_ragonite.parsing.confluence.permissions import (
+    READ_EXPAND,
+    Readers,
+    check_placement,
+    read_restriction,
+)
 from llama_index_ragonite.parsing.confluence.shapes import checked_page_id, content_id, get_field
 
 __all__ = ["BODY_EXPAND", "LIST_EXPAND", "ConfluenceStorageReader", "PageVersion"]
@@ -117,6 +122,7 @@ class ConfluenceStorageReader(BasePydanticReader):
             page_id = content_id(page, "a page")
             what = f"page {page_id}"
             try:
+                check_placement(page, what)
                 readers, known, problem = read_restriction(page, what), True, ""
             except ConfluenceError as err:  # a server that dropped or cut the expansion: unknown, never "unrestricted"
                 readers, known, problem = None, False, str(err)
