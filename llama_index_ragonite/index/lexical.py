@@ -372,8 +372,8 @@ class LexicalIndex:
         except (KeyError, TypeError, ValueError) as exc:
             raise StoreCorruptError(f"{path}: invalid config in {MANIFEST_NAME} ({exc!r})") from exc
         if manifest["format_version"] == 1:
-            rows = format1_rows(path, manifest["nodes"])
-            index._records = {i: _Record(payload, page, title, None) for i, payload, page, title in rows}
+            inline = format1_rows(path, manifest["nodes"])
+            index._records = {i: _Record(payload, page, title, None) for i, payload, page, title in inline}
         else:
             index._nodes_file = NodesFile(path, manifest)
             rows = zip(manifest.pop("ids"), manifest.pop("pages"), manifest.pop("titles"))

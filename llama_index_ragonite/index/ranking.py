@@ -33,7 +33,8 @@ class Ranking:
         params: Tuple[float, float, str],
     ) -> None:
         self.bm25, self.row_ids, self.row_rank, self.params = bm25, row_ids, row_rank, params
-        self._counts, self._held = counts, None
+        self._counts = counts
+        self._held: Optional[TermCounts] = None
         self.cache = AudienceCache()
 
     def counts(self) -> TermCounts:
