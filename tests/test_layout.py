@@ -16,7 +16,7 @@ PACKAGE = REPO / "llama_index_ragonite"
 ROOT = "llama_index_ragonite"
 # The pipeline, earliest first; a module may import its own stage and earlier ones only.
 STAGES = ["base", "parsing", "models", "index", "retrieval", "chat", "explain", "serve", "bench", "cli"]
-BASE_MODULES = {"errors", "events", "languages", "memory", "prompts", "redaction", "text"}
+BASE_MODULES = {"compat", "errors", "events", "languages", "memory", "prompts", "redaction", "text"}
 MAX_LINES = 400
 BENCHMARKS = REPO / "benchmarks"
 

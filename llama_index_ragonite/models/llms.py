@@ -21,13 +21,14 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["openai_llm"]
 
 OPENAI_EXTRA = 'pip install "llama-index-ragonite[openai]"'
+DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT = 3, 60.0
 
 
 def openai_llm(
     model: str = "gpt-4o",
     *,
-    max_retries: int = 3,
-    timeout: float = 60.0,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    timeout: float = DEFAULT_TIMEOUT,
     api_key: Optional[str] = None,
     api_base: Optional[str] = None,
     **kwargs: Any,
@@ -51,22 +52,38 @@ def openai_llm(
     """
     try:
         from llama_index.llms.openai import OpenAI
+    except ImportError as err:
+        raise ImportError(f"openai_llm needs llama-index-llms-openai: {OPENAI_EXTRA}") from err
+    return OpenAI(**retrying_arguments(model, max_retries, timeout, api_key, api_base, kwargs))
+
+
+def retrying_arguments(
+    model: str,
+    max_retries: int,
+    timeout: float,
+    api_key: Optional[str],
+    api_base: Optional[str],
+    kwargs: Dict[str, Any],
+) -> Dict[str, Any]:
+    """``OpenAI``'s keywords (or a subclass's) as ``openai_llm`` builds them: the retrying SDK clients given,
+    its own tenacity layer off. Shared with ``openai_compatible_llm``, which thus keeps the clients it made."""
+    try:
         from llama_index.llms.openai.utils import resolve_openai_credentials
     except ImportError as err:
         raise ImportError(f"openai_llm needs llama-index-llms-openai: {OPENAI_EXTRA}") from err
     _check_arguments(max_retries, kwargs)
     api_key, api_base, _ = resolve_openai_credentials(api_key=api_key, api_base=api_base)
     sync_client, async_client = _retrying_sdk_clients(api_key, api_base, max_retries, timeout, kwargs)
-    return OpenAI(
-        model=model,
-        max_retries=0,
-        timeout=timeout,
-        api_key=api_key,
-        api_base=api_base,
-        openai_client=sync_client,
-        async_openai_client=async_client,
+    return {
+        "model": model,
+        "max_retries": 0,
+        "timeout": timeout,
+        "api_key": api_key,
+        "api_base": api_base,
+        "openai_client": sync_client,
+        "async_openai_client": async_client,
         **kwargs,
-    )
+    }
 
 
 def _check_arguments(max_retries: int, kwargs: Dict[str, Any]) -> None:

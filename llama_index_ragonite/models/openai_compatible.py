@@ -17,7 +17,7 @@ from typing import Any, Optional
 from llama_index.core.base.llms.types import LLMMetadata
 from llama_index.core.bridge.pydantic import Field
 
-from llama_index_ragonite.models.llms import OPENAI_EXTRA, openai_llm
+from llama_index_ragonite.models.llms import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, OPENAI_EXTRA, retrying_arguments
 
 try:
     from llama_index.llms.openai import OpenAI
@@ -69,17 +69,6 @@ def openai_compatible_llm(
     usually need none). ``kwargs`` go to ``openai_llm`` (``max_retries``, ``timeout``, ``temperature``…).
     """
     api_key = api_key or os.environ.get(API_KEY_VARIABLE) or NO_KEY
-    retrying = openai_llm(model, api_base=api_base, api_key=api_key, **kwargs)  # checks kwargs, builds the clients
-    kwargs.pop("max_retries", None)
-    kwargs.pop("timeout", None)
-    return OpenAICompatibleLLM(
-        model=model,
-        api_base=api_base,
-        api_key=api_key,
-        max_retries=0,
-        timeout=retrying.timeout,
-        openai_client=retrying._client,
-        async_openai_client=retrying._aclient,
-        context_window=context_window,
-        **kwargs,
-    )
+    max_retries, timeout = kwargs.pop("max_retries", DEFAULT_MAX_RETRIES), kwargs.pop("timeout", DEFAULT_TIMEOUT)
+    arguments = retrying_arguments(model, max_retries, timeout, api_key, api_base, kwargs)  # checks, builds clients
+    return OpenAICompatibleLLM(context_window=context_window, **arguments)

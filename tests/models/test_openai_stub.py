@@ -35,6 +35,7 @@ from llama_index.llms.openai import OpenAI
 from openai_stub import OpenAIStub, delay, http_error, malformed, rate_limited, reply, server_error
 
 from llama_index_ragonite.models.llms import openai_llm
+from llama_index_ragonite.models.openai_compatible import openai_compatible_llm
 
 MESSAGES = [
     ChatMessage(role=MessageRole.SYSTEM, content="Answer only from the sources. Cite them as [Source i]."),
@@ -192,6 +193,20 @@ def test_openai_llm_passes_settings_through(stub):
     assert len(stub.requests) == 1 + 2 and time.monotonic() - start < 4
     with pytest.raises(ValueError, match="reuse_client"):
         openai_llm(api_base=stub.base_url, api_key="k", reuse_client=False)
+
+
+def test_openai_compatible_llm_retries_once_per_layer_with_the_clients_it_built(stub):
+    """Its retrying SDK clients are the ones it made (no longer read back from an ``OpenAI``'s private fields)."""
+    stub.script(*[rate_limited()] * 10)
+    llm = openai_compatible_llm("llama3:8b", stub.base_url, api_key="k3", max_retries=2, timeout=5.0, temperature=0.0)
+    assert llm.max_retries == 0 and llm.timeout == 5.0 and llm.metadata.context_window == 8192
+    with pytest.raises(openai.RateLimitError):
+        llm.chat(MESSAGES)
+    assert len(stub.requests) == 1 + 2  # the SDK's retries only
+    stub.clear_script()
+    assert asyncio.run(llm.acomplete("Hi")).text == "Echo: Hi"
+    body, headers = stub.requests[-1].body, stub.requests[-1].headers
+    assert (body["model"], body["temperature"], headers["authorization"]) == ("llama3:8b", 0.0, "Bearer k3")
 
 
 def test_openai_llm_names_the_extra_when_the_client_is_missing(monkeypatch):
