@@ -82,7 +82,7 @@ def synthesizer_streams(synthesizer: "BaseSynthesizer") -> bool:
 def query_engine_parts(engine: Any) -> Tuple["BaseSynthesizer", List[Any]]:
     """A ``RetrieverQueryEngine``'s synthesizer and node postprocessors (its private
     ``_response_synthesizer`` and ``_node_postprocessors``)."""
-    return engine._response_synthesizer, list(engine._node_postprocessors)
+    return engine._response_synthesizer, engine._node_postprocessors
 
 
 def retriever_embed_model(retriever: Any) -> Optional["BaseEmbedding"]:

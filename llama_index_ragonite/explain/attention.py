@@ -18,6 +18,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
+from llama_index_ragonite.compat.llama_index_llms_huggingface import model_and_tokenizer
 from llama_index_ragonite.prompts import SOURCE_HEADER, quote_evidence
 
 __all__ = ["AttentionRelevance", "attention_mass", "attention_scorer", "source_spans"]
@@ -109,7 +110,7 @@ def attention_scorer(attention: Optional[Any], llm: Any) -> Any:
     model (``HuggingFaceLLM`` keeps it as ``_model``/``_tokenizer``), else a clear error."""
     if attention is not None:
         return attention
-    model, tokenizer = getattr(llm, "_model", None), getattr(llm, "_tokenizer", None)
+    model, tokenizer = model_and_tokenizer(llm)  # private on HuggingFaceLLM (compat)
     if model is not None and tokenizer is not None and hasattr(model, "config"):
         return AttentionRelevance(model, tokenizer)
     raise ValueError(

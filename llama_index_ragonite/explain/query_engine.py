@@ -20,6 +20,7 @@ from llama_index.core.base.response.schema import RESPONSE_TYPE
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import QueryBundle
 
+from llama_index_ragonite.compat import llama_index_core
 from llama_index_ragonite.explain.annotation import CLUSTER_KEY, SHARE_KEY, attach_attribution
 from llama_index_ragonite.explain.attribution import Attribution, BaseAttributor, CounterfactualAttributor
 from llama_index_ragonite.explain.synthesizer import AttributedSynthesizer
@@ -82,13 +83,12 @@ class AttributedQueryEngine(BaseQueryEngine):
     def __init__(self, query_engine: BaseQueryEngine, attributor: Optional[BaseAttributor] = None) -> None:
         self._attributor: Optional[BaseAttributor] = None
         if isinstance(query_engine, RetrieverQueryEngine):
-            # llama-index-core 0.14: RetrieverQueryEngine exposes its synthesizer and postprocessors only
-            # privately (with_retriever reuses them the same way)
-            synthesizer = AttributedSynthesizer(query_engine._response_synthesizer, attributor)
+            # its synthesizer and postprocessors are private (compat; with_retriever reuses them the same way)
+            stock, postprocessors = llama_index_core.query_engine_parts(query_engine)
             query_engine = RetrieverQueryEngine(
                 retriever=query_engine.retriever,
-                response_synthesizer=synthesizer,
-                node_postprocessors=query_engine._node_postprocessors,
+                response_synthesizer=AttributedSynthesizer(stock, attributor),
+                node_postprocessors=postprocessors,
                 callback_manager=query_engine.callback_manager,
             )
         elif attributor is None:

@@ -30,6 +30,7 @@ from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
 from llama_index.core.response_synthesizers import BaseSynthesizer, get_response_synthesizer
 from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 
+from llama_index_ragonite.compat import llama_index_core
 from llama_index_ragonite.explain.annotation import attach_attribution
 from llama_index_ragonite.explain.attribution import BaseAttributor, CounterfactualAttributor
 from llama_index_ragonite.explain.results import Attribution
@@ -44,7 +45,7 @@ _CONTEXT_VARIABLES = {*STOCK_CONTEXT_VARIABLES, "context_messages"}
 
 def check_synthesizer(synthesizer: BaseSynthesizer) -> None:
     """Refuse synthesizers whose counterfactual answers would mean nothing (see the module doc)."""
-    if getattr(synthesizer, "_streaming", False):  # llama-index-core 0.14 keeps the flag private only
+    if llama_index_core.synthesizer_streams(synthesizer):  # a private flag only (compat)
         raise ValueError(
             "AttributedSynthesizer needs the whole answer: use a synthesizer with streaming=False "
             "(or explain a streamed response afterwards with explain_response)"
@@ -82,9 +83,10 @@ class AttributedSynthesizer(BaseSynthesizer):
         check_synthesizer(synthesizer)
         self._synthesizer = synthesizer
         self._attributor = (attributor or CounterfactualAttributor()).with_synthesizer(synthesizer)
-        # llama-index-core 0.14: BaseSynthesizer keeps its LLM in the private ``_llm`` only; without it
-        # our base class would resolve Settings.llm (OpenAI by default)
-        super().__init__(llm=synthesizer._llm, callback_manager=synthesizer.callback_manager)
+        # the wrapped one's LLM (private, compat): without it our base class would resolve Settings.llm (OpenAI)
+        super().__init__(
+            llm=llama_index_core.synthesizer_llm(synthesizer), callback_manager=synthesizer.callback_manager
+        )
 
     @classmethod
     def from_defaults(

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from llama_index_ragonite.compat.chromadb import forget_embedded_system
 from llama_index_ragonite.errors import StoreInterruptedError
 from llama_index_ragonite.index.chroma_access import open_collection
 from llama_index_ragonite.index.journal import JOURNAL, read_journal, writer_active
@@ -112,10 +113,4 @@ def forget_embedded_client(chroma_folder: Path) -> None:
     (reference counts stay, so closing either client later stops the right one). A chromadb
     without that table gets the public, process-wide ``clear_system_cache()``.
     """
-    from chromadb.api.shared_system_client import SharedSystemClient
-
-    systems = getattr(SharedSystemClient, "_identifier_to_system", None)
-    if isinstance(systems, dict):
-        systems.pop(str(chroma_folder), None)  # the identifier of an embedded client is its path, as passed
-    else:  # pragma: no cover - another chromadb layout
-        SharedSystemClient.clear_system_cache()
+    forget_embedded_system(chroma_folder)  # the identifier of an embedded client is its path, as passed

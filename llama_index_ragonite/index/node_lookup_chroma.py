@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, cast
 
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import BaseNode
-from llama_index.core.vector_stores.types import VectorStoreQueryResult
+from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryMode, VectorStoreQueryResult
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 
@@ -31,19 +31,26 @@ class NodeLookupChromaVectorStore(ChromaVectorStore):
     def class_name(cls) -> str:
         return "NodeLookupChromaVectorStore"
 
-    def _query(
-        self, query_embeddings: List[float], n_results: int, where: dict, **kwargs: Any
-    ) -> VectorStoreQueryResult:
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """Chroma's ids and distances, the nodes from ``lookup``; filters, MMR, a query without an
+        embedding and a caller's own ``include`` take the stock path, as do hits the lookup lacks."""
+        if not query.query_embedding or query.filters is not None or query.mode == VectorStoreQueryMode.MMR:
+            return super().query(query, **kwargs)
         if "include" in kwargs:  # the caller asked Chroma for something itself
-            return super()._query(query_embeddings, n_results, where, **kwargs)
+            return super().query(query, **kwargs)
+        where = kwargs.pop("where", None)
         filters: Dict[str, Any] = {"where": where} if where else {}
-        found = self._collection.query(
-            query_embeddings=query_embeddings, n_results=n_results, include=["distances"], **filters, **kwargs
+        found = self.client.query(  # the public ``client`` is the collection
+            query_embeddings=query.query_embedding,
+            n_results=query.similarity_top_k,
+            include=["distances"],
+            **filters,
+            **kwargs,
         )
         ids, distances = found["ids"][0], cast(List[List[float]], found["distances"])[0]
         nodes = [self._lookup(node_id) for node_id in ids]
         if any(node is None for node in nodes):
-            return super()._query(query_embeddings, n_results, where, **kwargs)
+            return super().query(query, **filters, **kwargs)
         # the stock store's score for a distance, so fused scores and displays are unchanged
         held = cast(List[BaseNode], nodes)  # every one found (checked above)
         return VectorStoreQueryResult(nodes=held, similarities=[math.exp(-d) for d in distances], ids=ids)

@@ -42,7 +42,7 @@ class ExtractiveSynthesizer(BaseSynthesizer):
         streaming: bool = False,
         callback_manager: Optional[CallbackManager] = None,
     ) -> None:
-        self._answerer = answerer or ExtractiveAnswerer()
+        self._answerer, self._streams = answerer or ExtractiveAnswerer(), streaming  # kept: the base keeps it private
         super().__init__(
             llm=self._answerer, streaming=streaming, callback_manager=callback_manager, **prompt_helpers(self._answerer)
         )
@@ -64,7 +64,7 @@ class ExtractiveSynthesizer(BaseSynthesizer):
 
     def get_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> RESPONSE_TEXT_TYPE:
         text = self.answer(query_str, text_chunks)
-        return stream_pieces(text) if self._streaming else text
+        return stream_pieces(text) if self._streams else text
 
     async def aget_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> RESPONSE_TEXT_TYPE:
         return self.get_response(query_str, text_chunks, **kwargs)
@@ -90,6 +90,7 @@ class CitedSynthesizer(BaseSynthesizer):
         llm = resolve_llm(llm)
         super().__init__(llm=llm, streaming=streaming, callback_manager=callback_manager, **prompt_helpers(llm))
         self._answer_prompt = answer_prompt
+        self._answering_llm, self._streams = llm, streaming  # kept: the base keeps both private
 
     def _get_prompts(self) -> dict:
         return {"answer_prompt": self._answer_prompt}
@@ -110,17 +111,17 @@ class CitedSynthesizer(BaseSynthesizer):
         self, query_str: str, text_chunks: Sequence[str], history: Sequence[ChatMessage] = (), **kwargs: Any
     ) -> RESPONSE_TEXT_TYPE:
         prompt, limit = self.prompt(query_str, text_chunks, history), _limit(kwargs)
-        if self._streaming:
-            return (chunk.delta for chunk in self._llm.stream_complete(prompt, **limit) if chunk.delta)
-        return self._checked(self._llm.complete(prompt, **limit).text, len(text_chunks))
+        if self._streams:
+            return (chunk.delta for chunk in self._answering_llm.stream_complete(prompt, **limit) if chunk.delta)
+        return self._checked(self._answering_llm.complete(prompt, **limit).text, len(text_chunks))
 
     async def aget_response(
         self, query_str: str, text_chunks: Sequence[str], history: Sequence[ChatMessage] = (), **kwargs: Any
     ) -> RESPONSE_TEXT_TYPE:
-        if self._streaming:
+        if self._streams:
             return self.get_response(query_str, text_chunks, history)
         prompt = self.prompt(query_str, text_chunks, history)
-        return self._checked((await self._llm.acomplete(prompt, **_limit(kwargs))).text, len(text_chunks))
+        return self._checked((await self._answering_llm.acomplete(prompt, **_limit(kwargs))).text, len(text_chunks))
 
 
 def _limit(kwargs: dict) -> dict:

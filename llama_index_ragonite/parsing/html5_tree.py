@@ -18,9 +18,10 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from bs4 import BeautifulSoup
-from bs4.builder._htmlparser import HTMLParserTreeBuilder  # re-exported by bs4.builder at run time only
 from bs4.element import Comment
 from selectolax.lexbor import LexborHTMLParser
+
+from llama_index_ragonite.compat.bs4 import HTMLParserTreeBuilder
 
 _WRAPPERS = ("head", "body")
 

@@ -18,7 +18,7 @@ from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.models.protocols import QueryTermsEmbedding
-from llama_index_ragonite.retrieval import core_access
+from llama_index_ragonite.retrieval import protocols
 from llama_index_ragonite.retrieval.fused import FusedNode
 from llama_index_ragonite.retrieval.fusion import RRF_K
 from llama_index_ragonite.retrieval.index_nodes import EMPTY_LEXICAL, IndexMirror, node_count
@@ -300,12 +300,12 @@ class HybridRetriever(BaseRetriever):
         Reads Chroma collections and ``get``-capable stores (``SimpleVectorStore``); ``{}`` for
         stores that cannot return vectors (callers then embed the evidences themselves).
         """
-        return core_access.stored_embeddings(self.dense, node_ids, self._dense_index)
+        return protocols.stored_embeddings(self.dense, node_ids, self._dense_index)
 
     @property
     def embed_model(self) -> Optional[BaseEmbedding]:
         """The dense side's embedding model (None if it has none)."""
-        return core_access.embed_model_of(self.dense)
+        return protocols.embed_model_of(self.dense)
 
     def lexical_weight(self, query: str) -> float:
         """1, or ``cross_lingual_lexical_weight`` when the question is not in the corpus language."""

@@ -19,10 +19,10 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store import VectorIndexRetriever, VectorStoreIndex
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from llama_index_ragonite.compat import llama_index_core
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.models.protocols import QueryTermsEmbedding
-from llama_index_ragonite.retrieval.core_access import embed_model_of
 from llama_index_ragonite.retrieval.index_nodes import is_chroma
 from llama_index_ragonite.retrieval.narrowing import Allowed
 
@@ -175,20 +175,20 @@ class IndexDenseRetriever(BaseRetriever):
             return self._plain
         if not allowed.nodes:
             return None
-        ids, k, model = sorted(allowed.nodes), self.similarity_top_k, embed_model_of(self._plain)
+        ids, k = sorted(allowed.nodes), self.similarity_top_k  # the index's own embedding model, as ``plain``'s
         if is_chroma(self.index.vector_store):
-            return VectorIndexRetriever(self.index, k, embed_model=model, vector_store_kwargs={"ids": ids})
-        return VectorIndexRetriever(self.index, k, node_ids=ids, embed_model=model)
+            return VectorIndexRetriever(self.index, k, vector_store_kwargs={"ids": ids})
+        return VectorIndexRetriever(self.index, k, node_ids=ids)
 
     # The inner retriever's own steps, not its public call: this side's retrieve already emits the
     # retrieval span and events, which a nested public call would emit a second time (~0.15 ms a query).
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         retriever = self._narrowed()
-        return retriever._retrieve(query_bundle) if retriever is not None else []
+        return llama_index_core.retrieve_quietly(retriever, query_bundle) if retriever is not None else []
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         retriever = self._narrowed()
-        return await retriever._aretrieve(query_bundle) if retriever is not None else []
+        return await llama_index_core.aretrieve_quietly(retriever, query_bundle) if retriever is not None else []
 
 
 def own_bundles(bundle: QueryBundle, sides: Mapping[str, Side]) -> Dict[str, QueryBundle]:

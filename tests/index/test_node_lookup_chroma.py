@@ -55,6 +55,25 @@ def test_hits_scores_and_nodes_equal_the_stock_store():
     assert got.ids == stock.query(filtered).ids and {n.metadata["title"] for n in got.nodes} == {"GPU"}
 
 
+def test_the_nodes_come_from_the_lookup_and_the_stock_path_from_chroma():
+    """Through the public ``query``: plain queries (and a ``where=``) read the lookup's nodes; filters, a
+    caller's own ``include`` and queries without an embedding read Chroma's copies."""
+    nodes = _nodes()
+    held = {n.node_id: TextNode(id_=n.node_id, text="held " + n.text, metadata=n.metadata) for n in nodes}
+    stock, ours, embed = _stores(nodes, held.get)
+    query = VectorStoreQuery(query_embedding=embed.get_query_embedding("ota server"), similarity_top_k=4)
+    got = ours.query(query)
+    assert got.ids == stock.query(query).ids and all(n.text.startswith("held ") for n in got.nodes)
+    where = ours.query(query, where={"title": "GPU"})
+    assert where.ids == stock.query(query, where={"title": "GPU"}).ids and all(
+        n.text.startswith("held ") for n in where.nodes
+    )
+    title = MetadataFilters(filters=[MetadataFilter(key="title", value="GPU")])
+    filtered = VectorStoreQuery(query_embedding=query.query_embedding, similarity_top_k=4, filters=title)
+    for stock_path in (ours.query(filtered), ours.query(query, include=["documents", "metadatas", "distances"])):
+        assert stock_path.nodes and not any(n.text.startswith("held ") for n in stock_path.nodes)
+
+
 def test_a_hit_the_lookup_lacks_takes_the_stock_path():
     nodes = _nodes()
     held = {n.node_id: n for n in nodes[:3]}  # the lexical side lost most nodes: out of step

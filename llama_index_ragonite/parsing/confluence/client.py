@@ -42,7 +42,7 @@ from llama_index_ragonite.parsing.confluence.shapes import (
     retry_after_seconds,
     server_message,
 )
-from llama_index_ragonite.parsing.confluence.watchdog import Watchdog
+from llama_index_ragonite.parsing.confluence.watchdog import Watchdog, traced
 
 logger = logging.getLogger(__name__)
 
@@ -217,7 +217,7 @@ class ConfluenceClient:
         if run_end is not None and run_end < deadline:
             deadline, which = run_end, f"run deadline ({self.run_deadline:g} s)"
         timeout = min(self.timeout, max(deadline - time.monotonic(), 0.001))
-        request = self._http.build_request("GET", url, params=params, timeout=timeout)
+        request = self._http.build_request("GET", url, params=params, timeout=timeout, extensions=traced(self._http))
         late = ConfluenceError(f"{what}: {self.url} did not finish its answer within the {which}; given up")
         with Watchdog(self._http, deadline - time.monotonic()) as watchdog:  # the headers, however slow
             try:
