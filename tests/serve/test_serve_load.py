@@ -30,13 +30,10 @@ from openai_stub import slow_stream
 from processes import running_server
 from sse_client import Stream, wait_until
 
-STREAMS, PER_USER = 50, 4
-try:  # how long anyio lets an idle worker live before a later call retires it (a private constant, 10 s in anyio 4)
-    from anyio._backends._asyncio import WorkerThread
+from llama_index_ragonite.compat.anyio import worker_idle_seconds
 
-    WORKER_IDLE_S = float(WorkerThread.MAX_IDLE_TIME)
-except (ImportError, AttributeError):
-    WORKER_IDLE_S = 10.0
+STREAMS, PER_USER = 50, 4
+WORKER_IDLE_S = worker_idle_seconds()  # how long anyio lets an idle worker live (private: tests/test_compat.py)
 
 
 POOLED_ELSEWHERE = "sqlx-sqlite-wor"  # Chroma's SQLite pool (a thread's name is cut to 15 bytes)
