@@ -42,6 +42,7 @@ from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo,
 
 from llama_index_ragonite.events import EvidencesContextualizedEvent
 from llama_index_ragonite.parsing.context_settings import SETTINGS  # the paper's ablation settings
+from llama_index_ragonite.parsing.structure import AFTER_ID, AFTER_TEXT, BEFORE_ID, BEFORE_TEXT
 
 dispatcher = get_dispatcher(__name__)
 
@@ -209,6 +210,20 @@ class EvidenceContextualizer(TransformComponent):
             memo[node_id, rel] = found
         return found
 
+    def _neighbour_fields(self, node: BaseNode, by_id: Dict[str, BaseNode], memo: Dict[Any, Any]) -> Dict[str, str]:
+        """The ids and nearest lines of the evidences that give ``node`` its Before and After (whatever the
+        switches say), as structure metadata; a neighbour missing from the batch is left out."""
+        fields: Dict[str, str] = {}
+        for rel, id_key, text_key, side in (
+            (NodeRelationship.PREVIOUS, BEFORE_ID, BEFORE_TEXT, "last"),
+            (NodeRelationship.NEXT, AFTER_ID, AFTER_TEXT, "first"),
+        ):
+            neighbour = self._context_neighbour(node, rel, by_id, memo)
+            if neighbour is not None:
+                fields[id_key] = neighbour.node_id
+                fields[text_key] = nearest_line(neighbour.get_content(), side, self.neighbour_words)
+        return fields
+
     @staticmethod
     def _neighbour(node: BaseNode, rel: NodeRelationship, by_id: Dict[str, BaseNode]) -> Optional[BaseNode]:
         info = node.relationships.get(rel)
@@ -231,7 +246,11 @@ class EvidenceContextualizer(TransformComponent):
             (self._placed(self._lines(n, by_id, True, memo)), self.context(n, by_id, self.embed_neighbours, memo))
             for n in nodes
         ]
-        for node, ((header, end), embed_context) in zip(nodes, placed):
+        neighbour_fields = [self._neighbour_fields(n, by_id, memo) for n in nodes]
+        for node, ((header, end), embed_context), fields in zip(nodes, placed, neighbour_fields):
+            for key in (BEFORE_ID, BEFORE_TEXT, AFTER_ID, AFTER_TEXT):
+                node.metadata.pop(key, None)
+            node.metadata.update(fields)
             if end and not header:  # no header to render: LlamaIndex would drop the template, so the line heads it
                 header, end = [end], ""
             node.metadata[self.context_key] = "\n".join(header)

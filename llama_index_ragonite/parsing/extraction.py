@@ -56,6 +56,7 @@ class Evidence:
     table_index: Optional[int] = None
     row_index: Optional[int] = None
     column_headers: Tuple[str, ...] = ()
+    cells: Tuple[str, ...] = ()  # a row's cells, one per column header ("" where empty or covered by a span)
     rows: List["Evidence"] = field(default_factory=list)  # a table's row evidences
 
 
@@ -151,8 +152,10 @@ class _PageWalker:
             return
         self.tables += 1
         path = self._path()
-        evidence = Evidence("table", self.table_linearizer(table), path, table_index=table.index)
         headers = tuple(table.headers)
+        evidence = Evidence(
+            "table", self.table_linearizer(table), path, table_index=table.index, column_headers=headers
+        )
         evidence.rows = [
             Evidence(
                 "table_row",
@@ -161,6 +164,7 @@ class _PageWalker:
                 table_index=table.index,
                 row_index=row.index,
                 column_headers=headers,
+                cells=tuple(row.values),
             )
             for row in table.rows
         ]
@@ -211,6 +215,7 @@ def _structural_ancestors(soup: BeautifulSoup) -> set:
 class Page:
     title: str  # ``<title>``, else the first heading, else ""
     evidences: List[Evidence]
+    modified: str = ""  # the time an HTML ``<meta>`` declares the page last modified, else ""
 
 
 def extract_evidences(markup: str, linearizer: str = "verbalized") -> List[Evidence]:
@@ -279,4 +284,18 @@ def _walk(soup: BeautifulSoup, linearizer: str) -> Page:
     evidences = walker.finish()
     title_tag = soup.find("title")
     title = " ".join(title_tag.get_text().split()) if title_tag is not None else ""
-    return Page(title or walker.first_heading, evidences)
+    return Page(title or walker.first_heading, evidences, _declared_modified(soup))
+
+
+MODIFIED_META = ("last-modified", "dcterms.modified", "article:modified_time", "og:updated_time", "date")
+
+
+def _declared_modified(soup: BeautifulSoup) -> str:
+    """The page's last-modified time as a ``<meta name|property|http-equiv=… content=…>`` declares it, else ""."""
+    declared = {}
+    for meta in soup.find_all("meta"):
+        name = str(meta.get("name") or meta.get("property") or meta.get("http-equiv") or "").strip().lower()
+        content = " ".join(str(meta.get("content") or "").split())
+        if name in MODIFIED_META and content:
+            declared.setdefault(name, content)
+    return next((declared[name] for name in MODIFIED_META if name in declared), "")

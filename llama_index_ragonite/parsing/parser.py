@@ -15,13 +15,25 @@ from llama_index.core.utils import get_tqdm_iterable
 from llama_index_ragonite.events import EvidencesParsedEvent
 from llama_index_ragonite.parsing.extraction import Evidence, extract_page
 from llama_index_ragonite.parsing.linearize import LINEARIZERS
+from llama_index_ragonite.parsing.structure import (
+    CELLS,
+    HEADERS,
+    HEADINGS,
+    MODIFIED,
+    MODIFIED_SOURCE,
+    PAGE_ID,
+    PARSER_KEYS,
+    TABLE_ID,
+    as_list,
+    declared_modified,
+)
 
 dispatcher = get_dispatcher(__name__)
 
 _ID_NAMESPACE = uuid.UUID("5d1f3c1e-6a8b-4d0e-9a51-7c2f0b8e4a11")
 
 # Structural metadata: useful for filters and display, noise for embeddings and prompts.
-STRUCTURAL_KEYS = ("evidence_type", "position", "table_index", "row_index", "column_headers", "url")
+STRUCTURAL_KEYS = ("evidence_type", "position", "table_index", "row_index", "column_headers", "url", *PARSER_KEYS)
 
 
 def evidence_node_id(doc_id: str, granularity: str, position: int) -> str:
@@ -94,6 +106,10 @@ class HTMLEvidenceParser(NodeParser):
     def _page_nodes(self, page: BaseNode) -> List[TextNode]:
         extracted = extract_page(page.get_content(), self.linearizer)
         base = self._page_metadata(page, extracted.title)
+        modified, modified_source = declared_modified(page.metadata, extracted.modified)
+        base[PAGE_ID] = page.node_id
+        if modified:
+            base[MODIFIED], base[MODIFIED_SOURCE] = modified, modified_source
         source = page.as_related_node_info()
         positions = itertools.count(1)  # page order, shared by passages, lists, tables and rows
 
@@ -128,8 +144,11 @@ class HTMLEvidenceParser(NodeParser):
                 continue
             table = make(evidence)
             sequence.append(table)
+            _set_hidden(table, TABLE_ID, table.node_id)
             if self.table_granularity == "both" and evidence.rows:
                 children[table.node_id] = [make(row) for row in evidence.rows]
+                for row in children[table.node_id]:
+                    _set_hidden(row, TABLE_ID, table.node_id)
         return sequence, children
 
     def _link(self, sequence: List[TextNode], children: Dict[str, List[TextNode]]) -> List[TextNode]:
@@ -166,12 +185,15 @@ def _evidence_node(
         "position": position,
         "heading_path": " > ".join(evidence.heading_path),
         "heading": evidence.heading_path[-1] if evidence.heading_path else "",
+        HEADINGS: as_list(evidence.heading_path),
     }
     if evidence.table_index is not None:
         metadata["table_index"] = evidence.table_index
+        metadata[HEADERS] = as_list(evidence.column_headers)
     if evidence.row_index is not None:
         metadata["row_index"] = evidence.row_index
         metadata["column_headers"] = " | ".join(evidence.column_headers)
+        metadata[CELLS] = as_list(evidence.cells)
     excluded = [k for k in STRUCTURAL_KEYS if k in metadata]
     return TextNode(
         id_=node_id,
@@ -181,6 +203,14 @@ def _evidence_node(
         excluded_llm_metadata_keys=list(excluded),
         relationships={NodeRelationship.SOURCE: source},
     )
+
+
+def _set_hidden(node: TextNode, key: str, value: Any) -> None:
+    """A structure key set after the node was made, hidden from the EMBED and LLM views like the others."""
+    node.metadata[key] = value
+    for excluded in (node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys):
+        if key not in excluded:
+            excluded.append(key)
 
 
 def _chain(nodes: List[TextNode], ref: _Refs) -> None:
