@@ -240,7 +240,7 @@ def _synthetic_queries(lexical, size: int, count: int, seed: int, pages: dict, q
             lexical.search(question, 10, *args)
             times[name].append(time.perf_counter() - clock)
     cost = {name: ms(t) for name, t in times.items()}
-    per_hidden, typical = timing_channel(lexical, audiences[0], rng)
+    per_hidden, by_hidden = timing_channel(size)
     return [
         f"At {size:,} synthetic evidences ({len(pages):,} pages; `harness/synthetic.py`, seed {seed}; the lexical "
         f"index alone, built and written in {built:.0f} s, then read back as a server reads it), {count} audiences of a random half of the pages each:",
@@ -254,37 +254,36 @@ def _synthetic_queries(lexical, size: int, count: int, seed: int, pages: dict, q
         f"(cached) {cost['audience (cached)']['p50']:.2f} ms "
         f"({cost['audience (cached)']['p50'] / cost['unrestricted']['p50']:.2f}x); p95 "
         f"{cost['unrestricted']['p95']:.2f} and {cost['audience (cached)']['p95']:.2f} ms;",
-        f"- the timing channel: an audience search reads each query term's postings, hidden rows included, so "
-        f"its time grows with them: {per_hidden * 1e9:.0f} ns per hidden posting (least squares over one-word "
-        f"queries, with the visible postings as the other regressor); a word in {typical:,} hidden evidences (the "
-        f"median over words in any) adds {per_hidden * typical * 1e6:.0f} us.",
+        f"- the timing channel: an audience search reads each query term's postings, hidden rows included, so its "
+        f"time grows with how many hidden evidences hold the term: {per_hidden * 1e9:.1f} ns per hidden posting "
+        f"(one term, 100 readable holders; median of 200 runs each: "
+        + ", ".join(f"{h:,} hidden {t * 1e6:.0f} us" for h, t in by_hidden.items())
+        + ").",
     ]
 
 
-def timing_channel(lexical, audience: frozenset, rng) -> tuple:
-    """Seconds per hidden posting that a one-word audience search takes, by least squares over vocabulary words
-    (time ~ a + b * hidden postings + c * visible postings); and the median hidden postings of a word."""
-    counts = lexical._nodes.counts()  # the benchmark reads the index's own postings to know each word's counts
-    vocab = lexical._nodes.bm25.vocab_dict
-    words = [w for w in rng.permutation(sorted(vocab))[:400] if lexical._tokenize([w])[0] == [w]]
-    mask = lexical._nodes._mask(audience)
-    rows, hidden, visible = [], [], []
-    for word in words:
-        postings = counts.rows[counts.indptr[vocab[word]] : counts.indptr[vocab[word] + 1]]
-        seen = int(mask[postings].sum())
-        if seen == 0:
-            continue
-        runs = []
-        for _ in range(5):
+def timing_channel(rows: int, visible: int = 100, hidden=(0, 1000, 10000, 50000), repeats: int = 200) -> tuple:
+    """Seconds per hidden posting of one query term in an audience search (``audience_scores``, the code a
+    restricted user's BM25 runs): one term held by ``visible`` readable rows and each count of hidden rows, in
+    an index of ``rows`` rows; the median time of each, and the least-squares slope over them."""
+    from llama_index_ragonite.index.term_counts import TermCounts, audience_of, audience_scores
+
+    medians = []
+    for count in hidden:
+        holders = np.arange(visible + count, dtype=np.int32)  # the first rows hold the term; the visible first
+        counts = TermCounts(np.array([0, len(holders)]), holders, np.ones(len(holders), np.uint8), np.full(rows, 20))
+        mask = np.zeros(rows, dtype=bool)
+        mask[:visible] = True
+        mask[visible + count :] = True  # the rest of the index is readable too: only the term's hidden rows differ
+        audience = audience_of(counts, mask)
+        times = []
+        for _ in range(repeats):
             clock = time.perf_counter()
-            lexical.search(word, 10, audience, audience)
-            runs.append(time.perf_counter() - clock)
-        rows.append(min(runs))
-        hidden.append(len(postings) - seen)
-        visible.append(seen)
-    design = np.column_stack([np.ones(len(rows)), hidden, visible])
-    coefficients = np.linalg.lstsq(design, np.array(rows), rcond=None)[0]
-    return float(coefficients[1]), int(np.median([h for h in hidden if h] or [0]))
+            audience_scores(counts, [0], audience, 1.5, 0.75, "lucene")
+            times.append(time.perf_counter() - clock)
+        medians.append(statistics.median(times))
+    slope = float(np.polyfit(np.array(hidden, dtype=float), np.array(medians), 1)[0])
+    return slope, dict(zip(hidden, medians))
 
 
 def run(bench):

@@ -57,11 +57,13 @@ class Ranking:
         scored with the statistics of the ``audience`` ids (None: of every row)."""
         if self.bm25 is None:
             return []
-        mask = None if allowed is None else self._mask(allowed)
         if audience is None:
-            return best_rows(self.bm25, query_tokens, self.row_rank, k, mask)
+            return best_rows(
+                self.bm25, query_tokens, self.row_rank, k, None if allowed is None else self._mask(allowed)
+            )
         counts = self.counts()
-        stats = self.cache.get(("audience", audience), lambda: audience_of(counts, self._mask(audience)))
+        stats = self.cache.get(("audience", audience), lambda: audience_of(counts, self._mask(audience, keep=False)))
+        mask = None if allowed is None else stats.mask if allowed is audience else self._mask(allowed)
         token_ids = [self.bm25.vocab_dict[token] for token in query_tokens if token in self.bm25.vocab_dict]
         rows, scores = audience_scores(counts, token_ids, stats, *self.params)
         if mask is not None:
@@ -69,8 +71,12 @@ class Ranking:
             rows, scores = rows[keep], scores[keep]
         return top_rows(rows, scores, self.row_rank, k)
 
-    def _mask(self, ids: AbstractSet[str]) -> np.ndarray:
-        """Which rows are in ``ids``, cached by the set (a narrowing hands each query the same one)."""
-        key = ("rows", ids if isinstance(ids, frozenset) else frozenset(ids))
+    def _mask(self, ids: AbstractSet[str], keep: bool = True) -> np.ndarray:
+        """Which rows are in ``ids``, cached by the set (a narrowing hands each query the same one) unless an
+        audience's statistics keep it (``keep=False``: one cache entry per audience, not two)."""
         row_ids = self.row_ids
-        return self.cache.get(key, lambda: np.fromiter((i in ids for i in row_ids), dtype=bool, count=len(row_ids)))
+
+        def made() -> np.ndarray:
+            return np.fromiter((i in ids for i in row_ids), dtype=bool, count=len(row_ids))
+
+        return self.cache.get(("rows", ids if isinstance(ids, frozenset) else frozenset(ids)), made) if keep else made()

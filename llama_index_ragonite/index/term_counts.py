@@ -97,9 +97,11 @@ class Audience:
 
 
 class AudienceCache:
-    """``Audience``s by key (an audience's frozenset of ids), least recently used first out."""
+    """``Audience``s (and row masks) by key (a frozenset of ids), least recently used first out. Why 128: one
+    entry per audience a narrowing hands over (64 principals at most, ``retrieval.narrowing``), with room for
+    the masks of filtered searches; each holds one byte per row."""
 
-    def __init__(self, size: int = 64) -> None:
+    def __init__(self, size: int = 128) -> None:
         self.size = size
         self._lock = threading.Lock()
         self._entries: "OrderedDict[Hashable, Any]" = OrderedDict()
