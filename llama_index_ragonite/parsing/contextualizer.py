@@ -42,12 +42,22 @@ from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo,
 
 from llama_index_ragonite.events import EvidencesContextualizedEvent
 from llama_index_ragonite.parsing.context_settings import SETTINGS  # the paper's ablation settings
+from llama_index_ragonite.parsing.rendering import NEIGHBOUR_LABELS, context_lines, is_after_line
 from llama_index_ragonite.parsing.structure import AFTER_ID, AFTER_TEXT, BEFORE_ID, BEFORE_TEXT
 
 dispatcher = get_dispatcher(__name__)
 
-
-NEIGHBOUR_LABELS = ("Before", "After")  # the context lines that quote a neighbouring evidence
+__all__ = [
+    "NEIGHBOUR_LABELS",
+    "TEXT_TEMPLATE",
+    "EvidenceContextualizer",
+    "after_template",
+    "is_table_row",
+    "nearest_line",
+    "shown_context",
+    "template_after",
+    "trailing_after",
+]
 
 
 def nearest_line(text: str, side: str, max_words: int) -> str:
@@ -159,31 +169,19 @@ class EvidenceContextualizer(TransformComponent):
 
     def _placed(self, lines: List[str]) -> Tuple[List[str], str]:
         """``(header lines, the line after the evidence)``: with ``"end"``, a last After line goes after it."""
-        if self.after_position == "end" and lines and lines[-1].startswith(NEIGHBOUR_LABELS[1] + ":"):
+        if self.after_position == "end" and lines and is_after_line(lines[-1]):
             return lines[:-1], lines[-1]
         return lines, ""
 
     def _lines(
         self, node: BaseNode, by_id: Dict[str, BaseNode], neighbours: bool, memo: Optional[Dict[Any, Any]]
     ) -> List[str]:
+        """The header's lines, rendered from the node's fields and the neighbour fields found now."""
         memo = {} if memo is None else memo
-        meta = node.metadata
-        lines = []
-        if self.title and meta.get("title"):
-            lines.append(f"Page: {meta['title']}")
-        if self.breadcrumb and meta.get("breadcrumb"):
-            lines.append(f"In: {meta['breadcrumb']}")
-        if self.heading and meta.get("heading_path"):
-            lines.append(f"Section: {meta['heading_path']}")
-        for switch, rel, label, side in (
-            (self.before, NodeRelationship.PREVIOUS, NEIGHBOUR_LABELS[0], "last"),
-            (self.after, NodeRelationship.NEXT, NEIGHBOUR_LABELS[1], "first"),
-        ):
-            neighbour = self._context_neighbour(node, rel, by_id, memo) if switch and neighbours else None
-            snippet = nearest_line(neighbour.get_content(), side, self.neighbour_words) if neighbour else ""
-            if snippet:
-                lines.append(f"{label}: {snippet}")
-        return lines
+        fields = self._neighbour_fields(node, by_id, memo) if neighbours and (self.before or self.after) else {}
+        switches = dict(title=self.title, breadcrumb=self.breadcrumb, heading=self.heading)
+        metadata = {k: v for k, v in node.metadata.items() if k not in (BEFORE_TEXT, AFTER_TEXT)}
+        return context_lines({**metadata, **fields}, before=self.before, after=self.after, **switches)
 
     def _context_neighbour(
         self, node: BaseNode, rel: NodeRelationship, by_id: Dict[str, BaseNode], memo: Dict[Any, Any]
@@ -279,7 +277,7 @@ def after_template(line: str) -> str:
 def trailing_after(text: str) -> Tuple[str, str]:
     """``(text, after)``: a rendered view split from the After line its ``after_template`` put at its end."""
     head, sep, last = text.rpartition("\n\n")
-    if sep and last.startswith(NEIGHBOUR_LABELS[1] + ":") and "\n" not in last:
+    if sep and is_after_line(last) and "\n" not in last:
         return head, last
     return text, ""
 

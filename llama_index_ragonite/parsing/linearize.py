@@ -8,8 +8,9 @@ the non-verbalized formats repeat the header line before the row.
 from __future__ import annotations
 
 import html
-import re
 from typing import TYPE_CHECKING, Callable, Dict, List, Tuple
+
+from llama_index_ragonite.parsing.rendering import ROW_POSITION, row_sentence, without_row_position
 
 if TYPE_CHECKING:  # annotations only: the tables module loads the HTML parsers (``ragonite --help`` does not)
     from llama_index_ragonite.parsing.tables import Table, TableRow
@@ -28,16 +29,10 @@ def _pairs(table: Table, row: TableRow) -> List[Tuple[str, str]]:
 
 def verbalize_row(table: Table, row: TableRow) -> str:
     """``Row 2 in Table 1: Member is Alice, and Task is Similarity function``."""
-    body = ", and ".join(f"{h} is {v}" if h else v for h, v in _pairs(table, row))
-    return f"Row {row.index} in Table {table.index}: {body}"
+    return row_sentence(row.index, table.index, _pairs(table, row))
 
 
-ROW_POSITION = re.compile(r"^Row \d+ in Table \d+: ?")  # the prefix verbalize_row writes
-
-
-def without_row_position(line: str) -> str:
-    """A verbalized row's body: its ``Row i in Table j:`` position dropped (it moves between page versions)."""
-    return ROW_POSITION.sub("", line, count=1)
+__all__ = ["LINEARIZERS", "ROW_POSITION", "get_linearizer", "verbalize_row", "verbalize_table", "without_row_position"]
 
 
 def _piped(cells: List[str]) -> str:
