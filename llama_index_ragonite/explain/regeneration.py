@@ -28,9 +28,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
 import tenacity
 from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
-from llama_index.core.schema import MetadataMode, NodeWithScore
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
 
-from llama_index_ragonite.parsing.contextualizer import NEIGHBOUR_LABELS, after_template, template_after
+from llama_index_ragonite.parsing.contextualizer import after_template, template_after
+from llama_index_ragonite.parsing.rendering import quoted_neighbour
 from llama_index_ragonite.prompts import (
     ANSWER_PROMPT,
     OUT_OF_SCOPE,
@@ -90,12 +91,12 @@ def withheld(kept: Sequence[NodeWithScore], left_out: Sequence[NodeWithScore]) -
         changed: Dict[str, Any] = {}
         for key, value in node.metadata.items():
             if key not in hidden and isinstance(value, str):
-                lines = [line for line in value.split("\n") if not _quotes_any(line, texts)]
+                lines = [line for line in value.split("\n") if not _quotes_any(node, line, texts)]
                 if len(lines) < value.count("\n") + 1:
                     changed[key] = "\n".join(lines)
         update: Dict[str, Any] = {"metadata": {**node.metadata, **changed}} if changed else {}
         tail = template_after(node)  # ``after_position="end"``
-        if tail and _quotes_any(tail, texts):
+        if tail and _quotes_any(node, tail, texts):
             update["text_template"] = after_template("")
         elif (
             tail
@@ -125,10 +126,11 @@ def _left_out(among: Sequence[NodeWithScore], kept: Sequence[NodeWithScore]) -> 
     return [n for n in among if id(n) not in ids]
 
 
-def _quotes_any(line: str, texts: Sequence[str]) -> bool:
-    label, sep, snippet = line.partition(": ")
-    snippet = snippet.strip().removesuffix("…").strip()
-    return bool(sep and label in NEIGHBOUR_LABELS and snippet) and any(snippet in text for text in texts)
+def _quotes_any(node: BaseNode, line: str, texts: Sequence[str]) -> bool:
+    """``line`` is a Before/After line of ``node`` quoting one of ``texts`` (read from its structure fields;
+    nodes of older stores, without them, through their text: ``quoted_neighbour``)."""
+    snippet = quoted_neighbour(node.metadata, line).strip().removesuffix("…").strip()
+    return bool(snippet) and any(snippet in text for text in texts)
 
 
 def normalize_answer(answer: str) -> str:

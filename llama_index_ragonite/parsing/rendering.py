@@ -42,10 +42,31 @@ def context_lines(
     heading_path = section(metadata) if heading else ""
     if heading_path:
         lines.append(f"{SECTION_LABEL}: {heading_path}")
-    for switch, key, label in ((before, BEFORE_TEXT, NEIGHBOUR_LABELS[0]), (after, AFTER_TEXT, NEIGHBOUR_LABELS[1])):
+    for switch, key, side in ((before, BEFORE_TEXT, 0), (after, AFTER_TEXT, 1)):
         if switch and metadata.get(key):
-            lines.append(f"{label}: {metadata[key]}")
+            lines.append(neighbour_line(side, metadata[key]))
     return lines
+
+
+def neighbour_line(side: int, text: str) -> str:
+    """The ``Before:`` (``side`` 0) or ``After:`` (1) line that quotes a neighbour's nearest line ``text``."""
+    return f"{NEIGHBOUR_LABELS[side]}: {text}"
+
+
+def quoted_neighbour(metadata: Mapping[str, Any], line: str) -> str:
+    """The neighbour's text a context ``line`` quotes ("" when it quotes none), from the node's fields.
+
+    Nodes of stores built before the fields existed (no ``before_text``/``after_text``) have it read
+    back from the line's label instead: the one place that parses it.
+    """
+    if BEFORE_TEXT in metadata or AFTER_TEXT in metadata:
+        for side, key in enumerate((BEFORE_TEXT, AFTER_TEXT)):
+            text = str(metadata.get(key) or "")
+            if text and line == neighbour_line(side, text):
+                return text
+        return ""
+    label, sep, snippet = line.partition(": ")
+    return snippet if sep and label in NEIGHBOUR_LABELS else ""
 
 
 def is_after_line(line: str) -> bool:
