@@ -22,6 +22,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 
 from llama_index_ragonite.events import QuestionCompletedEvent, RetrievalHitsEvent
 from llama_index_ragonite.parsing.contextualizer import shown_context
+from llama_index_ragonite.parsing.structure import CELLS, HEADERS, structure_list
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
 from llama_index_ragonite.text import detect_language
 
@@ -93,6 +94,18 @@ def table_cells(text: str, kind: str, headers: Optional[Sequence[str]] = None) -
     return [header] + [[row.get(h, "") for h in header] for row in cells]
 
 
+def row_cells(metadata: Dict[str, Any]) -> Optional[List[List[str]]]:
+    """A row's header and cells from its structure fields: the columns it fills, as its sentence names them.
+
+    ``None`` for a node without the fields (a store built before them) or a row whose filled cells lack a
+    header (a row-label column): ``table_cells`` reads those from the text, as whole tables are.
+    """
+    pairs = [(h, c) for h, c in zip(structure_list(metadata, HEADERS), structure_list(metadata, CELLS)) if c]
+    if CELLS not in metadata or not pairs or not all(h for h, _ in pairs):
+        return None
+    return [[h for h, _ in pairs], [c for _, c in pairs]]
+
+
 def _rank(hit: NodeWithScore, side: str) -> Optional[int]:
     return getattr(hit, "ranks", {}).get(side)  # a FusedNode's; other retrievers' hits have none
 
@@ -109,7 +122,7 @@ def source_json(n: int, hit: NodeWithScore) -> Dict[str, Any]:
         "text": text,
         "context": shown_context(hit.node),
         "kind": kind,
-        "table": table_cells(text, kind, meta.get("column_headers")),
+        "table": (kind == "row" and row_cells(meta)) or table_cells(text, kind, meta.get("column_headers")),
         "score": None if hit.score is None else float(hit.score),
         "lexical_rank": _rank(hit, "lexical"),
         "dense_rank": _rank(hit, "dense"),
