@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from bs4 import BeautifulSoup, Tag
 from bs4.builder import ParserRejectedMarkup
@@ -292,7 +292,7 @@ MODIFIED_META = ("last-modified", "dcterms.modified", "article:modified_time", "
 
 def _declared_modified(soup: BeautifulSoup) -> str:
     """The page's last-modified time as a ``<meta name|property|http-equiv=… content=…>`` declares it, else ""."""
-    declared = {}
+    declared: Dict[str, str] = {}
     for meta in soup.find_all("meta"):
         name = str(meta.get("name") or meta.get("property") or meta.get("http-equiv") or "").strip().lower()
         content = " ".join(str(meta.get("content") or "").split())
