@@ -7,8 +7,9 @@ and looks for any marker, code word, title, id or URL of a page outside what the
 * with forged forwarding headers from a peer that is not the proxy (every answer a refusal, nothing shown);
 * over a store synced while a proxy trimmed Confluence's permission expansions: a user-restricted page's
   restriction (its child inherits it), a group-restricted page's, and a space's permissions;
-* in old conversations after a group was taken from the user in the users file, answered offline and by an
-  LLM stub that echoes its prompt (each new message reads the conversation's earlier turns).
+* in old conversations after the user lost a group's pages (in the users file, or by a re-sync after Confluence
+  changed a space's viewers), answered offline and by an LLM stub that echoes its prompt (each new message
+  reads the conversation's earlier turns).
 
 Each door has a positive control: the user does see the markers of the pages they may read there.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+from pathlib import Path
 from typing import Set
 
 import pytest
@@ -130,17 +132,37 @@ OPENERS = (
 )
 
 
+def revoke_by_users_file(users: Path, store: Path, site: ConfluenceStub, user: str) -> None:
+    file = UsersFile.load(users)
+    file.users = [u if u.name != user else dataclasses.replace(u, groups=u.groups - {"eng"}) for u in file.users]
+    file.save()
+
+
+def revoke_by_resync(users: Path, store: Path, site: ConfluenceStub, user: str) -> None:
+    """The ENG space's viewers become its leads only (Confluence changed), then the store is synced again."""
+    kept = site.space_readers["ENG"]
+    site.space_readers["ENG"] = ((), ("eng-leads",))
+    try:
+        args = ["index", "confluence", "--url", site.url, "--cql", "type = page", "--store", str(store)]
+        assert cli([*args, "--quiet"]) == 0
+    finally:
+        site.space_readers["ENG"] = kept
+
+
 @pytest.mark.fault(
-    "a group taken from a user in the users file, then 200 new messages in their 20 old conversations about "
-    "that group's pages (answered offline and by an LLM that echoes its prompt)",
+    "a user loses a group's pages (a group taken away in the users file, or Confluence's space viewers changed "
+    "and the store synced again), then 200 new messages in their 20 old conversations about those pages "
+    "(answered offline and by an LLM that echoes its prompt)",
     "no new message, stream, reopened conversation or page view holds those pages; before, the conversations "
     "did show them",
     area="access",
 )
-def test_the_scan_of_old_conversations_after_a_revocation(tmp_path, synced, stub):  # noqa: F811
-    root, store, tokens = synced
-    users = tmp_path / "users.json"
+@pytest.mark.parametrize("revoke", [revoke_by_users_file, revoke_by_resync], ids=["users file", "re-sync"])
+def test_the_scan_of_old_conversations_after_a_revocation(tmp_path, synced, confluence, stub, revoke):  # noqa: F811
+    root, synced_store, tokens = synced
+    users, store = tmp_path / "users.json", tmp_path / "store"
     shutil.copy(root / "users.json", users)
+    shutil.copytree(synced_store, store)
     stub.clear_script()
     user = "acc-alice"
     with running_server(tmp_path, *serve_args(store, users, tmp_path, stub.base_url)) as server:
@@ -151,11 +173,7 @@ def test_the_scan_of_old_conversations_after_a_revocation(tmp_path, synced, stub
                 conversations.append(cid)
                 shown |= {i for i in ENG if marker(i) in say(client, cid, OPENERS[n % len(OPENERS)])}
             assert {"101", "102", "103"} <= shown  # the control: before, the old conversations showed them
-            file = UsersFile.load(users)
-            file.users = [
-                u if u.name != user else dataclasses.replace(u, groups=u.groups - {"eng"}) for u in file.users
-            ]
-            file.save()
+            revoke(users, store, confluence, user)
             readable = READS[user] - ENG
             found, seen, responses = set(), set(), 0
             for n, cid in enumerate(conversations):
