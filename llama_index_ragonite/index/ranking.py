@@ -43,9 +43,6 @@ class Ranking:
             self._held = self._counts()
         return self._held
 
-    def held_counts(self) -> Optional[TermCounts]:
-        return self._held
-
     def best(
         self,
         query_tokens: List[str],

@@ -83,9 +83,6 @@ class TermCounts:
             raise ValueError("the term counts do not match their postings")
         return counts
 
-    def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.indptr, self.rows, self.tf, self.lengths))
-
 
 @dataclass(frozen=True)
 class Audience:
@@ -117,16 +114,6 @@ class AudienceCache:
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
         return value
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-    def nbytes(self) -> int:
-        """Bytes of the arrays held (the masks), for reports."""
-        with self._lock:
-            values = list(self._entries.values())
-        return sum(v.mask.nbytes if isinstance(v, Audience) else getattr(v, "nbytes", 0) for v in values)
 
 
 def audience_of(counts: TermCounts, mask: np.ndarray) -> Audience:
