@@ -24,7 +24,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import secrets
@@ -33,7 +32,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from urllib.parse import urlsplit
 
 from llama_index_ragonite.serve.config import LOOPBACK_NAMES, MAX_BODY_BYTES, is_loopback
-from llama_index_ragonite.serve.identities import ProxyTrust, UsersFile, owner_of
+from llama_index_ragonite.serve.identities import ProxyTrust, UsersFile, owner_of, token_owner, token_sha256
 from llama_index_ragonite.serve.peers import peer_address
 from llama_index_ragonite.serve.signin import SESSION_COOKIE, SignIn
 
@@ -50,7 +49,7 @@ _USER_ID = re.compile(r"^[0-9a-f]{32}$")
 
 def token_user(token: str) -> str:
     """The owner id of a token (its hash: the token itself is never stored)."""
-    return "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+    return token_owner(token_sha256(token))
 
 
 def cookie_header(name: str, value: str) -> bytes:

@@ -30,7 +30,16 @@ from llama_index_ragonite.index.access import Principal
 from llama_index_ragonite.index.persist import write_json
 from llama_index_ragonite.serve.peers import OnceEach
 
-__all__ = ["ProxyTrust", "ServeUser", "UsersFile", "UsersFileError", "add_user", "owner_of", "token_sha256"]
+__all__ = [
+    "ProxyTrust",
+    "ServeUser",
+    "UsersFile",
+    "UsersFileError",
+    "add_user",
+    "owner_of",
+    "token_owner",
+    "token_sha256",
+]
 
 logger = logging.getLogger(__name__)
 Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
@@ -42,6 +51,11 @@ class UsersFileError(ValueError):
 
 def token_sha256(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def token_owner(digest: str) -> str:
+    """The owner id of a bare ``--token``'s conversations, from its SHA-256 (the token itself is never stored)."""
+    return "token:" + digest[:32]
 
 
 def owner_of(user: str) -> str:
@@ -61,8 +75,8 @@ class ServeUser:
 
     @property
     def legacy_owner(self) -> str:
-        """The owner id this user's token had before it was in a users file (``auth.token_user``)."""
-        return "token:" + self.token_sha256[:32]
+        """The owner id this user's token had before it was in a users file (a bare token's)."""
+        return token_owner(self.token_sha256)
 
 
 @dataclass
@@ -114,12 +128,13 @@ class UsersFile:
         return self
 
     def by_token(self, token: Optional[str]) -> Optional[ServeUser]:
-        if not token:
-            return None
-        digest = token_sha256(token)
+        return self.by_token_hash(token_sha256(token)) if token else None
+
+    def by_token_hash(self, digest: str) -> Optional[ServeUser]:
+        """The user whose token has this SHA-256 (the first, should two share one), or None."""
         found = None
         for user in self.users:  # every entry compared, in constant time each
-            if user.token_sha256 and hmac.compare_digest(digest, user.token_sha256):
+            if user.token_sha256 and hmac.compare_digest(digest, user.token_sha256) and found is None:
                 found = user
         return found
 

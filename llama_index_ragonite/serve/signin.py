@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, Optional, Tuple
 
 from llama_index_ragonite.index.access import Principal
-from llama_index_ragonite.serve.identities import UsersFile, owner_of, token_sha256
+from llama_index_ragonite.serve.identities import UsersFile, owner_of, token_owner, token_sha256
 
 __all__ = ["MAX_SESSIONS", "SESSION_COOKIE", "SESSION_SECONDS", "Caller", "SignIn"]
 
@@ -69,14 +69,11 @@ class SignIn:
 
     def caller(self, token_hash: str) -> Optional[Caller]:
         """The caller a token hash names now (users file first, as it is on disk now), or None."""
-        found: Optional[Caller] = None
-        users = self.users.current().users if self.users is not None else []
-        for user in users:  # every entry compared, in constant time each
-            if user.token_sha256 and hmac.compare_digest(token_hash, user.token_sha256) and found is None:
-                found = Caller(owner_of(user.name), user.principal, user.name)
-        for known in self.token_hashes:
+        user = self.users.current().by_token_hash(token_hash) if self.users is not None else None
+        found = Caller(owner_of(user.name), user.principal, user.name) if user is not None else None
+        for known in self.token_hashes:  # every one compared, in constant time each
             if hmac.compare_digest(token_hash, known) and found is None:
-                found = Caller("token:" + token_hash[:32])  # auth.token_user: the owner id of a bare token
+                found = Caller(token_owner(token_hash))
         return found
 
     def by_token(self, token: str) -> Optional[Caller]:
