@@ -170,14 +170,16 @@ class Narrowing:
 
     def _compute(self, lexical: LexicalIndex, access: AccessMap, principals: Tuple[Principal, ...]) -> Allowed:
         every = lexical.node_pages()  # a node of no page, or of a page without an entry, is readable by all
-        pages = {node: page for node, page in every.items() if all(access.readable(page, p) for p in principals)}
-        audience_nodes = audience_pages = None
-        if len(pages) < len(every):
-            audience_nodes = frozenset(pages)
-            audience_pages = frozenset(p for p in pages.values() if p is not None)
+        readable = {node: page for node, page in every.items() if all(access.readable(page, p) for p in principals)}
+        nodes, pages = _sets(readable)
+        audience = (nodes, pages) if len(readable) < len(every) else (None, None)
         if self.filters is not None:
-            pages = {n: p for n, p in pages.items() if matches(lexical.get_node(n).metadata, self.filters)}
-        nodes, readable_pages = frozenset(pages), frozenset(p for p in pages.values() if p is not None)
-        if self.filters is None and audience_nodes is not None:  # the same sets: one hash, one cache entry
-            nodes, readable_pages = audience_nodes, audience_pages or frozenset()
-        return Allowed(nodes, readable_pages, audience_nodes, audience_pages)
+            nodes, pages = _sets(
+                {n: p for n, p in readable.items() if matches(lexical.get_node(n).metadata, self.filters)}
+            )
+        return Allowed(nodes, pages, *audience)  # without filters, the audience's own sets: one cache entry each
+
+
+def _sets(pages: Mapping[str, Optional[str]]) -> Tuple[FrozenSet[str], FrozenSet[str]]:
+    """The node ids and the page ids of ``pages`` (node id -> page id)."""
+    return frozenset(pages), frozenset(p for p in pages.values() if p is not None)
