@@ -165,7 +165,9 @@ class EvidenceContextualizer(TransformComponent):
     ) -> str:
         """The context header of one node ("" when every switch is off); ``neighbours=False`` omits BEF/AFT.
         With ``after_position="end"`` the After line is not in it: it follows the evidence."""
-        return "\n".join(self._placed(self._lines(node, by_id, neighbours, memo))[0])
+        memo = {} if memo is None else memo
+        found = neighbours and (self.before or self.after)
+        return self._header(node, self._neighbour_fields(node, by_id, memo) if found else {})
 
     def _placed(self, lines: List[str]) -> Tuple[List[str], str]:
         """``(header lines, the line after the evidence)``: with ``"end"``, a last After line goes after it."""
@@ -173,12 +175,11 @@ class EvidenceContextualizer(TransformComponent):
             return lines[:-1], lines[-1]
         return lines, ""
 
-    def _lines(
-        self, node: BaseNode, by_id: Dict[str, BaseNode], neighbours: bool, memo: Optional[Dict[Any, Any]]
-    ) -> List[str]:
-        """The header's lines, rendered from the node's fields and the neighbour fields found now."""
-        memo = {} if memo is None else memo
-        fields = self._neighbour_fields(node, by_id, memo) if neighbours and (self.before or self.after) else {}
+    def _header(self, node: BaseNode, fields: Dict[str, str]) -> str:
+        return "\n".join(self._placed(self._lines(node, fields))[0])
+
+    def _lines(self, node: BaseNode, fields: Dict[str, str]) -> List[str]:
+        """The header's lines, rendered from the node's fields and its neighbours' (``fields``: none, no BEF/AFT)."""
         switches = dict(title=self.title, breadcrumb=self.breadcrumb, heading=self.heading)
         metadata = {k: v for k, v in node.metadata.items() if k not in (BEFORE_TEXT, AFTER_TEXT)}
         return context_lines({**metadata, **fields}, before=self.before, after=self.after, **switches)
@@ -240,11 +241,11 @@ class EvidenceContextualizer(TransformComponent):
         )
         # read all before writing any
         memo: Dict[Any, Any] = {}
+        neighbour_fields = [self._neighbour_fields(n, by_id, memo) for n in nodes]  # each found once
         placed = [
-            (self._placed(self._lines(n, by_id, True, memo)), self.context(n, by_id, self.embed_neighbours, memo))
-            for n in nodes
+            (self._placed(self._lines(n, fields)), self._header(n, fields if self.embed_neighbours else {}))
+            for n, fields in zip(nodes, neighbour_fields)
         ]
-        neighbour_fields = [self._neighbour_fields(n, by_id, memo) for n in nodes]
         for node, ((header, end), embed_context), fields in zip(nodes, placed, neighbour_fields):
             for key in (BEFORE_ID, BEFORE_TEXT, AFTER_ID, AFTER_TEXT):
                 node.metadata.pop(key, None)
