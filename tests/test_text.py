@@ -64,15 +64,14 @@ def retriever_language(question: str) -> str:
     from llama_index.core import VectorStoreIndex
 
     from llama_index_ragonite.index.lexical import LexicalIndex
+    from llama_index_ragonite.retrieval.built_in import BuiltInSides, SideSettings
     from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
+    settings = SideSettings(corpus_language="en", cross_lingual_lexical_weight=0.5)
     retriever = HybridRetriever(
-        dense=VectorStoreIndex([], embed_model=HashingEmbedding()),
-        lexical=LexicalIndex(),
-        corpus_language="en",
-        cross_lingual_lexical_weight=0.5,
+        BuiltInSides(VectorStoreIndex([], embed_model=HashingEmbedding()), LexicalIndex(), settings=settings)
     )
-    return "en" if retriever.lexical_weight(question) == 1.0 else "de"
+    return "en" if retriever.sides["lexical"].weight_for(question) == 1.0 else "de"
 
 
 @pytest.mark.parametrize("expected, question", QUESTIONS)

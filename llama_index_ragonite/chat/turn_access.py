@@ -111,8 +111,7 @@ def readable_by(access: AccessMap, restricted: bool, pages: Iterable[str], princ
 def store_reader(retriever: Any, principal: Principal) -> MayRead:
     """``MayRead`` for ``principal`` over the store ``retriever`` follows (its folder's newest access file),
     else over the retriever's own ``access`` map as it is at each call."""
-    store = getattr(getattr(getattr(retriever, "keeping", None), "follower", None), "store", None)
-    folder = getattr(store, "path", None)
+    folder = getattr(getattr(retriever, "store", None), "path", None)  # HybridRetriever.store (from_store)
 
     def may_read(pages: AbstractSet[str]) -> bool:
         if folder is not None:

@@ -7,7 +7,9 @@ from typing import Dict, Optional
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.schema import NodeWithScore
 
-__all__ = ["FusedNode"]
+__all__ = ["RERANK", "FusedNode"]
+
+RERANK = "rerank"  # the reranker's ranking, kept beside the sides' (not a side)
 
 
 class FusedNode(NodeWithScore):
@@ -28,6 +30,11 @@ class FusedNode(NodeWithScore):
 
     def place(self, side: str, rank: int, score: Optional[float]) -> None:
         self.ranks[side], self.scores[side] = rank, score
+
+    @property
+    def side_ranks(self) -> Dict[str, int]:
+        """Its rank on each side that returned it (``ranks`` less the reranker's)."""
+        return {side: rank for side, rank in self.ranks.items() if side != RERANK}
 
     # -- read-only names of earlier releases (deprecated, kept for one release) --
     @property
@@ -64,8 +71,8 @@ class FusedNode(NodeWithScore):
 
     @property
     def rerank_rank(self) -> Optional[int]:
-        return self.ranks.get("rerank")
+        return self.ranks.get(RERANK)
 
     @property
     def rerank_score(self) -> Optional[float]:
-        return self.scores.get("rerank")
+        return self.scores.get(RERANK)

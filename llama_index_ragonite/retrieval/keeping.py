@@ -1,13 +1,15 @@
-"""How a ``HybridRetriever``'s sides stay over the same nodes: checked, mirrored from an index, or following a store.
+"""Built-in sides kept over where the nodes live: following a store's generations, or mirroring a stock index.
 
-Why apart from the retriever: fusing rankings is one job; keeping its sides in step with
-where the nodes live is another, and which one applies depends on how the retriever was made:
+Why apart from the retriever: fusing rankings is one job; keeping the sides in step with where
+the nodes live is another. Both are :class:`~.built_in.BuiltInSides` that swap their sides when
+they see a change; ``HybridRetriever`` asks them around each query (``query``, ``follow``,
+``stale_hit``):
 
-* :class:`Checked` (a retriever given its sides): a dense ``VectorIndexRetriever``'s hit that
-  the lexical side lacks is a ``StoreError`` (never fuse two sides over different nodes);
-* :class:`Mirrored` (``HybridRetriever.from_index``): before each query the lexical and latent
+* :class:`BuiltInSides` (sides given): a dense ``VectorIndexRetriever``'s hit that the lexical
+  side lacks is a ``StoreError`` (never fuse two sides over different nodes);
+* :class:`MirroredSides` (``HybridRetriever.from_index``): before each query the lexical and latent
   sides are rebuilt when the index changed, and a stale hit rebuilds them (``IndexMirror``);
-* :class:`Following` (``HybridRetriever.from_store``): before each query a newer store
+* :class:`FollowingSides` (``HybridRetriever.from_store``): before each query a newer store
   generation is loaded and swapped in whole (``StoreFollower``).
 """
 
@@ -15,96 +17,51 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Dict, List, Optional, Protocol
+from contextlib import AbstractContextManager
+from typing import Dict, List, Optional, cast
 
-from llama_index.core.indices.vector_store import VectorIndexRetriever
+from llama_index.core.indices.vector_store import VectorStoreIndex
 from llama_index.core.schema import NodeWithScore
 
-from llama_index_ragonite.errors import StoreError
-from llama_index_ragonite.retrieval.index_nodes import NOT_FROM_INDEX, OUT_OF_SYNC, IndexMirror
-from llama_index_ragonite.retrieval.store_follow import StoreFollower
+from llama_index_ragonite.index.latent import LatentTermIndex
+from llama_index_ragonite.index.lexical import LexicalIndex
+from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.retrieval.built_in import BuiltInSides, SideSettings
+from llama_index_ragonite.retrieval.index_nodes import IndexMirror
+from llama_index_ragonite.retrieval.narrowing import Narrowing
+from llama_index_ragonite.retrieval.store_follow import StoreFollower, StoreParts, store_parts
 
-__all__ = ["BUILT_IN", "Checked", "Following", "Mirrored", "settled"]
+__all__ = ["FollowingSides", "MirroredSides"]
 
-BUILT_IN = ("lexical", "dense", "latent")  # the node sides a store or an index keeps; user sides are not checked
-
-
-class KeptRetriever(Protocol):
-    """What keeping reads and sets of the retriever it keeps (``retriever.HybridRetriever``)."""
-
-    k_lexical: int
-    k_dense: int
-    dense: Any  # set to an index: searched through its retriever
-    lexical: Any
+STORE_LATENT = object()  # FollowingSides: the store's own latent terms, followed with it
 
 
-class Checked:
-    """The sides were given: check that a dense index hit is one the lexical side holds."""
+class FollowingSides(BuiltInSides):
+    """The built-in sides over a store's loaded generation, swapped for a newer one between queries.
 
-    blocking = False  # its checks read no index: no need to leave the event loop
+    ``latent``: the store's latent terms (followed with it; None when not every evidence has its
+    vector), or a ``LatentTermIndex`` of yours (kept), or None (no latent side).
+    """
 
-    def query(self) -> AbstractContextManager:
-        return nullcontext()
+    def __init__(
+        self,
+        store: EvidenceStore,
+        settings: Optional[SideSettings] = None,
+        narrowing: Optional[Narrowing] = None,
+        latent: object = STORE_LATENT,
+    ) -> None:
+        parts = store_parts(store)
+        self.own_latent = latent is STORE_LATENT
+        chosen = parts.latent if self.own_latent else cast(Optional[LatentTermIndex], latent)
+        super().__init__(parts.index, parts.lexical, chosen, settings, parts.access, narrowing)
+        self.store = store
+        self.follower = StoreFollower(store, self._use_parts, parts.generation)
 
-    async def abegin(self) -> None:
-        return None
-
-    def aend(self) -> None:
-        return None
-
-    def follow(self, retriever: KeptRetriever) -> None:
-        """Before a query: nothing to bring in line."""
-
-    def stale_hit(self, retriever: KeptRetriever, sides: Dict[str, List[NodeWithScore]]) -> Optional[str]:
-        """Only a dense ``VectorIndexRetriever``'s hit the lexical side lacks: other dense
-        retrievers may return nodes of their own (merged parents)."""
-        if not retriever.k_lexical or not isinstance(retriever.dense, VectorIndexRetriever):
-            return None
-        return next((h.node.node_id for h in sides.get("dense", ()) if h.node.node_id not in retriever.lexical), None)
-
-    def out_of_sync(self, retriever: KeptRetriever, node_id: str) -> None:
-        raise StoreError(OUT_OF_SYNC.format(node_id=node_id))
-
-    def refresh(self, retriever: KeptRetriever) -> None:
-        raise StoreError(NOT_FROM_INDEX)
-
-
-class Mirrored(Checked):
-    """The lexical (and latent) side mirror a stock ``VectorStoreIndex`` (``from_index``)."""
-
-    blocking = True  # its checks read the index (Chroma: a call)
-
-    def __init__(self, mirror: IndexMirror) -> None:
-        self.mirror = mirror
-
-    def follow(self, retriever: KeptRetriever) -> None:
-        if self.mirror.changed():
-            self._resync(retriever, "the index changed")
-
-    def stale_hit(self, retriever: KeptRetriever, sides: Dict[str, List[NodeWithScore]]) -> Optional[str]:
-        """Any built-in side's hit deleted from the index, changed there, or missing from the lexical side."""
-        return self.mirror.stale_hit({name: hits for name, hits in sides.items() if name in BUILT_IN})
-
-    def out_of_sync(self, retriever: KeptRetriever, node_id: str) -> None:
-        why = f"hit {node_id!r} was missing from the lexical side or differs from the index"
-        self._resync(retriever, why, logging.WARNING)
-
-    def refresh(self, retriever: KeptRetriever) -> None:
-        self._resync(retriever, "refresh() was called")
-
-    def _resync(self, retriever: KeptRetriever, why: str, level: int = logging.INFO) -> None:
-        self.mirror.sync(why, level)
-        retriever.dense = self.mirror.index.as_retriever(
-            similarity_top_k=retriever.k_dense
-        )  # fixes node ids at creation
-
-
-class Following(Checked):
-    """The sides are those of a store's loaded generation, swapped for a newer one between queries."""
-
-    def __init__(self, follower: StoreFollower) -> None:
-        self.follower = follower
+    def _use_parts(self, new: StoreParts) -> None:  # between queries: serve a newer store generation
+        if self.own_latent:
+            self.use(dense=new.index, lexical=new.lexical, access=new.access, latent=new.latent)
+        else:
+            self.use(dense=new.index, lexical=new.lexical, access=new.access)
 
     def query(self) -> AbstractContextManager:
         return self.follower.query()
@@ -116,10 +73,42 @@ class Following(Checked):
         self.follower.end()
 
 
-def settled(stale: Optional[str]) -> None:
-    """After a rebuild: a hit still out of step is not fused (the index changed under the query)."""
-    if stale is not None:
-        raise StoreError(
-            f"Node {stale!r} is still out of step right after a rebuild: the index's node listing lacks it, "
-            "or the index changed during the query (retry)"
-        )
+class MirroredSides(BuiltInSides):
+    """The lexical (and latent) side mirror a stock ``VectorStoreIndex``: built from its nodes, rebuilt
+    when it changes (``IndexMirror``). ``latent``: None builds latent terms when the index's embedding
+    model makes them, True requires it, False skips it; ``lexical``: an empty ``LexicalIndex`` to fill."""
+
+    blocking = True  # its checks read the index (Chroma: a call)
+
+    def __init__(
+        self,
+        index: VectorStoreIndex,
+        lexical: Optional[LexicalIndex] = None,
+        latent: Optional[bool] = None,
+        settings: Optional[SideSettings] = None,
+        narrowing: Optional[Narrowing] = None,
+    ) -> None:
+        lexical = LexicalIndex() if lexical is None else lexical
+        super().__init__(index, lexical, None, settings, None, narrowing, empty_lexical=True)
+        self.mirror = IndexMirror(index, lexical)
+        self.use(latent=self.mirror.add_latent(self.embed_model, latent))
+        self.mirror.sync()
+
+    def follow(self) -> None:
+        if self.mirror.changed():
+            self._resync("the index changed")
+
+    def stale_hit(self, hits: Dict[str, List[NodeWithScore]]) -> Optional[str]:
+        """Any of these sides' hit deleted from the index, changed there, or missing from the lexical side."""
+        return self.mirror.stale_hit({name: found for name, found in hits.items() if name in self})
+
+    def out_of_sync(self, node_id: str) -> None:
+        why = f"hit {node_id!r} was missing from the lexical side or differs from the index"
+        self._resync(why, logging.WARNING)
+
+    def refresh(self) -> None:
+        self._resync("refresh() was called")
+
+    def _resync(self, why: str, level: int = logging.INFO) -> None:
+        self.mirror.sync(why, level)
+        self.use(dense=self.mirror.index)  # a fresh as_retriever(): it fixes the node ids it searches

@@ -13,7 +13,7 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from llama_index_ragonite.events import RetrievalHitsEvent
-from llama_index_ragonite.retrieval.fused import FusedNode
+from llama_index_ragonite.retrieval.fused import RERANK, FusedNode
 from llama_index_ragonite.retrieval.fusion import rrf_fuse
 from llama_index_ragonite.retrieval.narrowing import Allowed
 from llama_index_ragonite.retrieval.sides import Side
@@ -58,15 +58,15 @@ def fuse(
     if reranked is not None:
         for rank, hit in enumerate(reranked, start=1):
             if hit.node.node_id in pool:
-                pool[hit.node.node_id].place("rerank", rank, hit.score)
-        _event(query, "rerank", reranked)
+                pool[hit.node.node_id].place(RERANK, rank, hit.score)
+        _event(query, RERANK, reranked)
     if fusion == "rerank":
         order: List[Tuple[Any, Optional[float]]] = [(h.node.node_id, h.score) for h in reranked or []]
     else:
         rankings = [_ranking(pool, name, name in page_sides) for name in weights]
         counts = list(weights.values())
         if fusion == "rerank+rrf":
-            rankings.append(_ranking(pool, "rerank", False))
+            rankings.append(_ranking(pool, RERANK, False))
             counts.append(1.0)
         order = list(rrf_fuse(rankings, k=rrf_k, weights=counts))
     out = []

