@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -396,3 +397,58 @@ def test_the_private_read_check_sees_them(tmp_path):
             "self._collection",
         ]
     )
+
+
+# The context header's labels and the row sentence are rendered in one module and read back only there (a store
+# built before the structure fields) and in the answerer's LLM face, which reads prompts others format.
+# (index/model_identity.py embeds a row sentence as a fixed probe of the model: it reads none back)
+RENDERED_TEXT_READERS = {
+    "parsing/rendering.py",
+    "parsing/contextualizer.py",
+    "models/extractive/llm_adapter",
+    "index/model_identity.py",
+}
+_LABEL = re.compile(r"(?:^|[^\w])(?:Page|Section|Before|After):|Row\b.{0,12}\bin Table\b|^Row \{|^ in Table ")
+
+
+def rendered_text_literals(path: Path) -> list[str]:
+    """String constants of ``path`` (docstrings aside) that hold a context label or the row sentence's shape."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        f"{path.name}:{node.lineno}: {node.value!r}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+        and _LABEL.search(node.value)
+    ]
+
+
+def test_only_the_rendering_module_and_the_llm_adapter_read_rendered_labels_and_rows():
+    found = [
+        hit
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not any(str(path.relative_to(PACKAGE)).startswith(allowed) for allowed in RENDERED_TEXT_READERS)
+        for hit in rendered_text_literals(path)
+        for hit in [f"{path.parent.relative_to(PACKAGE)}/{hit}"]
+    ]
+    assert found == []
+
+
+def test_the_rendered_text_check_sees_labels_and_rows(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text(
+        '"""Docstrings may say ``Page:`` and ``Row 1 in Table 1``."""\nimport re\n\n'
+        'ROW = re.compile(r"^Row \\d+ in Table \\d+: (.*)$")\nLABELS = ("Page:", "Before:")\n'
+        'def f(i, j):\n    return f"Row {i} in Table {j}: "\n'
+    )
+    hits = [hit.split(": ", 1)[1] for hit in rendered_text_literals(source)]
+    assert len(hits) == 4 and "'Page:'" in hits and "' in Table '" in hits

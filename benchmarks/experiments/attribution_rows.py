@@ -36,7 +36,7 @@ def two_source_llm():
     from llama_index.core.llms.callbacks import llm_completion_callback
     from llama_index.core.llms.custom import CustomLLM
 
-    from llama_index_ragonite.models.extractive.prompt import parse_prompt
+    from llama_index_ragonite.models.extractive.llm_adapter.prompt import parse_prompt
     from llama_index_ragonite.models.extractive.units import split_units
     from llama_index_ragonite.prompts import OUT_OF_SCOPE
     from llama_index_ragonite.text import content_words

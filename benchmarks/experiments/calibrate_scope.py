@@ -41,15 +41,13 @@ IN_SCOPE = 0.95  # the operating point: at least this share of the calibration's
 
 def features(answerer, retriever, questions: Sequence[str]) -> np.ndarray:
     """One row of ``ScopeFeatures`` per question (its retrieved nodes assessed as the synthesizer reads them)."""
-    from llama_index.core.schema import MetadataMode
-
-    from llama_index_ragonite.models.extractive.prompt import node_source, plain_question
+    from llama_index_ragonite.models.extractive.sources import node_source, plain_question
     from llama_index_ragonite.models.extractive.scope import feature_names
 
     rows = []
     for question in questions:
-        views = [n.node.get_content(metadata_mode=MetadataMode.LLM) for n in retriever.retrieve(question)]
-        assessed = answerer.assess(plain_question(question), [node_source(i, v) for i, v in enumerate(views, 1)])
+        nodes = retriever.retrieve(question)
+        assessed = answerer.assess(plain_question(question), [node_source(i, n.node) for i, n in enumerate(nodes, 1)])
         rows.append(assessed.features.vector() if assessed.features else (0.0,) * len(feature_names()))
     return np.array(rows, dtype=float)
 

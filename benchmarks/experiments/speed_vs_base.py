@@ -94,7 +94,7 @@ def answer_step(store: str, data: str, limit: Optional[int]) -> dict:
         synthesizer = ExtractiveSynthesizer(ExtractiveAnswerer(embed_model=retriever.embed_model))
 
         def answer(question, nodes):
-            return synthesizer.answer(question, [n.node.get_content(metadata_mode=MetadataMode.LLM) for n in nodes])
+            return synthesizer.answer(question, nodes)
 
     except ImportError:  # a baseline before the synthesizers: the answerer reads the answer prompt
         answerer = ExtractiveAnswerer()

@@ -73,7 +73,7 @@ class Answering:
 
     def _offline(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> str:
         assert self.extractive is not None  # called for an offline LLM only
-        return self.extractive.answer(turn.completed_question, _views(nodes))
+        return self.extractive.answer(turn.completed_question, nodes)
 
     def text(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> str:
         if self.extractive is not None:

@@ -20,6 +20,7 @@ from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import NodeWithScore
 
 from llama_index_ragonite.languages import LANGUAGES, every, language_table
+from llama_index_ragonite.parsing.rendering import row_line_cells
 from llama_index_ragonite.prompts import quote_evidence
 from llama_index_ragonite.text import content_terms, content_words, detect_language, words
 
@@ -27,7 +28,6 @@ __all__ = ["FOLLOW_UP_PROMPT", "FollowUpSuggester", "parse_follow_ups", "questio
 
 logger = logging.getLogger(__name__)
 
-_ROW_LINE = re.compile(r"^Row \d+ in Table \d+: (.+)$")
 _MAX_CELL_CHARS = 60
 
 FOLLOW_UP_PROMPT = PromptTemplate(
@@ -62,16 +62,8 @@ def question_language(text: str) -> str:
 # -- offline ------------------------------------------------------------------------------
 def _row_cells(text: str) -> List[List[Tuple[str, str]]]:
     """The (header, value) cells of each verbalized row in ``text``; [] when it is not a table."""
-    rows = []
-    for line in text.strip().splitlines():
-        match = _ROW_LINE.match(line.strip())
-        if not match:
-            return []
-        cells = [tuple(part.split(" is ", 1)) for part in re.split(r", and (?=[^,]*? is )", match.group(1))]
-        if any(len(cell) != 2 for cell in cells):
-            return []
-        rows.append([(h.strip(), v.strip()) for h, v in cells])
-    return rows
+    rows = [row_line_cells(line) for line in text.strip().splitlines()]
+    return [row for row in rows if row is not None] if all(row is not None for row in rows) else []
 
 
 def _mentions(asked_words: set, text: str) -> bool:

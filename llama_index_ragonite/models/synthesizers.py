@@ -1,31 +1,34 @@
 """The two answer synthesizers, nodes in, answer out: ``ExtractiveSynthesizer`` (offline) and
 ``CitedSynthesizer`` (any LLM, the paper's answer prompt).
 
-Why: whoever holds the retrieved nodes (a stock ``RetrieverQueryEngine``, our chat engine) should not
-have to number them into a prompt for the offline answerer to parse them back. ``ExtractiveSynthesizer``
-reads each node's LLM view (what a prompt numbers as a source: the contextualizer's page, section and
-neighbour lines, then the evidence), in the order given, and hands the sources to
-``ExtractiveAnswerer.answer_sources``, where the prompt path ends too: both answer alike, citing
-``[Source i]`` for the i-th node. ``CitedSynthesizer`` gives an LLM exactly the prompt the chat engine
-sends (``prompts.ANSWER_PROMPT``: numbered sources, history, question) and checks the answer's
-citations against the nodes it was given (markers naming no node are removed).
+Why: whoever holds the retrieved nodes (a stock ``RetrieverQueryEngine``, our chat engine, the explainers'
+regenerations) turns them into an answer through ``synthesize(query, nodes)``. ``ExtractiveSynthesizer``
+reads the nodes themselves, in the order given: each node's structure fields (page title, heading path,
+the neighbours' text its context shows, a row's cells: ``models.extractive.sources``), never a prompt,
+and hands the sources to ``ExtractiveAnswerer.answer_sources``, citing ``[Source i]`` for the i-th node.
+Called with texts alone (``get_response``), it reads them as LLM views (``llm_adapter``).
+``CitedSynthesizer`` gives an LLM exactly the prompt the chat engine sends (``prompts.ANSWER_PROMPT``:
+numbered sources, history, question) and checks the answer's citations against the nodes it was given
+(markers naming no node are removed).
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.response_synthesizers.base import BaseSynthesizer
+from llama_index.core.schema import NodeWithScore
 from llama_index.core.types import RESPONSE_TEXT_TYPE
 
 from llama_index_ragonite.models.defaults import prompt_helpers, resolve_llm
 from llama_index_ragonite.models.extractive.answerer import ExtractiveAnswerer
 from llama_index_ragonite.models.extractive.calls import stream_pieces
-from llama_index_ragonite.models.extractive.prompt import node_source, plain_question
+from llama_index_ragonite.models.extractive.llm_adapter.prompt import view_source
+from llama_index_ragonite.models.extractive.sources import node_source, plain_question
 from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, check_citations, format_history, format_views
 
 __all__ = ["CitedSynthesizer", "ExtractiveSynthesizer"]
@@ -57,17 +60,40 @@ class ExtractiveSynthesizer(BaseSynthesizer):
     def _update_prompts(self, prompts: dict) -> None:
         """No prompt: the answer is read from the nodes."""
 
-    def answer(self, question: str, views: Sequence[str]) -> str:
-        """The answer text to ``question`` from the nodes' LLM views, the i-th cited ``[Source i]``."""
-        sources = [node_source(i, view) for i, view in enumerate(views, 1)]
+    def answer(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
+        """The answer text to ``question`` from ``nodes`` (their structure fields), the i-th cited ``[Source i]``."""
+        sources = [node_source(i, n.node) for i, n in enumerate(nodes, 1)]
         return self._answerer.answer_sources(plain_question(question), sources)
 
-    def get_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> RESPONSE_TEXT_TYPE:
-        text = self.answer(query_str, text_chunks)
+    def synthesize(self, query: Any, nodes: List[NodeWithScore], *args: Any, **kwargs: Any) -> Any:
+        return super().synthesize(query, nodes, *args, source_nodes=nodes, **kwargs)
+
+    async def asynthesize(self, query: Any, nodes: List[NodeWithScore], *args: Any, **kwargs: Any) -> Any:
+        return await super().asynthesize(query, nodes, *args, source_nodes=nodes, **kwargs)
+
+    def get_response(
+        self,
+        query_str: str,
+        text_chunks: Sequence[str],
+        source_nodes: Optional[Sequence[NodeWithScore]] = None,
+        **kwargs: Any,
+    ) -> RESPONSE_TEXT_TYPE:
+        """From ``source_nodes`` (what ``synthesize`` passes), else from the texts read as LLM views."""
+        if source_nodes is not None:
+            text = self.answer(query_str, source_nodes)
+        else:
+            sources = [view_source(i, view) for i, view in enumerate(text_chunks, 1)]
+            text = self._answerer.answer_sources(plain_question(query_str), sources)
         return stream_pieces(text) if self._streams else text
 
-    async def aget_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> RESPONSE_TEXT_TYPE:
-        return self.get_response(query_str, text_chunks, **kwargs)
+    async def aget_response(
+        self,
+        query_str: str,
+        text_chunks: Sequence[str],
+        source_nodes: Optional[Sequence[NodeWithScore]] = None,
+        **kwargs: Any,
+    ) -> RESPONSE_TEXT_TYPE:
+        return self.get_response(query_str, text_chunks, source_nodes, **kwargs)
 
 
 class CitedSynthesizer(BaseSynthesizer):

@@ -9,7 +9,6 @@ be explained later from the exact evidences, in prompt order, that the answer sa
 
 from __future__ import annotations
 
-import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Dict, Iterator, List, Optional, Sequence
@@ -22,6 +21,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 
 from llama_index_ragonite.events import QuestionCompletedEvent, RetrievalHitsEvent
 from llama_index_ragonite.parsing.contextualizer import shown_context
+from llama_index_ragonite.parsing.rendering import row_line_cells
 from llama_index_ragonite.parsing.structure import CELLS, HEADERS, structure_list
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
 from llama_index_ragonite.text import detect_language
@@ -29,7 +29,6 @@ from llama_index_ragonite.text import detect_language
 __all__ = ["TurnTrace", "node_record", "nodes_from_records", "source_json", "table_cells", "turn_json"]
 
 KINDS = {"passage": "passage", "list": "list", "table": "table", "table_row": "row"}
-_ROW = re.compile(r"^Row \d+ in Table \d+: (.*)$")
 _sink: ContextVar[Optional[List[BaseEvent]]] = ContextVar("ragonite_serve_trace", default=None)
 
 
@@ -78,19 +77,11 @@ def table_cells(text: str, kind: str, headers: Optional[Sequence[str]] = None) -
     """
     if kind not in ("table", "row"):
         return None
-    rows = []
-    for line in text.splitlines():
-        match = _ROW.match(line.strip())
-        if not match:
-            return None
-        pairs = [part.partition(" is ") for part in re.split(r", and (?=[^,]*? is )", match.group(1))]
-        if any(not sep for _, sep, _ in pairs):
-            return None
-        rows.append(pairs)
-    if not rows:
+    rows = [row_line_cells(line) for line in text.splitlines()]
+    if not rows or any(row is None for row in rows):
         return None
-    header = list(dict.fromkeys(h for row in rows for h, _, _ in row))
-    cells = [{h: value for h, _, value in row} for row in rows]
+    header = list(dict.fromkeys(h for row in rows for h, _ in row or ()))
+    cells = [dict(row or ()) for row in rows]
     return [header] + [[row.get(h, "") for h in header] for row in cells]
 
 

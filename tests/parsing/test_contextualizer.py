@@ -210,7 +210,8 @@ def test_table_row_context_on_a_huge_table_stays_linear():
 
 
 def test_after_placed_at_the_end_follows_the_evidence_in_every_view_as_in_the_paper():
-    from llama_index_ragonite.models.extractive.prompt import node_source, split_source
+    from llama_index_ragonite.models.extractive.llm_adapter.prompt import split_source, view_source
+    from llama_index_ragonite.models.extractive.sources import node_source
     from llama_index_ragonite.parsing.contextualizer import shown_context
 
     passage = contextualized(after_position="end")[0]
@@ -219,8 +220,8 @@ def test_after_placed_at_the_end_follows_the_evidence_in_every_view_as_in_the_pa
     for mode in (MetadataMode.LLM, MetadataMode.EMBED):  # the template is every view's
         assert passage.get_content(mode).endswith("This page lists the team.\n\n" + after)
     assert passage.get_content() == "This page lists the team."  # the raw evidence stays addressable
-    source = node_source(1, passage.get_content(MetadataMode.LLM))
-    assert (source.evidence, source.after, source.topic) == ("This page lists the team.", after[7:], "Test page")
+    for source in (view_source(1, passage.get_content(MetadataMode.LLM)), node_source(1, passage)):
+        assert (source.evidence, source.after, source.topic) == ("This page lists the team.", after[7:], "Test page")
     assert split_source(passage.get_content(MetadataMode.LLM))[1] == "This page lists the team."
     assert shown_context(passage).endswith(after)  # what the web app shows as the evidence's context
     header = contextualized()[0]

@@ -1,14 +1,15 @@
 """The offline extractive answerer: quotes the prompt's best-matching evidence units, cited.
 
-``answerer.ExtractiveAnswerer`` is the LlamaIndex ``CustomLLM``; ``prompt`` parses the answer
-prompt, ``units`` cuts evidences into answer units, ``scoring`` scores and selects them,
+``answerer.ExtractiveAnswerer`` is the LlamaIndex ``CustomLLM``; ``sources`` builds its sources from
+nodes and their structure fields, ``llm_adapter`` (its LLM face) parses prompts someone formatted the
+nodes into, ``units`` cuts evidences into answer units, ``scoring`` scores and selects them,
 ``compose`` quotes and cites them (``models.synthesizers.ExtractiveSynthesizer`` answers from nodes);
 ``calls`` carries a call's template variables and streams.
 
 The algorithm, one module per step, with one small class around them:
 
-1. ``prompt.parse_prompt`` / ``templates``: the sources (topic: ``Page:``/``Section:`` lines;
-   raw evidence) and the question.
+1. ``sources.node_source`` (or, for a prompt, ``llm_adapter``): the sources (topic: the page title and
+   heading path; the evidence; the neighbours' text; a row's cells) and the question.
 2. ``units.split_units``: evidences into rows, list items and sentences; a lead-in ("… including:") is
    quoted with the list it announces (``continued_lead_ins``).
 3. ``scoring.score_units`` (IDF-weighted share of the question's words in a unit, identifiers
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 from llama_index_ragonite.models.extractive.answerer import DEFAULT_LABEL, ExtractiveAnswerer
 from llama_index_ragonite.models.extractive.compose import cite, compose_answer, trim_words
-from llama_index_ragonite.models.extractive.prompt import ParsedPrompt, PromptSource, parse_prompt, split_source
+from llama_index_ragonite.models.extractive.llm_adapter.prompt import ParsedPrompt, parse_prompt, split_source
 from llama_index_ragonite.models.extractive.scoring import (
     identifiers,
     language,
@@ -40,6 +41,7 @@ from llama_index_ragonite.models.extractive.scoring import (
     select_units,
     similarity,
 )
+from llama_index_ragonite.models.extractive.sources import PromptSource, node_source
 from llama_index_ragonite.models.extractive.units import Unit, split_units
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "compose_answer",
     "identifiers",
     "language",
+    "node_source",
     "parse_prompt",
     "rank_bonus",
     "score_units",

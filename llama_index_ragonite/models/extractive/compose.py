@@ -14,6 +14,7 @@ from llama_index_ragonite.languages import alternation
 from llama_index_ragonite.models.extractive.answer_types import asked_type, holds_type
 from llama_index_ragonite.models.extractive.cells import (
     CELL_SEPARATOR,
+    Pairs,
     answer_cells,
     quote_cells,
     row_cells,
@@ -29,12 +30,13 @@ from llama_index_ragonite.models.extractive.scoring import (
     quote_terms,
     quote_word_keys,
 )
-from llama_index_ragonite.models.extractive.units import ROW, Unit
+from llama_index_ragonite.models.extractive.units import Unit
+from llama_index_ragonite.parsing.rendering import is_row_sentence, without_row_position
 
 
 def _trim_row(text: str, wanted: frozenset, max_words: int) -> str:
     """A row's ``header is value`` pairs within ``max_words``: those holding question words first."""
-    text = text.split(":", 1)[1].strip() if ROW.match(text) else text
+    text = without_row_position(text).strip() if is_row_sentence(text) else text
     pairs = text.split(CELL_SEPARATOR)
     if len(text.split()) <= max_words:
         return text
@@ -64,33 +66,36 @@ def _row_keys(question: str, topic: str) -> tuple:
     return keys, frozenset(identifiers(question)) - topic_ids
 
 
-def row_answer(text: str, question: str, topic: str = "") -> str:
+def row_answer(text: str, question: str, topic: str = "", pairs: Pairs = None) -> str:
     """A verbalized row cut to the cells that answer ``question`` (``cells.answer_cells``); the
     user's own words (``asked_part``) ask for the columns. When the question asks for an amount, a
     count or a date (``answer_types``) that none of those cells holds, the cells that hold one are
     quoted with them: "Was kostet das Hotel am Auensee?" names no English column, its prices answer."""
     keys, ids = _row_keys(question, topic)
-    cells = answer_cells(text, keys, ids, _row_keys(asked_part(question), topic))
+    cells = answer_cells(text, keys, ids, _row_keys(asked_part(question), topic), pairs)
     if cells is None:
         return text
     kind = asked_type(question)
     if kind in ("amount", "count", "date") and not any(holds_type(c.value, kind) for c in cells):
-        every = row_cells(text)  # the asked amount, count or date is in no chosen cell
+        every = row_cells(text, pairs)  # the asked amount, count or date is in no chosen cell
         typed = [c for c in every if holds_type(c.value, kind)]
         return quote_cells([c for c in every if c in cells or c in typed]) if typed else text
     return quote_cells(cells)
 
 
-def trim_words(text: str, question: str, max_words: int, topic: str = "", cells: bool = False) -> str:
+def trim_words(
+    text: str, question: str, max_words: int, topic: str = "", cells: bool = False, pairs: Pairs = None
+) -> str:
     """``text`` cut to ``max_words`` words, keeping the question's words; "…" marks cuts.
 
     A verbalized row loses its ``Row i in Table j:`` prefix (a position, not an answer) and
     keeps whole ``header is value`` pairs: the pairs that hold question words, then the
-    others in order. Other text keeps the window that holds most question words.
+    others in order. Other text keeps the window that holds most question words. ``pairs``: the row's
+    (header, cell) pairs when its fields say them (``text`` is then a row whatever it reads).
     """
     wanted = quote_keys(question)
-    if ROW.match(text):
-        return _trim_row(row_answer(text, question, topic) if cells else text, wanted, max_words)
+    if pairs is not None or is_row_sentence(text):
+        return _trim_row(row_answer(text, question, topic, pairs) if cells else text, wanted, max_words)
     words = text.split()
     if len(words) <= max_words:
         return text
@@ -117,7 +122,7 @@ def drop_echo(text: str, question: str) -> str:
     the recommended configuration" answers "What is the recommended configuration?" with its first clause.
 
     Why: the smallest quote that holds the answer; a clause the asker already said adds only length."""
-    if ROW.match(text) or is_yes_no(question):
+    if is_row_sentence(text) or is_yes_no(question):
         return text  # a yes/no question's restating clause is its answer ("Guest hibernation is not supported")
     said_keys, said_ids = quote_keys(question), frozenset(identifiers(question))
     cuts = [0] + [x for m in _CLAUSE.finditer(text) for x in (m.start(), m.end())] + [len(text)]
@@ -190,12 +195,15 @@ def compose_answer(
     for i in chosen:
         if budget < 5:
             break
-        if parts and ROW.match(units[i].text) and ROW.match(units[chosen[0]].text):
+        first = units[chosen[0]]
+        if parts and units[i].row and first.row:
             keys, ids = _row_keys(question, units[i].topic)
-            if value_matches(units[i].text, keys, ids) < value_matches(units[chosen[0]].text, keys, ids):
+            meets = value_matches(units[i].text, keys, ids, units[i].cells)
+            if meets < value_matches(first.text, keys, ids, first.cells):
                 continue  # a further row must meet the question's conditions as the first does ("failed")
-        text = trim_words(drop_echo(units[i].quote, question), question, budget, units[i].topic, cells=True)
-        row = bool(ROW.match(units[i].text))
+        quote = units[i].quote if units[i].row else drop_echo(units[i].quote, question)
+        text = trim_words(quote, question, budget, units[i].topic, cells=True, pairs=units[i].cells)
+        row = units[i].row
         if row:
             text = _new_cells(text, quoted_cells)
         adds = quote_terms(text) - said

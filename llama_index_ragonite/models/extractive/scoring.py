@@ -19,7 +19,7 @@ from typing import Dict, FrozenSet, List, Sequence, Set, Tuple
 import Stemmer
 
 from llama_index_ragonite.languages import LANGUAGES, alternation, every
-from llama_index_ragonite.models.extractive.units import ROW, Unit, list_item_text
+from llama_index_ragonite.models.extractive.units import Unit, list_item_text
 from llama_index_ragonite.text import QUESTION_WORDS, content_words, detect_language
 
 _IDENT = re.compile(r"\w+(?:[.\-_/+:]\w+)*", re.UNICODE)
@@ -316,9 +316,9 @@ def parallel(a: Unit, b: Unit) -> bool:
     (a 1.9 row for a 2.0 question), only dilutes it."""
     if a.topic != b.topic:
         return False
-    if ROW.match(a.text) and ROW.match(b.text):
+    if a.row and b.row:
         return True
-    return not (ROW.match(a.text) or ROW.match(b.text)) and not _is_sentence(a.text) and not _is_sentence(b.text)
+    return not (a.row or b.row) and not _is_sentence(a.text) and not _is_sentence(b.text)
 
 
 def _is_sentence(text: str) -> bool:
@@ -341,16 +341,14 @@ def context_instead(question: str, units: Sequence[Unit], chosen: List[int], sco
     """A chosen row gives way to a unit of its page, its context text first, that holds an identifier
     of the question the row lacks ("the QEMU version in these tests": QEMU 1.4 is stated above the
     table, which reaches each row as its context, not in any row)."""
-    if not chosen or not ROW.match(units[chosen[0]].text):
+    if not chosen or not units[chosen[0]].row:
         return chosen
     best = units[chosen[0]]
     lacking = set(identifiers(question)) - set(identifiers(best.topic)) - set(identifiers(best.text))
     if not lacking:
         return chosen
     options = [
-        i
-        for i, u in enumerate(units)
-        if u.topic == best.topic and not ROW.match(u.text) and lacking & set(identifiers(u.text))
+        i for i, u in enumerate(units) if u.topic == best.topic and not u.row and lacking & set(identifiers(u.text))
     ]
     return [max(options, key=lambda i: (units[i].source == best.source, scores[i]))] if options else chosen
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any, List, Sequence
+from typing import Any, List, Optional, Sequence, Tuple
 
 from llama_index_ragonite.languages import every
+from llama_index_ragonite.parsing.rendering import is_row_sentence
 
-ROW = re.compile(r"^Row \d+ in Table \d+:")  # a verbalized table row's position prefix
 _BULLET = re.compile(r"^[-*•]\s+")
 _ITEM = re.compile(r"^(?:[-*•]|\d{1,2}[.)])\s+")  # a list item's line: a bullet or a number
 # A sentence ends at . ! ? followed by space and an upper-case letter, digit, quote or bracket;
@@ -34,10 +34,16 @@ class Unit:
     )
     follow: str = ""  # what a lead-in announces ("including:" → the list), quoted with it, not scored
     whole_list: bool = False  # a list with its lead-in, every item (``whole_list``)
+    cells: Optional[Tuple[Tuple[str, str], ...]] = None  # a row node's (header, cell) pairs, from its fields
 
     @property
     def quote(self) -> str:
         return f"{self.text} {self.follow}" if self.follow else self.text
+
+    @property
+    def row(self) -> bool:
+        """A table row: a row node's (its cells known), or a verbalized row line of a table's text."""
+        return self.cells is not None or is_row_sentence(self.text)
 
 
 def _split_sentences(line: str) -> List[str]:
@@ -67,9 +73,9 @@ def split_units(evidence: str) -> List[str]:
         line = _BULLET.sub("", raw.strip())
         if not line:
             continue
-        pieces = [line] if ROW.match(line) else [s for s in _split_sentences(line) if _WORD.search(s)]
+        pieces = [line] if is_row_sentence(line) else [s for s in _split_sentences(line) if _WORD.search(s)]
         for piece in pieces:
-            if units and units[-1].endswith(":") and not ROW.match(units[-1]):
+            if units and units[-1].endswith(":") and not is_row_sentence(units[-1]):
                 if listed.startswith(units[-1]) and _ITEM.match(raw.strip()):
                     units[-1] = piece  # the lead-in of a list: whole_list's
                 else:
@@ -145,7 +151,7 @@ def continued_lead_ins(sources: Sequence[Any], units: Sequence[Unit]) -> List[Un
     for source in sources:
         i = last.get(source.number)
         after = getattr(source, "after", "")
-        if i is None or not after or not units[i].text.endswith(":") or ROW.match(units[i].text):
+        if i is None or not after or not units[i].text.endswith(":") or units[i].row:
             continue
         nxt = next((s for s in sources if s.number != source.number and _continues(after, s.evidence)), None)
         items = split_units(nxt.evidence if nxt else after)

@@ -17,30 +17,16 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Tuple
 
-from llama_index_ragonite.parsing.contextualizer import NEIGHBOUR_LABELS, trailing_after
+from llama_index_ragonite.models.extractive.sources import PromptSource, header_source, plain_question
+from llama_index_ragonite.parsing.contextualizer import trailing_after
+from llama_index_ragonite.parsing.rendering import Header, shown_header
 from llama_index_ragonite.prompts import quote_evidence, unquote_evidence
+
+__all__ = ["ParsedPrompt", "PromptSource", "numbered_sources", "parse_prompt", "plain_question", "split_source"]
 
 _HEADER_LINE = re.compile(r"^###\s*Source\s+(\d+)\s*###\s*$")
 _SEPARATOR = re.compile(r"^-{3,}\s*$")
 _TURN = re.compile(r"^(User|Assistant):[ \t]?(.*)$", re.IGNORECASE)
-_TOPIC_LABELS = ("Page:", "Section:")
-_NEIGHBOUR_LABELS = tuple(f"{label}:" for label in NEIGHBOUR_LABELS)  # as the contextualizer writes them
-_AFTER_LABEL = _NEIGHBOUR_LABELS[1:]
-_BEFORE_LABEL = _NEIGHBOUR_LABELS[:1]
-_CONTEXT_LABELS = _TOPIC_LABELS + _NEIGHBOUR_LABELS
-
-
-@dataclass(frozen=True)
-class PromptSource:
-    """One ``### Source i ###`` block (or context paragraph): its number, topic (page title, section) and raw evidence."""
-
-    number: int
-    topic: str
-    evidence: str
-    earlier_answer: bool = False  # an answer of the answerer fed back as context (tree_summarize's upper levels)
-    context: str = ""  # the contextualizer's Before/After text: may state what the evidence's own text lacks
-    after: str = ""  # its After text alone: how the page goes on past the evidence
-    before: str = ""  # its Before text alone: what the page says just above the evidence (a list's lead-in)
 
 
 @dataclass(frozen=True)
@@ -48,11 +34,6 @@ class ParsedPrompt:
     sources: List[PromptSource]
     question: str  # "" when the prompt has no ``User:`` line
     history: List[str] = field(default_factory=list)  # earlier ``User:``/``Assistant:`` lines
-
-
-# ANSI escape sequences and other control characters a pasted question may hold: read as spaces,
-# so "\x1b[31m" is not taken for a name ("31m") that no source holds
-_TERMINAL_CODES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def split_source(text: str) -> Tuple[str, str]:
@@ -70,16 +51,13 @@ def split_source(text: str) -> Tuple[str, str]:
 
 
 def _read_header(text: str) -> Tuple[List[str], int]:
-    """The source's lines, unquoted, and how many of them are its contextualizer header (0: none)."""
+    """The source's lines, unquoted, and how many of them are its contextualizer header (0: none): the
+    longest run of leading lines that ``rendering.shown_header`` reads as one, followed by a blank line."""
     lines = unquote_evidence(text, citations=False).strip("\n").split("\n")
     end = 0
-    while end < len(lines) and lines[end].startswith(_CONTEXT_LABELS):
+    while end < len(lines) and lines[end] and shown_header({}, [lines[end]]) is not None:
         end += 1
     return lines, 0 if end < len(lines) and lines[end].strip() else end
-
-
-def _labelled(head: List[str], labels: Tuple[str, ...], joiner: str) -> str:
-    return joiner.join(line.split(":", 1)[1].strip() for line in head if line.startswith(labels))
 
 
 def _source(number: int, text: str) -> PromptSource:
@@ -87,29 +65,16 @@ def _source(number: int, text: str) -> PromptSource:
     (which may state what the evidence lacks: "tests performed on OpenXT with QEMU 1.4" above a
     table's rows) and the After text alone (how the page goes on past the evidence)."""
     lines, end = _read_header(text)
-    head = lines[:end] if end < len(lines) else []  # a header with no evidence below it is no context
+    header = shown_header({}, lines[:end]) or Header()
     evidence = "\n".join(lines[end:]).strip()
     body, tail = trailing_after(evidence)
-    if head and tail and not any(line.startswith(_AFTER_LABEL) for line in head):  # ``after_position="end"``
-        evidence, head = body, head + [tail]
-    return PromptSource(
-        number=number,
-        topic=_labelled(lines[:end], _TOPIC_LABELS, " "),
-        evidence=evidence,
-        context=_labelled(head, _NEIGHBOUR_LABELS, "\n"),
-        after=_labelled(head, _AFTER_LABEL, "\n"),
-        before=_labelled(head, _BEFORE_LABEL, "\n"),
-    )
+    if end and evidence and tail and not header.after:  # ``after_position="end"``
+        evidence, header = body, shown_header({}, [*lines[:end], tail]) or header
+    return header_source(number, header, evidence)
 
 
-def plain_question(text: str) -> str:
-    """A question as the answerer reads it: terminal codes as spaces, whitespace collapsed."""
-    return " ".join(_TERMINAL_CODES.sub(" ", text).split())
-
-
-def node_source(number: int, view: str) -> PromptSource:
-    """Source ``number`` read from a node's LLM view, exactly as from that node numbered in a prompt
-    (``prompts.format_sources`` quotes the view; the source is read back from it)."""
+def view_source(number: int, view: str) -> PromptSource:
+    """Source ``number`` read from a node's LLM view, as from that node numbered in a prompt."""
     return _source(number, quote_evidence(view.strip()))
 
 

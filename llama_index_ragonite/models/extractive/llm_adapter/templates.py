@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.prompts import BasePromptTemplate
 
-from llama_index_ragonite.models.extractive.prompt import PromptSource, numbered_sources, parse_prompt
+from llama_index_ragonite.models.extractive.llm_adapter.prompt import PromptSource, numbered_sources, parse_prompt
 from llama_index_ragonite.prompts import (
     OUT_OF_SCOPE,
     STOCK_CONTEXT_VARIABLES,
