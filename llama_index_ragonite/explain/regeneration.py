@@ -6,6 +6,8 @@ answer was produced, concurrently under a concurrency bound, with one retry per 
 
 * through a LlamaIndex response synthesizer (``synthesizer=``, e.g. the one inside
   ``index.as_query_engine(...)``): the same templates, response mode and LLM on the subset;
+* the offline ``ExtractiveAnswerer`` on our prompt: through ``ExtractiveSynthesizer``, which reads the
+  nodes (their structure fields) instead of a prompt it would parse back;
 * else with an answer prompt on the LLM's async API: ours (``{sources}``, ``{history}``,
   ``{question}``; sources renumbered ``### Source i ###`` in the given order, no history) or
   a stock-style one (``{context_str}``, ``{query_str}``; the node texts joined by blank lines,
@@ -30,6 +32,7 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
 
+from llama_index_ragonite.models.extractive.answerer import ExtractiveAnswerer
 from llama_index_ragonite.parsing.contextualizer import after_template, template_after
 from llama_index_ragonite.parsing.rendering import quoted_neighbour
 from llama_index_ragonite.prompts import (
@@ -133,6 +136,10 @@ def _quotes_any(node: BaseNode, line: str, texts: Sequence[str]) -> bool:
     return bool(snippet) and any(snippet in text for text in texts)
 
 
+def is_extractive(llm: Any) -> bool:
+    return isinstance(llm, ExtractiveAnswerer)
+
+
 def normalize_answer(answer: str) -> str:
     """Lowercase, ``[Source i]`` markers and punctuation removed, whitespace collapsed (RAGE's comparison)."""
     return " ".join(_PUNCTUATION.sub(" ", strip_citations(answer).lower()).split())
@@ -164,6 +171,7 @@ class AnswerRegenerator:
     calls: int = field(default=0, init=False)  # LLM calls made (retries included) since construction
     errors: List[str] = field(default_factory=list, init=False)  # one line per call that failed after its retries
     failures: Dict[int, str] = field(default_factory=dict, init=False)  # last aanswer_many: failed position -> error
+    _offline: Optional[Any] = field(default=None, init=False, repr=False)  # the offline answerer: reads the nodes
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:
@@ -172,6 +180,10 @@ class AnswerRegenerator:
             raise ValueError("retries must be >= 0")
         if self.synthesizer is None:
             check_answer_prompt(self.prompt)
+        if self.synthesizer is None and is_extractive(self.llm) and self._stock_variables("", []) is None:
+            from llama_index_ragonite.models.synthesizers import ExtractiveSynthesizer
+
+            self._offline = ExtractiveSynthesizer(answerer=cast(Any, self.llm))
 
     def _stock_variables(self, question: str, nodes: Sequence[NodeWithScore]) -> Optional[Dict[str, str]]:
         """The variables of a stock-style prompt, as LlamaIndex's synthesizers fill them; ``None`` for ours."""
@@ -194,6 +206,8 @@ class AnswerRegenerator:
             return str(await self.synthesizer.aget_response(question, [], **synthesizer_limit) or "")
         if self.synthesizer is not None:
             return str((await self.synthesizer.asynthesize(question, list(nodes), **synthesizer_limit)).response or "")
+        if self._offline is not None:
+            return self._offline.answer(question, nodes)
         stock = self._stock_variables(question, nodes)
         if stock is not None:  # as a stock synthesizer calls it: chat templates stay messages
             return await cast(LLM, self.llm).apredict(
