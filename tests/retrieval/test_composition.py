@@ -115,3 +115,19 @@ def _documents():
     from fakes import wiki_documents
 
     return wiki_documents()
+
+
+def test_a_mirrored_index_still_narrows_its_dense_side_before_ranking_after_a_rebuild():
+    from llama_index.core.schema import TextNode
+
+    nodes, index, _ = parts()
+    on_page = [n for n in nodes if n.ref_doc_id == nodes[0].ref_doc_id]
+    filters = MetadataFilters(filters=[MetadataFilter(key="title", value=nodes[0].metadata["title"])])
+    retriever = HybridRetriever.from_index(index, filters=filters, k_dense=3)
+
+    def dense_hits():
+        return [h for h in retriever.retrieve("How do I reboot after the upgrade?") if "dense" in h.ranks]
+
+    assert len(dense_hits()) == min(3, len(on_page))
+    index.insert_nodes([TextNode(id_="flux", text="The flux capacitor needs 1.21 gigawatts.")])  # a rebuild
+    assert len(dense_hits()) == min(3, len(on_page))  # its 3 best among the allowed, not 3 best cut after
