@@ -17,12 +17,10 @@ from llama_index_ragonite.index.access import AccessMap
 from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.index.store import EvidenceStore
-from llama_index_ragonite.retrieval import protocols
+from llama_index_ragonite.retrieval import legacy, protocols
 from llama_index_ragonite.retrieval.built_in import (
-    SETTINGS,
     BuiltInSides,
     Keeping,
-    SideSettings,
     settled,
     split_settings,
 )
@@ -36,17 +34,6 @@ from llama_index_ragonite.retrieval.sides import PoolAwareRetriever, Side, own_b
 __all__ = ["FusedNode", "Fusion", "HybridRetriever"]
 
 Fusion = Literal["rrf", "rerank", "rerank+rrf"]
-OLD_KEYWORDS = ("dense", "lexical", "latent", *SETTINGS)  # HybridRetriever(dense=, lexical=, k_lexical=, ...) of 0.x
-OLD_POSITIONAL = (  # 0.x's parameters after ``dense``, in order
-    *("lexical", "k_lexical", "k_dense", "top_n", "fusion", "reranker", "rrf_k", "corpus_language"),
-    *("query_languages", "cross_lingual_lexical_weight", "latent", "k_latent", "latent_weight", "k_titles"),
-    "title_weight",
-)
-DEPRECATED = (
-    "HybridRetriever(dense, lexical, k_lexical=..., ...) is deprecated and goes in the next release: pass the "
-    "built-in sides, HybridRetriever(BuiltInSides(dense, lexical, latent, SideSettings(k_lexical=...)), top_n=...), "
-    "or use HybridRetriever.from_store / from_index, which keep these keywords"
-)
 _NOTHING_KEPT = Keeping()
 
 
@@ -83,17 +70,9 @@ class HybridRetriever(BaseRetriever):
         narrowing: Optional[Narrowing] = None,
         **kwargs,
     ) -> None:
-        old = {name: kwargs.pop(name) for name in OLD_KEYWORDS if name in kwargs}
-        if sides is not None and not isinstance(sides, Mapping):  # HybridRetriever(dense, lexical, ...) of 0.x
-            old["dense"], sides = sides, None
-        if old_positional and "dense" not in old:
-            raise TypeError("HybridRetriever(sides, fusion=..., top_n=..., ...): pass all but the sides by keyword")
-        if len(old_positional) > len(OLD_POSITIONAL):
-            raise TypeError(f"HybridRetriever takes at most {len(OLD_POSITIONAL) + 1} positional arguments")
-        named = dict(zip(OLD_POSITIONAL, old_positional))
-        fusion, top_n = named.pop("fusion", fusion), named.pop("top_n", top_n)
-        reranker, rrf_k = named.pop("reranker", reranker), named.pop("rrf_k", rrf_k)
-        old.update(named)
+        sides, old, given = legacy.old_arguments(sides, old_positional, kwargs)
+        fusion, top_n = given.get("fusion", fusion), given.get("top_n", top_n)
+        reranker, rrf_k = given.get("reranker", reranker), given.get("rrf_k", rrf_k)
         filters, principal = kwargs.pop("filters", None), kwargs.pop("principal", None)
         if narrowing is not None and (filters is not None or principal is not None):
             raise ValueError("pass narrowing= or filters= and principal=, not both")
@@ -103,8 +82,7 @@ class HybridRetriever(BaseRetriever):
             raise ValueError(f"fusion={fusion!r} needs a reranker (e.g. FlagEmbeddingReranker)")
         own: Mapping[str, Union[Side, BaseRetriever]]
         if old:
-            warnings.warn(DEPRECATED, DeprecationWarning, stacklevel=2)
-            built_in, own = _old_sides(old, sides)
+            built_in, own = legacy.old_sides(old, sides)
         elif isinstance(sides, BuiltInSides):
             built_in, own = sides, {}
         else:
@@ -130,7 +108,7 @@ class HybridRetriever(BaseRetriever):
     @property
     def sides(self) -> Dict[str, Side]:
         """Every side by name, in the order they are asked and fused (built-in first)."""
-        return {**(self.built_in or {}), **self._own_sides}
+        return {**(self.built_in if self.built_in is not None else {}), **self._own_sides}
 
     def add_side(self, name: str, retriever: Union[BaseRetriever, Side], weight: float = 1.0, top_k=None) -> None:
         """Fuse another retriever's ranking, counted ``weight`` in RRF (its hits cut to ``top_k``)."""
@@ -277,7 +255,7 @@ class HybridRetriever(BaseRetriever):
 
     @property
     def _keeping(self) -> Keeping:
-        return self.built_in or _NOTHING_KEPT
+        return self.built_in if self.built_in is not None else _NOTHING_KEPT
 
     # -- what explanations read -------------------------------------------------
     def stored_embeddings(self, node_ids: Sequence[str]) -> Dict[str, List[float]]:
@@ -378,17 +356,3 @@ class HybridRetriever(BaseRetriever):
 
 async def _now(function, *args):
     return function(*args)
-
-
-def _old_sides(old: Dict[str, object], own: Optional[Mapping[str, Union[Side, BaseRetriever]]]):
-    """The sides the keywords of 0.x describe: the built-in ones over ``dense`` and ``lexical`` (or None), and ``own``."""
-    dense, lexical, latent = old.pop("dense", None), old.pop("lexical", None), old.pop("latent", None)
-    if (dense is None) != (lexical is None):
-        raise ValueError("pass both dense and lexical (the built-in sides), or neither and only sides=")
-    if dense is None:
-        return None, own or {}
-    settings = SideSettings(**cast(dict, old))
-    built_in = BuiltInSides(
-        cast(BaseRetriever, dense), cast(LexicalIndex, lexical), cast(LatentTermIndex, latent), settings
-    )
-    return built_in, own or {}
