@@ -41,8 +41,8 @@ IN_SCOPE = 0.95  # the operating point: at least this share of the calibration's
 
 def features(answerer, retriever, questions: Sequence[str]) -> np.ndarray:
     """One row of ``ScopeFeatures`` per question (its retrieved nodes assessed as the synthesizer reads them)."""
-    from llama_index_ragonite.models.extractive.sources import node_source, plain_question
     from llama_index_ragonite.models.extractive.scope import feature_names
+    from llama_index_ragonite.models.extractive.sources import node_source, plain_question
 
     rows = []
     for question in questions:

@@ -44,7 +44,7 @@ def measure(data: str, store: str, part: str, attributions: int, async_questions
 
         return play(data, store)
     if part == "heldout":
-        from experiments.heldout import play as play_wiki
+        from harness.heldout_wikis import play as play_wiki
 
         return {wiki: play_wiki(str(CHECKOUT / "benchmarks" / wiki), {}) for wiki in WIKIS}
     opened = open_all_store(Path(store), Path(data))
@@ -79,14 +79,13 @@ def measure(data: str, store: str, part: str, attributions: int, async_questions
                 }
             )
         return out
-    from experiments.attribution import OPTIONS as ATTRIBUTION
-    from experiments.attribution import evaluate, make_attributors, page_texts
+    from harness.attributing import METHOD_OPTIONS, evaluate, make_attributors, page_texts
 
     from llama_index_ragonite.bench.embed_cache import CachedEmbedding
     from llama_index_ragonite.explain.attribution import default_temperature
     from llama_index_ragonite.explain.regeneration import AnswerRegenerator
 
-    opts = {**ATTRIBUTION, "temperature": default_temperature(opened.embed_model)}
+    opts = {**METHOD_OPTIONS, "temperature": default_temperature(opened.embed_model)}
     llm = ExtractiveAnswerer()
     attributors = make_attributors(opts, llm, CachedEmbedding(opened.embed_model), retriever.stored_embeddings)
     regenerator = AnswerRegenerator(llm, max_concurrency=opts["concurrency"])
@@ -135,7 +134,7 @@ def answer_figures(turns: List[dict], questions) -> Dict[str, Any]:
 
 
 def run(bench) -> List[str]:
-    from experiments.heldout import score
+    from harness.heldout_wikis import score
 
     parts = [p for p in bench.opts["parts"].split(",") if p]
     base = side(

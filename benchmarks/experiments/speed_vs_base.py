@@ -80,7 +80,6 @@ def own_tops(folder: str) -> List[str]:
 
 
 def answer_step(store: str, data: str, limit: Optional[int]) -> dict:
-    from llama_index.core.schema import MetadataMode
 
     from llama_index_ragonite.bench.confquestions import load_questions
     from llama_index_ragonite.models.extractive.answerer import ExtractiveAnswerer
