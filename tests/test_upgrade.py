@@ -8,6 +8,7 @@ database's ``PRAGMA user_version``); a version this code does not know is refuse
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -36,7 +37,11 @@ def test_a_store_of_the_previous_release_is_searched_and_updated_without_reindex
 
     report = store.ingest(wiki_documents())
     assert sorted(report.unchanged) == ["faq", "install", "team"] and report.nodes_written == 0  # nothing re-embedded
-    assert manifest.read_text() == written  # a no-op ingest leaves the release's manifest byte for byte
+    assert report.refilled == len(nodes)  # the release predates the structure fields: filled in place
+    filled = manifest.read_text()
+    assert filled != written and json.loads(filled)["pages"] == json.loads(written)["pages"]
+    assert store.ingest(wiki_documents()).refilled == 0
+    assert manifest.read_text() == filled  # from then on a no-op ingest leaves the manifest byte for byte
     top = HybridRetriever.from_store(store, top_n=3).retrieve("Who is ranking evidences?")[0]
     assert top.node.ref_doc_id == "team" and top.ranks["lexical"] == 1
     assert store.check().ok

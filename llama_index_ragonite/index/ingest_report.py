@@ -18,6 +18,7 @@ class IngestReport:
     repaired: List[str] = field(default_factory=list)  # pages dropped by the repair of an earlier, interrupted write
     kept: Dict[str, str] = field(default_factory=dict)  # indexed pages unreadable now -> why (previous version kept)
     nodes_written: int = 0
+    refilled: int = 0  # evidences of an older store that gained their structure fields (nothing re-embedded)
     reused: int = 0  # evidences of updated pages whose embedded text was unchanged: vectors kept, not embedded
     seconds: Dict[str, float] = field(default_factory=dict)  # where the time went, step by step
 
@@ -26,6 +27,7 @@ class IngestReport:
             f"{len(self.added)} added, {len(self.updated)} updated, {len(self.removed)} removed, "
             f"{len(self.unchanged)} unchanged pages; {self.nodes_written} evidences written"
             + (f" ({self.reused} with their earlier vectors)" if self.reused else "")
+            + (f"; structure fields filled into {self.refilled} evidences (nothing re-embedded)" if self.refilled else "")
             + (f"; {len(self.repaired)} pages of an interrupted write repaired" if self.repaired else "")
             + (f"; {len(self.kept)} kept their previous version (unreadable now)" if self.kept else "")
         )

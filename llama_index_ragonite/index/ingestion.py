@@ -24,6 +24,7 @@ from llama_index_ragonite.index.batches import earlier_evidences, embed_evidence
 from llama_index_ragonite.index.ingest_report import IngestReport, StepClock
 from llama_index_ragonite.index.journal import begin_journal, finish_journal
 from llama_index_ragonite.index.model_identity import embedding_id
+from llama_index_ragonite.index.structure_refill import needs_structure, refill_nodes, write_refill
 from llama_index_ragonite.memory import release_freed_memory
 from llama_index_ragonite.models.protocols import TextTermsEmbedding
 
@@ -138,6 +139,18 @@ def _ingest(
         changed.append(doc)
         new_fingerprints[doc.id_] = fp
     report.removed = sorted(doomed & set(pages))  # the manifest on disk: a repair may have dropped some
+    old_store = needs_structure(store.manifest)
+    refilled: List[BaseNode] = []
+    if old_store:  # unchanged pages of a store written before the structure fields: fill them, embed nothing
+        same = set(report.unchanged)
+        refilled, redo = refill_nodes(store.lexical, [doc for doc in documents if doc.id_ in same], pipeline)
+        for doc in redo:  # its re-parse differs from what is held: index it again
+            report.unchanged.remove(doc.id_)
+            report.updated.append(doc.id_)
+            changed.append(doc)
+            new_fingerprints[doc.id_] = page_fingerprint(doc, pipeline)
+        report.refilled = len(refilled)
+        clock.lap("structure fields")
 
     nodes: List[BaseNode] = []
     for doc in get_tqdm_iterable(changed, show_progress, "Parsing pages"):  # one page at a time: bounded memory
@@ -167,10 +180,14 @@ def _ingest(
     write_evidences(evidences, store.vector_store, store.lexical, store.latent, clock, show_progress)
     report.nodes_written = len(evidences)
     del evidences  # its vector matrix, before persisting builds the files
+    if refilled:
+        write_refill(refilled, store.lexical, store.vector_store)
     pages.update(new_fingerprints)
     readers_changed = _record_access(store, access, pages)
-    if touched or report.repaired or readers_changed or store._manifest_missing():
-        store._write(pages)
+    given = {doc.id_ for doc in documents}
+    structured = not old_store or set(pages) <= given  # every page parsed by this code now
+    if touched or report.repaired or readers_changed or store._manifest_missing() or (old_store and structured):
+        store._write(pages, structured=structured)
         finish_journal(store.path)
     clock.lap("persist")
     return report

@@ -46,6 +46,7 @@ from llama_index_ragonite.index.node_lookup_chroma import NodeLookupChromaVector
 from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
 from llama_index_ragonite.parsing.contextualizer import EvidenceContextualizer
 from llama_index_ragonite.parsing.parser import HTMLEvidenceParser
+from llama_index_ragonite.parsing.structure import STRUCTURE_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -301,7 +302,8 @@ class EvidenceStore:
         """The recorded fingerprint of the store's model, else (a local model) its fingerprint now."""
         return self.manifest.get("embed_fingerprint") or fingerprint(self.embed_model)
 
-    def _write(self, pages: Dict[str, str], keep_settings: bool = False) -> None:
+    def _write(self, pages: Dict[str, str], keep_settings: bool = False, structured: bool = True) -> None:
+        """``structured``: every page's evidences carry the structure fields (``STRUCTURE_VERSION`` recorded)."""
         self._make_folder()
         self.lexical.persist(self.path / LEXICAL_DIR)
         self.latent.persist(self.path)
@@ -317,6 +319,7 @@ class EvidenceStore:
                 "pages": pages,
             }
             recorded = {  # written only when there is something to record: older stores keep their bytes
+                "structure": STRUCTURE_VERSION if structured else None,
                 "embed_fingerprint": self._fingerprint_to_record(),
                 "transformations": [transformation_name(t) for t in self.transformations],
             }

@@ -306,14 +306,15 @@ def test_old_store_opens_ingests_and_is_rewritten_in_a_readable_format(tmp_path)
     old_manifest = (tmp_path / "store" / "manifest.json").read_text()
     report = store.ingest(wiki_documents())
     assert sorted(report.unchanged) == ["faq", "install", "team"]  # same fingerprints: the manifest was understood
-    assert (tmp_path / "store" / "manifest.json").read_text() == old_manifest  # nothing to write
-    store._write(dict(store.manifest["pages"]))
+    assert report.refilled == 6 and report.nodes_written == 0  # only the structure fields were written
     # same bytes as the old writer, plus the generation each completed write now increments (0 before: none recorded)
     with_generation = old_manifest.replace('\n "format": 1,\n', '\n "format": 1,\n "generation": 1,\n')
     # ... and the row context such a store keeps, now written out (stores from before it: neighbouring rows)
     with_generation = with_generation.replace(
         '"neighbour_words": 40,\n', '"neighbour_words": 40,\n  "row_context": "neighbours",\n'
     )
+    # ... and the structure fields' version, now that every evidence carries them
+    with_generation = with_generation.rstrip().removesuffix("\n}") + ',\n "structure": 1\n}'
     assert (tmp_path / "store" / "manifest.json").read_text() == with_generation != old_manifest
     reopened = EvidenceStore(tmp_path / "store", embed_model=HashingEmbedding())
     assert reopened.page_ids() == store.page_ids() and len(reopened) == 6
