@@ -47,6 +47,14 @@ class AnswerPromptEvent(RagoniteEvent):
     n_sources: int
 
 
+class AnswerSourcesEvent(RagoniteEvent):
+    """The sources the offline answerer read for one chat turn: it reads the nodes, so no prompt was written."""
+
+    question: str  # the completed question the sources were retrieved for
+    node_ids: List[str]  # source 1, 2, … in order
+    n_sources: int
+
+
 class AnswerEvent(RagoniteEvent):
     """The answer of one chat turn and the sources it cites (1-based, as numbered in the prompt)."""
 

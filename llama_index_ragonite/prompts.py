@@ -23,6 +23,12 @@ from llama_index.core.schema import MetadataMode, NodeWithScore
 
 OUT_OF_SCOPE = "The desired information cannot be found in the retrieved pool of evidence."
 
+
+def is_out_of_scope(answer: str) -> bool:
+    """Whether ``answer`` says the out-of-scope sentence (anywhere, any case, with or without its full stop)."""
+    return OUT_OF_SCOPE.rstrip(".").lower() in answer.lower()
+
+
 ANSWER_PROMPT = PromptTemplate(
     "You answer questions about an enterprise wiki from the retrieved evidences below, numbered as sources. "
     "Answer precisely and concisely (fewer than 50 words if possible), with no explanation beyond what was asked. "

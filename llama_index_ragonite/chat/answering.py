@@ -1,10 +1,10 @@
-"""The answer step of a turn: nodes in, answer out, through one of the two answer synthesizers.
+"""The answer step of a turn: nodes in, answer out, through the engine's one answer synthesizer.
 
-With the offline default the ``ExtractiveSynthesizer`` reads the retrieved nodes themselves; an LLM
-answers through the ``CitedSynthesizer``: its answer prompt (the paper's, with the numbered sources)
-is sent through ``llm_calls`` (clear errors, garbled output warned, broken-off streams marked).
-Either way the ``CitedSynthesizer`` writes the prompt kept in the turn's trace: it is what an LLM
-reads, and what the offline answer is equivalent to.
+Offline the ``ExtractiveSynthesizer`` reads the retrieved nodes themselves; an LLM answers through the
+``CitedSynthesizer`` on the answer prompt (the paper's, with the numbered sources and the conversation). The
+turn goes along as the synthesizer's ``record``: the synthesizer notes the prompt an LLM received (offline:
+the nodes read, no prompt), the LLM's failures (``models.llm_calls``: clear errors, garbled output warned,
+broken-off streams marked) and the answer's citations, checked once (``models.cited_answers``).
 """
 
 from __future__ import annotations
@@ -14,17 +14,15 @@ from typing import Any, AsyncIterator, Iterator, List, Optional, Sequence, cast
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.base.response.schema import Response
-from llama_index.core.callbacks import EventPayload
+from llama_index.core.callbacks import CallbackManager, EventPayload
 from llama_index.core.llms.llm import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.response_synthesizers.base import BaseSynthesizer
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from llama_index_ragonite.chat.llm_calls import acall_llm, aiter_items, astream_llm, call_llm, stream_llm
 from llama_index_ragonite.chat.responses import TurnResult
 from llama_index_ragonite.models.extractive import ExtractiveAnswerer
-from llama_index_ragonite.models.extractive.calls import stream_pieces
 from llama_index_ragonite.models.synthesizers import CitedSynthesizer, ExtractiveSynthesizer
 from llama_index_ragonite.prompts import ANSWER_PROMPT
 
@@ -44,61 +42,48 @@ def _with_embedding(answerer: ExtractiveAnswerer, embed_model: Optional[BaseEmbe
 
 
 class Answering:
-    """How one engine answers: ``text``/``deltas`` (and their async forms) for a turn and its nodes."""
+    """How one engine answers: ``text``/``deltas`` (and their async forms) for a turn, its history and nodes.
+
+    ``deltas`` return the synthesizer's checked stream: once consumed or closed, ``deltas.answer`` is the
+    answer with its citations checked."""
 
     def __init__(
         self,
         llm: LLM,
         embed_model: Optional[BaseEmbedding] = None,
         answer_prompt: BasePromptTemplate = ANSWER_PROMPT,
+        callback_manager: Optional[CallbackManager] = None,
     ) -> None:
         """``embed_model``: the store's (the retriever's), which the offline answer scores units with when
         the answerer has none of its own: no second model loaded, one space for retrieval and answer."""
-        self.llm = llm
-        self.cited = CitedSynthesizer(llm=llm, answer_prompt=answer_prompt)
-        self.extractive: Optional[ExtractiveSynthesizer] = None
-        if is_offline(llm):
-            self.extractive = ExtractiveSynthesizer(
-                answerer=_with_embedding(cast(ExtractiveAnswerer, llm), embed_model)
+        self.synthesizer: BaseSynthesizer = (
+            ExtractiveSynthesizer(
+                answerer=_with_embedding(cast(ExtractiveAnswerer, llm), embed_model), callback_manager=callback_manager
             )
+            if is_offline(llm)
+            else CitedSynthesizer(llm=llm, answer_prompt=answer_prompt, callback_manager=callback_manager)
+        )
 
-    @property
-    def synthesizer(self) -> BaseSynthesizer:
-        """The synthesizer that answers (offline: the extractive one; else the cited one on the LLM)."""
-        return self.extractive if self.extractive is not None else self.cited
+    def _asked(self, turn: TurnResult, history: Sequence[ChatMessage], **kwargs: Any) -> dict:
+        return {"history": list(history), "record": turn, **kwargs}
 
-    def prompt(self, question: str, history: Sequence[ChatMessage], nodes: Sequence[NodeWithScore]) -> str:
-        """The answer prompt over ``nodes`` (numbered ``### Source i ###``), as the cited synthesizer writes it."""
-        return self.cited.prompt(question, _views(nodes), history)
+    def text(self, turn: TurnResult, history: Sequence[ChatMessage], nodes: List[NodeWithScore]) -> str:
+        response = self.synthesizer.synthesize(turn.completed_question, nodes, **self._asked(turn, history))
+        return str(response.response)
 
-    def _offline(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> str:
-        assert self.extractive is not None  # called for an offline LLM only
-        return self.extractive.answer(turn.completed_question, nodes)
+    async def atext(self, turn: TurnResult, history: Sequence[ChatMessage], nodes: List[NodeWithScore]) -> str:
+        response = await self.synthesizer.asynthesize(turn.completed_question, nodes, **self._asked(turn, history))
+        return str(response.response)
 
-    def text(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> str:
-        if self.extractive is not None:
-            return self._offline(turn, nodes)
-        return call_llm(self.llm.complete, turn.prompts["answer"], turn)
+    def deltas(self, turn: TurnResult, history: Sequence[ChatMessage], nodes: List[NodeWithScore]) -> Iterator[str]:
+        asked = self._asked(turn, history, streaming=True)
+        return self.synthesizer.synthesize(turn.completed_question, nodes, **asked).response_gen
 
-    async def atext(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> str:
-        if self.extractive is not None:
-            return self._offline(turn, nodes)
-        return await acall_llm(self.llm.acomplete, turn.prompts["answer"], turn)
-
-    def deltas(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> Iterator[str]:
-        if self.extractive is not None:
-            return stream_pieces(self._offline(turn, nodes))
-        return stream_llm(self.llm, turn.prompts["answer"], turn)
-
-    def adeltas(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> AsyncIterator[str]:
-        if self.extractive is not None:
-            return aiter_items(list(stream_pieces(self._offline(turn, nodes))))
-        return astream_llm(self.llm, turn.prompts["answer"], turn)
-
-
-def _views(nodes: Sequence[NodeWithScore]) -> list:
-    """What a prompt numbers as the sources: each node's LLM view."""
-    return [n.node.get_content(metadata_mode=MetadataMode.LLM) for n in nodes]
+    async def adeltas(
+        self, turn: TurnResult, history: Sequence[ChatMessage], nodes: List[NodeWithScore]
+    ) -> AsyncIterator[str]:
+        asked = self._asked(turn, history, streaming=True)
+        return (await self.synthesizer.asynthesize(turn.completed_question, nodes, **asked)).response_gen
 
 
 def postprocessed(

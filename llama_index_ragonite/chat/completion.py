@@ -29,10 +29,10 @@ from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import BaseComponent
 
 from llama_index_ragonite.chat.conversation_retrieval import topic_page
-from llama_index_ragonite.chat.llm_calls import MALFORMED, llm_error
 from llama_index_ragonite.events import QuestionCompletedEvent
 from llama_index_ragonite.languages import alternation
 from llama_index_ragonite.models.defaults import settings_llm
+from llama_index_ragonite.models.llm_calls import MALFORMED, llm_error
 from llama_index_ragonite.text import (
     COMPLETION_STOPWORDS,
     carried_terms,

@@ -2,10 +2,11 @@
 
 One turn: the new message is completed into an intent-explicit question from the conversation
 (skipped on the first turn), the completed question is retrieved, the node postprocessors run, the
-top evidences are numbered ``### Source i ###`` in the answer prompt (offline, the extractive
-synthesizer reads the nodes: ``answering.py``), and the answer cites ``[Source i]``, mapped back to
-the nodes; with no evidence left it is the exact out-of-scope sentence. Every step fires an
-instrumentation event: a trace shows the completed question, each side's hits, the prompt, the answer.
+top evidences go to the engine's one answer synthesizer (``answering.py``: with an LLM numbered
+``### Source i ###`` in the answer prompt, offline read as nodes), and the answer cites ``[Source i]``,
+mapped back to the nodes; with no evidence left it is the exact out-of-scope sentence. Every step fires an
+instrumentation event: a trace shows the completed question, each side's hits, the prompt an LLM received
+(offline: the sources the answerer read), the answer.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from llama_index_ragonite.chat.answering import Answering, answered, apostproces
 from llama_index_ragonite.chat.building import EngineBuilding, new_memory
 from llama_index_ragonite.chat.completion import OfflineQuestionCompleter, QuestionCompleter
 from llama_index_ragonite.chat.conversation_retrieval import ConversationRetrieval
-from llama_index_ragonite.chat.llm_calls import aiter_items, close_stream
 from llama_index_ragonite.chat.responses import (
     RagoniteChatResponse,
     RagoniteStreamingChatResponse,
@@ -52,10 +52,11 @@ from llama_index_ragonite.chat.turn_start import (
     user_message,
 )
 from llama_index_ragonite.errors import LLMCallError
-from llama_index_ragonite.events import AnswerEvent, AnswerPromptEvent
+from llama_index_ragonite.events import AnswerEvent, AnswerPromptEvent, AnswerSourcesEvent
 from llama_index_ragonite.index.access import Principal
 from llama_index_ragonite.models.defaults import resolve_llm, settings_llm
-from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, check_citations
+from llama_index_ragonite.models.llm_calls import aiter_items, close_stream
+from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE
 from llama_index_ragonite.retrieval.narrowing import ActingRetriever
 
 __all__ = [
@@ -139,7 +140,9 @@ class RagoniteChatEngine(EngineBuilding, BaseChatEngine):
         self._answer_prompt = answer_prompt
         self._top_k, self._complete_questions, self._follow_ups = top_k, complete_questions, follow_ups
         self._suggester = FollowUpSuggester(llm=None if is_offline(self._llm) else self._llm, limit=follow_ups)
-        self._answering = Answering(self._llm, getattr(retriever, "embed_model", None), answer_prompt)
+        self._answering = Answering(
+            self._llm, getattr(retriever, "embed_model", None), answer_prompt, callback_manager=self.callback_manager
+        )
         self._node_postprocessors = list(node_postprocessors or [])
         for postprocessor in self._node_postprocessors:
             postprocessor.callback_manager = self.callback_manager
@@ -177,27 +180,19 @@ class RagoniteChatEngine(EngineBuilding, BaseChatEngine):
     def _needs_completion(self, history: Sequence[ChatMessage]) -> bool:
         return self._complete_questions and any(m.role == MessageRole.USER for m in history)
 
-    def _prompt(self, question: str, history: Sequence[ChatMessage], nodes: Sequence[NodeWithScore]) -> str:
-        prompt = self._answering.prompt(question, history, nodes)
-        dispatcher.event(AnswerPromptEvent(question=question, prompt=prompt, n_sources=len(nodes)))
-        return prompt
+    def _traced(self, turn: TurnResult, nodes: Sequence[NodeWithScore]) -> None:
+        """What the answer step read, for the trace: the prompt an LLM received, or (offline) the sources."""
+        question, n = turn.completed_question, len(nodes)
+        if "answer" in turn.prompts:
+            dispatcher.event(AnswerPromptEvent(question=question, prompt=turn.prompts["answer"], n_sources=n))
+        else:
+            dispatcher.event(AnswerSourcesEvent(question=question, node_ids=list(turn.read), n_sources=n))
 
     def _finish(
         self, turn: TurnResult, answer: str, nodes: Sequence[NodeWithScore], suggested: Optional[List[str]] = None
     ) -> str:
-        """The answer with its citations checked (invalid markers removed, with a warning) and the follow-ups."""
-        checked = check_citations((answer or "").strip(), len(nodes))
-        turn.flag_invalid_citations(checked.invalid, len(nodes))
-        answer = checked.answer
-        if not answer:
-            if checked.invalid or turn.warning is None:
-                turn.warn(
-                    f"{'Nothing but invalid citations' if checked.invalid else 'The LLM returned no text'}; "
-                    "answered out of scope."
-                )
-            answer = OUT_OF_SCOPE
+        """The follow-ups of the answer (checked by the synthesizer: ``turn.cited``), and its event."""
         answered = not is_out_of_scope(answer)
-        turn.cited = checked.cited if answered else []
         turn.follow_ups = suggested or self._suggester.offline(
             nodes, turn.completed_question, turn.language, turn.cited, answered
         )
@@ -218,15 +213,15 @@ class RagoniteChatEngine(EngineBuilding, BaseChatEngine):
     @trace_method("chat")
     def chat(self, message: str, chat_history: Optional[List[ChatMessage]] = None) -> RagoniteChatResponse:
         message, history, turn, nodes = self._begin(message, chat_history)
-        with self._synthesize_event(turn) as event:
-            if nodes:
-                turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-                text = self._answering.text(turn, nodes)
-                suggested = self._suggester.ask(nodes, turn.completed_question, turn.language, turn.prompts)
-                answer = self._finish(turn, text, nodes, suggested)
-            else:
+        if nodes:  # the synthesizer fires the SYNTHESIZE event on our callback manager
+            text = self._answering.text(turn, history, nodes)
+            self._traced(turn, nodes)
+            suggested = self._suggester.ask(nodes, turn.completed_question, turn.language, turn.prompts)
+            answer = self._finish(turn, text, nodes, suggested)
+        else:
+            with self._synthesize_event(turn) as event:
                 answer = self._finish(turn, OUT_OF_SCOPE, nodes)
-            answered(event, answer, nodes)
+                answered(event, answer, nodes)
         self._memory.put(user_message(message, nodes, turn.pages))
         self._memory.put(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
         return self._response(answer, nodes, turn)
@@ -252,11 +247,11 @@ class RagoniteChatEngine(EngineBuilding, BaseChatEngine):
         self, message: str, chat_history: Optional[List[ChatMessage]] = None
     ) -> RagoniteStreamingChatResponse:
         message, history, turn, nodes = self._begin(message, chat_history)
-        with self._synthesize_event(turn):  # ends when the stream is set up, as core's streaming synthesizers
-            if nodes:
-                turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-                deltas = self._answering.deltas(turn, nodes)
-            else:
+        if nodes:  # its SYNTHESIZE event ends when the stream is set up, as core's streaming synthesizers
+            deltas = self._answering.deltas(turn, history, nodes)
+            self._traced(turn, nodes)
+        else:
+            with self._synthesize_event(turn):
                 deltas = iter([OUT_OF_SCOPE])
         self._memory.put(user_message(message, nodes, turn.pages))
         response = RagoniteStreamingChatResponse(source_nodes=nodes, turn=turn)
@@ -272,13 +267,13 @@ class RagoniteChatEngine(EngineBuilding, BaseChatEngine):
             text += delta
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=delta)
             if response.cancelled.is_set():
-                close_stream(deltas)  # closes the LLM's HTTP response too
                 turn.stop_early()
+                close_stream(deltas)  # closes the LLM's HTTP response too; the text so far is checked
                 break
         suggested = (
             None if turn.truncated else self._suggester.ask(nodes, turn.completed_question, turn.language, turn.prompts)
         )
-        answer = self._finish(turn, text, nodes, suggested)  # what was streamed keeps invalid markers
+        answer = self._finish(turn, _checked(deltas), nodes, suggested)  # what was streamed keeps invalid markers
         if not text.strip():  # empty stream -> the out-of-scope sentence
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=answer), delta=answer)
         if turn.truncated:  # the message memory stores: marked, so later turns do not build on it
@@ -290,15 +285,15 @@ class RagoniteChatEngine(EngineBuilding, BaseChatEngine):
     @trace_method("chat")
     async def achat(self, message: str, chat_history: Optional[List[ChatMessage]] = None) -> RagoniteChatResponse:
         message, history, turn, nodes = await self._abegin(message, chat_history)
-        with self._synthesize_event(turn) as event:
-            if nodes:
-                turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-                text = await self._answering.atext(turn, nodes)
-                suggested = await self._suggester.aask(nodes, turn.completed_question, turn.language, turn.prompts)
-                answer = self._finish(turn, text, nodes, suggested)
-            else:
+        if nodes:
+            text = await self._answering.atext(turn, history, nodes)
+            self._traced(turn, nodes)
+            suggested = await self._suggester.aask(nodes, turn.completed_question, turn.language, turn.prompts)
+            answer = self._finish(turn, text, nodes, suggested)
+        else:
+            with self._synthesize_event(turn) as event:
                 answer = self._finish(turn, OUT_OF_SCOPE, nodes)
-            answered(event, answer, nodes)
+                answered(event, answer, nodes)
         await self._memory.aput(user_message(message, nodes, turn.pages))
         await self._memory.aput(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
         return self._response(answer, nodes, turn)
@@ -324,11 +319,11 @@ class RagoniteChatEngine(EngineBuilding, BaseChatEngine):
         self, message: str, chat_history: Optional[List[ChatMessage]] = None
     ) -> RagoniteStreamingChatResponse:
         message, history, turn, nodes = await self._abegin(message, chat_history)
-        with self._synthesize_event(turn):
-            if nodes:
-                turn.prompts["answer"] = self._prompt(turn.completed_question, history, nodes)
-                deltas = self._answering.adeltas(turn, nodes)
-            else:
+        if nodes:
+            deltas = await self._answering.adeltas(turn, history, nodes)
+            self._traced(turn, nodes)
+        else:
+            with self._synthesize_event(turn):
                 deltas = aiter_items([OUT_OF_SCOPE])
         await self._memory.aput(user_message(message, nodes, turn.pages))
         response = RagoniteStreamingChatResponse(source_nodes=nodes, turn=turn)
@@ -345,9 +340,14 @@ class RagoniteChatEngine(EngineBuilding, BaseChatEngine):
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=delta)
         asked = (nodes, turn.completed_question, turn.language, turn.prompts)
         suggested = None if turn.truncated else await self._suggester.aask(*asked)
-        answer = self._finish(turn, text, nodes, suggested)
+        answer = self._finish(turn, _checked(deltas), nodes, suggested)
         if not text.strip():
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=answer), delta=answer)
         if turn.truncated:
             yield ChatResponse(message=truncated_message(text), delta="")
         response.metadata = turn_metadata(turn, nodes)
+
+
+def _checked(deltas: object) -> str:
+    """A finished stream's answer, its citations checked by the synthesizer (no nodes: the out-of-scope sentence)."""
+    return getattr(deltas, "answer", None) or OUT_OF_SCOPE

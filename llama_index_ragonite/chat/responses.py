@@ -30,7 +30,8 @@ class TurnResult:
 
     completed_question: str = ""
     cited: List[int] = field(default_factory=list)  # 1-based source numbers the answer cites
-    prompts: Dict[str, str] = field(default_factory=dict)  # "answer" -> the prompt sent
+    prompts: Dict[str, str] = field(default_factory=dict)  # "answer" -> the prompt an LLM received (offline: none)
+    read: List[str] = field(default_factory=list)  # offline: the node ids the answerer read, as sources 1..n
     follow_ups: List[str] = field(default_factory=list)
     warning: Optional[str] = None  # e.g. the LLM returned no usable text; all warnings, one per sentence
     invalid_citations: List[str] = field(default_factory=list)  # markers naming no source, e.g. "[Source 99]"
@@ -104,6 +105,7 @@ def turn_metadata(turn: TurnResult, nodes: Sequence[NodeWithScore]) -> Dict[str,
         "cited_sources": list(turn.cited),
         "cited_node_ids": [nodes[i - 1].node.node_id for i in turn.cited],
         "prompts": dict(turn.prompts),
+        "read": list(turn.read),
         "follow_ups": list(turn.follow_ups),
         "warning": turn.warning,
         "invalid_citations": list(turn.invalid_citations),

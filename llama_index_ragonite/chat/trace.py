@@ -3,8 +3,8 @@
 ``TraceRecorder`` is an ordinary LlamaIndex event handler: attach it to the root
 dispatcher (``with TraceRecorder.attached() as trace:``) and it keeps the events our
 components fire — question completion, lexical / dense / latent / title / reranked / fused hits, the
-answer prompt and the answer. ``render()`` prints them as text, as the paper's demo
-showed them next to the conversation.
+answer prompt an LLM received (offline: the sources the answerer read; it writes no prompt) and the
+answer. ``render()`` prints them as text, as the paper's demo showed them next to the conversation.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from llama_index.core.instrumentation.events import BaseEvent
 from llama_index_ragonite.events import (
     AnswerEvent,
     AnswerPromptEvent,
+    AnswerSourcesEvent,
     ConversationRetrievalEvent,
     QuestionCompletedEvent,
     RetrievalHitsEvent,
@@ -30,6 +31,7 @@ TRACED = (
     "RetrievalHitsEvent",
     "ConversationRetrievalEvent",
     "AnswerPromptEvent",
+    "AnswerSourcesEvent",
     "AnswerEvent",
 )
 
@@ -96,6 +98,9 @@ def render_trace(
             prompt = event.prompt if len(event.prompt) <= prompt_chars else event.prompt[:prompt_chars] + " …"
             lines.append(f"Answer prompt ({event.n_sources} sources, {len(event.prompt):,} chars):")
             lines.extend("  | " + line for line in prompt.splitlines())
+        elif isinstance(event, AnswerSourcesEvent):
+            lines.append(f"Answer read {event.n_sources} sources (offline, no prompt):")
+            lines.extend(f"  {n:>2}. {titles.get(i, i)}" for n, i in enumerate(event.node_ids, 1))
         elif isinstance(event, AnswerEvent):
             cited = ", ".join(f"Source {i}" for i in event.cited) or "none"
             lines.append(f"Answer (cites {cited}): {event.answer}")

@@ -16,7 +16,7 @@ from llama_index_ragonite.chat.conversation_retrieval import TOPIC_KEY, topic_of
 from llama_index_ragonite.chat.responses import TurnResult
 from llama_index_ragonite.chat.suggestions import question_language
 from llama_index_ragonite.chat.turn_access import PAGES_KEY
-from llama_index_ragonite.prompts import OUT_OF_SCOPE
+from llama_index_ragonite.prompts import is_out_of_scope
 
 __all__ = ["MAX_MESSAGE_CHARS", "checked_message", "default_completer", "is_out_of_scope", "turn_for", "user_message"]
 
@@ -62,7 +62,3 @@ def checked_message(message: str) -> str:
             "not a document (index documents with `ragonite index`)"
         )
     return message.strip()
-
-
-def is_out_of_scope(answer: str) -> bool:
-    return OUT_OF_SCOPE.rstrip(".").lower() in answer.lower()

@@ -7,9 +7,11 @@ reads the nodes themselves, in the order given: each node's structure fields (pa
 the neighbours' text its context shows, a row's cells: ``models.extractive.sources``), never a prompt,
 and hands the sources to ``ExtractiveAnswerer.answer_sources``, citing ``[Source i]`` for the i-th node.
 Called with texts alone (``get_response``), it reads them as LLM views (``llm_adapter``).
-``CitedSynthesizer`` gives an LLM exactly the prompt the chat engine sends (``prompts.ANSWER_PROMPT``:
-numbered sources, history, question) and checks the answer's citations against the nodes it was given
-(markers naming no node are removed).
+``CitedSynthesizer`` gives an LLM the paper's answer prompt (``prompts.ANSWER_PROMPT``: numbered sources,
+history, question) through ``llm_calls``. Both check the answer's citations against the nodes given, once
+(``cited_answers``: markers naming no node are removed). The chat engine answers through them too, passing
+``history=`` and ``record=`` (its turn: the warnings, citations, the prompt an LLM received or the nodes the
+offline answerer read) and ``streaming=`` per call.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.types import RESPONSE_TEXT_TYPE
 
+from llama_index_ragonite.models.cited_answers import ACheckedDeltas, AnswerRecord, CheckedDeltas, checked_answer
 from llama_index_ragonite.models.defaults import prompt_helpers, resolve_llm
 from llama_index_ragonite.models.extractive.answerer import ExtractiveAnswerer
 from llama_index_ragonite.models.extractive.calls import stream_pieces
 from llama_index_ragonite.models.extractive.llm_adapter.prompt import view_source
 from llama_index_ragonite.models.extractive.sources import node_source, plain_question
-from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE, check_citations, format_history, format_views
+from llama_index_ragonite.models.llm_calls import acall_llm, aiter_items, astream_llm, call_llm, stream_llm
+from llama_index_ragonite.prompts import ANSWER_PROMPT, format_history, format_views
 
 __all__ = ["CitedSynthesizer", "ExtractiveSynthesizer"]
 
@@ -71,36 +75,51 @@ class ExtractiveSynthesizer(BaseSynthesizer):
     async def asynthesize(self, query: Any, nodes: List[NodeWithScore], *args: Any, **kwargs: Any) -> Any:
         return await super().asynthesize(query, nodes, *args, source_nodes=nodes, **kwargs)
 
+    def _read(self, query_str: str, text_chunks: Sequence[str], source_nodes: Any, record: Any) -> str:
+        """The raw answer; ``record`` notes the ids of the nodes read (no prompt: none was written)."""
+        if source_nodes is None:
+            sources = [view_source(i, view) for i, view in enumerate(text_chunks, 1)]
+            return self._answerer.answer_sources(plain_question(query_str), sources)
+        if record is not None:
+            record.read = [n.node.node_id for n in source_nodes]
+        return self.answer(query_str, source_nodes)
+
     def get_response(
         self,
         query_str: str,
         text_chunks: Sequence[str],
         source_nodes: Optional[Sequence[NodeWithScore]] = None,
+        record: Optional[AnswerRecord] = None,
+        streaming: Optional[bool] = None,
         **kwargs: Any,
     ) -> RESPONSE_TEXT_TYPE:
         """From ``source_nodes`` (what ``synthesize`` passes), else from the texts read as LLM views."""
-        if source_nodes is not None:
-            text = self.answer(query_str, source_nodes)
-        else:
-            sources = [view_source(i, view) for i, view in enumerate(text_chunks, 1)]
-            text = self._answerer.answer_sources(plain_question(query_str), sources)
-        return stream_pieces(text) if self._streams else text
+        text, n = self._read(query_str, text_chunks, source_nodes, record), len(text_chunks)
+        if self._streams if streaming is None else streaming:
+            return CheckedDeltas(stream_pieces(text), lambda whole: checked_answer(whole, n, record))
+        return checked_answer(text, n, record)
 
     async def aget_response(
         self,
         query_str: str,
         text_chunks: Sequence[str],
         source_nodes: Optional[Sequence[NodeWithScore]] = None,
+        record: Optional[AnswerRecord] = None,
+        streaming: Optional[bool] = None,
         **kwargs: Any,
     ) -> RESPONSE_TEXT_TYPE:
-        return self.get_response(query_str, text_chunks, source_nodes, **kwargs)
+        text, n = self._read(query_str, text_chunks, source_nodes, record), len(text_chunks)
+        if self._streams if streaming is None else streaming:
+            pieces = aiter_items(list(stream_pieces(text)))
+            return ACheckedDeltas(pieces, lambda whole: checked_answer(whole, n, record))
+        return checked_answer(text, n, record)
 
 
 class CitedSynthesizer(BaseSynthesizer):
     """Any LLM (``llm=``, else ``Settings.llm``, else the offline answerer) on the paper's answer prompt.
 
     ``get_response`` takes ``history`` (``ChatMessage``s) as a keyword, as ``synthesize(..., history=…)``
-    passes it. Streamed answers are not checked (their markers arrive piece by piece)."""
+    passes it. A streamed answer is checked when its stream ends (``deltas.answer``); the deltas keep their markers."""
 
     answers_from_nodes = True  # its answers depend on the nodes, through {sources} (AttributedSynthesizer)
     asks_without_sources = True  # with no node the LLM is still asked (RAGE's bottom-up reference)
@@ -130,24 +149,42 @@ class CitedSynthesizer(BaseSynthesizer):
             sources=format_views(views), history=format_history(history), question=question
         )
 
-    def _checked(self, text: str, n_sources: int) -> str:
-        return check_citations((text or "").strip(), n_sources).answer or OUT_OF_SCOPE
+    def _sent(self, query_str: str, text_chunks: Sequence[str], history: Sequence[ChatMessage], record: Any) -> str:
+        """The prompt, noted in ``record`` as the prompt the LLM received (the trace shows it)."""
+        prompt = self.prompt(query_str, text_chunks, history)
+        if record is not None:
+            record.prompts["answer"] = prompt
+        return prompt
 
     def get_response(
-        self, query_str: str, text_chunks: Sequence[str], history: Sequence[ChatMessage] = (), **kwargs: Any
+        self,
+        query_str: str,
+        text_chunks: Sequence[str],
+        history: Sequence[ChatMessage] = (),
+        record: Optional[AnswerRecord] = None,
+        streaming: Optional[bool] = None,
+        **kwargs: Any,
     ) -> RESPONSE_TEXT_TYPE:
-        prompt, limit = self.prompt(query_str, text_chunks, history), _limit(kwargs)
-        if self._streams:
-            return (chunk.delta for chunk in self._answering_llm.stream_complete(prompt, **limit) if chunk.delta)
-        return self._checked(self._answering_llm.complete(prompt, **limit).text, len(text_chunks))
+        prompt, limit, n = self._sent(query_str, text_chunks, history, record), _limit(kwargs), len(text_chunks)
+        if self._streams if streaming is None else streaming:
+            deltas = stream_llm(self._answering_llm, prompt, record, **limit)
+            return CheckedDeltas(deltas, lambda whole: checked_answer(whole, n, record))
+        return checked_answer(call_llm(self._answering_llm, prompt, record, **limit), n, record)
 
     async def aget_response(
-        self, query_str: str, text_chunks: Sequence[str], history: Sequence[ChatMessage] = (), **kwargs: Any
+        self,
+        query_str: str,
+        text_chunks: Sequence[str],
+        history: Sequence[ChatMessage] = (),
+        record: Optional[AnswerRecord] = None,
+        streaming: Optional[bool] = None,
+        **kwargs: Any,
     ) -> RESPONSE_TEXT_TYPE:
-        if self._streams:
-            return self.get_response(query_str, text_chunks, history)
-        prompt = self.prompt(query_str, text_chunks, history)
-        return self._checked((await self._answering_llm.acomplete(prompt, **_limit(kwargs))).text, len(text_chunks))
+        prompt, limit, n = self._sent(query_str, text_chunks, history, record), _limit(kwargs), len(text_chunks)
+        if self._streams if streaming is None else streaming:
+            deltas = astream_llm(self._answering_llm, prompt, record, **limit)
+            return ACheckedDeltas(deltas, lambda whole: checked_answer(whole, n, record))
+        return checked_answer(await acall_llm(self._answering_llm, prompt, record, **limit), n, record)
 
 
 def _limit(kwargs: dict) -> dict:

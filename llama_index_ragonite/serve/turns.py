@@ -121,8 +121,13 @@ def source_json(n: int, hit: NodeWithScore) -> Dict[str, Any]:
     }
 
 
-def _trace(events: Sequence[BaseEvent], prompts: Dict[str, str], rephraser: Optional[str], titles) -> Dict[str, Any]:
+def _trace(turn: Any, events: Sequence[BaseEvent], rephraser: Optional[str], titles) -> Dict[str, Any]:
+    """``answer_prompt``: the prompt an LLM received (offline none is written: ``None``, and ``answer_read``
+    lists the sources the offline answerer read instead)."""
+    prompts: Dict[str, str] = turn.prompts
     trace: Dict[str, Any] = {"answer_prompt": prompts.get("answer")}
+    if getattr(turn, "read", None):
+        trace["answer_read"] = [{"n": n, "id": i, "title": titles.get(i, "")} for n, i in enumerate(turn.read, 1)]
     if rephraser:
         trace["rephraser_prompt"] = rephraser
     if prompts.get("follow_ups"):  # the LLM's follow-up suggestions call
@@ -166,7 +171,7 @@ def turn_json(
         "out_of_scope": out_of_scope,
         "truncated": bool(getattr(turn, "truncated", False)),  # the answer broke off: shown marked, never memory
         "language": detect_language(question),
-        "trace": _trace(events, turn.prompts, rephraser_prompt, titles),
+        "trace": _trace(turn, events, rephraser_prompt, titles),
         "seconds": round(seconds, 4),
     }
 

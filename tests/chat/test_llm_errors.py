@@ -6,8 +6,8 @@ import httpx
 import openai
 import pytest
 
-from llama_index_ragonite.chat.llm_calls import llm_error
 from llama_index_ragonite.errors import LLMCallError
+from llama_index_ragonite.models.llm_calls import llm_error
 
 REQUEST = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
 

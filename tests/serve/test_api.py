@@ -66,7 +66,11 @@ def test_a_turn_has_the_completed_question_sources_citations_and_trace(client):
     rows = [s for s in sources if s["kind"] == "row"]
     assert rows and rows[0]["table"][0] == ["Parameter", "Default", "Description"]
     trace = turn["trace"]
-    assert "### Source 1 ###" in trace["answer_prompt"] and trace["lexical"] and trace["dense"]
+    assert trace["lexical"] and trace["dense"]
+    # offline no answer prompt is written: the trace lists the sources the answerer read instead
+    assert trace["answer_prompt"] is None
+    assert [(r["n"], r["id"]) for r in trace["answer_read"]] == [(s["n"], s["id"]) for s in sources]
+    assert trace["answer_read"][0]["title"] == "OTA update server"
     assert {"id", "title", "rank", "score"} <= set(trace["lexical"][0])
     # every hit of every ranking is named by its page title, not only the ones that reached the answer
     assert all(hit["title"] for side in ("lexical", "dense", "fused") for hit in trace[side]), trace["lexical"]

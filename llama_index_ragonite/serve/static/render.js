@@ -112,7 +112,7 @@ function resultsTable(results) {
   return cellTable(rows, { header: true });
 }
 
-/** The behind-the-scenes view: lexical and dense results, rephraser and answer prompts. */
+/** The behind-the-scenes view: lexical and dense results, rephraser and answer prompts (offline: the sources read). */
 export function traceView(trace) {
   const body = el("div", { class: "trace-body" });
   const details = el("details", { class: "trace", testid: "trace" }, el("summary", { testid: "trace-toggle" }, t("behindTheScenes")), body);
@@ -128,6 +128,13 @@ export function traceView(trace) {
   if (trace.answer_prompt) {
     body.appendChild(el("h4", {}, t("answerPrompt")));
     body.appendChild(el("pre", { class: "prompt", testid: "trace-answer-prompt" }, trace.answer_prompt));
+  }
+  if (trace.answer_read && trace.answer_read.length) {
+    // offline no prompt is written: what the answerer read instead, as the sources it numbered
+    const rows = [[t("source"), t("id"), t("titleCol")]];
+    for (const r of trace.answer_read) rows.push([r.n, r.id, r.title]);
+    body.appendChild(el("h4", {}, t("answerRead")));
+    body.appendChild(el("div", { class: "table-wrap", testid: "trace-answer-read" }, cellTable(rows, { header: true })));
   }
   return details;
 }

@@ -1,8 +1,11 @@
-"""The chat engine's LLM calls: transport failures become clear errors, garbled output a warned fallback.
+"""LLM calls that note what went wrong: transport failures become clear errors, garbled output a warned fallback.
 
-A timeout, an unreachable server or a failed hosted call raises ``LLMCallError`` (the user
-should see it); a reply the client cannot parse is logged, recorded as the turn's warning and
-answered out of scope (the conversation goes on).
+With a ``CallRecord`` (the chat engine's turn): a timeout, an unreachable server or a failed hosted call
+raises ``LLMCallError`` (the user should see it); a reply the client cannot parse is logged, recorded as
+the record's warning and answered out of scope (the conversation goes on); a stream that breaks off marks
+the record truncated. Without one (an explainer's regeneration, a stock query engine) every error is
+raised as the client raised it, so the caller's own retries see it. Here, under ``models/``, because the
+answer synthesizers make these calls (``synthesizers.CitedSynthesizer``).
 """
 
 from __future__ import annotations
@@ -14,17 +17,17 @@ import json
 import logging
 import threading
 import time
-from typing import Any, AsyncGenerator, Callable, Generator, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, AsyncGenerator, Generator, Iterator, List, Optional, Protocol, Sequence, Tuple
 
 from llama_index.core.llms.llm import LLM
 
-from llama_index_ragonite.chat.responses import TurnResult
 from llama_index_ragonite.errors import LLMCallError
 from llama_index_ragonite.redaction import one_line
 from llama_index_ragonite.text import valid_unicode
 
 __all__ = [
     "MALFORMED",
+    "CallRecord",
     "acall_llm",
     "aiter_items",
     "astream_llm",
@@ -35,6 +38,16 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+class CallRecord(Protocol):
+    """What a call notes for its caller (``chat.responses.TurnResult`` is one)."""
+
+    warning: Optional[str]
+    truncated: bool
+
+    def warn(self, message: str) -> None: ...
+
 
 # What clients raise on garbled replies (AttributeError: an SDK handed a body it could not parse on as text).
 MALFORMED = (json.JSONDecodeError, TypeError, KeyError, IndexError, AttributeError)
@@ -124,65 +137,73 @@ def close_stream(deltas: Iterator[str]) -> None:
         _collector.request()
 
 
-def _malformed(turn: TurnResult, err: Exception) -> str:
-    turn.warning = f"The LLM returned malformed output ({type(err).__name__}: {err}); answered out of scope."
-    logger.warning(turn.warning, exc_info=err)
+def _malformed(record: CallRecord, err: Exception) -> str:
+    record.warning = f"The LLM returned malformed output ({type(err).__name__}: {err}); answered out of scope."
+    logger.warning(record.warning, exc_info=err)
     return ""
 
 
-def call_llm(fn: Callable, prompt: str, turn: TurnResult) -> str:
-    """``fn(prompt).text`` (``fn`` is ``llm.complete``); ``""`` with a warning on garbled output."""
+def _failed(record: Optional[CallRecord], err: Exception) -> Any:
+    """What a failed call gives: ``""`` with a warning (garbled output, a record to note it in), else raised."""
+    if record is None:
+        raise err
+    if isinstance(err, MALFORMED):
+        return _malformed(record, err)
+    raise llm_error(err) from err
+
+
+def call_llm(llm: LLM, prompt: str, record: Optional[CallRecord] = None, **kwargs: Any) -> str:
+    """``llm.complete(prompt, **kwargs).text``; with ``record``, ``""`` and a warning on garbled output."""
     try:
-        return valid_unicode(fn(prompt).text or "")
-    except MALFORMED as err:
-        return _malformed(turn, err)
+        return valid_unicode(llm.complete(prompt, **kwargs).text or "")
     except Exception as err:
-        raise llm_error(err) from err
+        return _failed(record, err)
 
 
-async def acall_llm(fn: Callable, prompt: str, turn: TurnResult) -> str:
-    """``call_llm`` for ``llm.acomplete``."""
+async def acall_llm(llm: LLM, prompt: str, record: Optional[CallRecord] = None, **kwargs: Any) -> str:
+    """``call_llm`` through ``llm.acomplete``."""
     try:
-        return valid_unicode((await fn(prompt)).text or "")
-    except MALFORMED as err:
-        return _malformed(turn, err)
+        return valid_unicode((await llm.acomplete(prompt, **kwargs)).text or "")
     except Exception as err:
-        raise llm_error(err) from err
+        return _failed(record, err)
 
 
-def stream_llm(llm: LLM, prompt: str, turn: TurnResult) -> Generator[str, None, None]:
+def stream_llm(llm: LLM, prompt: str, record: Optional[CallRecord] = None, **kwargs: Any) -> Generator[str, None, None]:
     """The answer's text deltas; on garbled output, what arrived so far and a warning; a stream
-    that ends without a finish reason (where the LLM reports them) marks the turn truncated."""
+    that ends without a finish reason (where the LLM reports them) marks the record truncated."""
     ending = _Ending()
     try:
-        for chunk in llm.stream_complete(prompt):
+        for chunk in llm.stream_complete(prompt, **kwargs):
             ending.see(chunk.raw)
             if chunk.delta:
                 yield valid_unicode(chunk.delta)
-    except MALFORMED as err:  # keep what arrived; the warning says the rest was garbled
-        _malformed(turn, err)
-        turn.truncated = True
+    except Exception as err:  # garbled: keep what arrived; the warning says the rest was garbled
+        _failed(record, err)
+        _cut(record)
         return
-    except Exception as err:
-        raise llm_error(err) from err
-    ending.check(turn)
+    ending.check(record)
 
 
-async def astream_llm(llm: LLM, prompt: str, turn: TurnResult) -> AsyncGenerator[str, None]:
+async def astream_llm(
+    llm: LLM, prompt: str, record: Optional[CallRecord] = None, **kwargs: Any
+) -> AsyncGenerator[str, None]:
     """``stream_llm`` through the LLM's async API."""
     ending = _Ending()
     try:
-        async for chunk in await llm.astream_complete(prompt):
+        async for chunk in await llm.astream_complete(prompt, **kwargs):
             ending.see(chunk.raw)
             if chunk.delta:
                 yield valid_unicode(chunk.delta)
-    except MALFORMED as err:
-        _malformed(turn, err)
-        turn.truncated = True
-        return
     except Exception as err:
-        raise llm_error(err) from err
-    ending.check(turn)
+        _failed(record, err)
+        _cut(record)
+        return
+    ending.check(record)
+
+
+def _cut(record: Optional[CallRecord]) -> None:
+    if record is not None:
+        record.truncated = True
 
 
 class _Ending:
@@ -205,10 +226,10 @@ class _Ending:
             if reason:
                 self.reason = reason
 
-    def check(self, turn: TurnResult) -> None:
-        if self.judged and self.reason in (None, "length"):
-            turn.truncated = True
-            turn.warn(
+    def check(self, record: Optional[CallRecord]) -> None:
+        if record is not None and self.judged and self.reason in (None, "length"):
+            record.truncated = True
+            record.warn(
                 "The LLM stopped at its token limit: the answer is incomplete."
                 if self.reason == "length"
                 else "The LLM's answer broke off (its stream ended without a finish reason): the answer is incomplete."
