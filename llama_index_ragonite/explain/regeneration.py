@@ -2,18 +2,21 @@
 
 Attribution and the RAGE explainers all ask the same thing many times: "what would the
 answer be from *these* evidences, in *this* order?". This module asks it the way the original
-answer was produced, concurrently under a concurrency bound, with one retry per failed call:
+answer was produced, concurrently under a concurrency bound, with one retry per failed call, always as
+``synthesize`` over the (masked) nodes:
 
-* through a LlamaIndex response synthesizer (``synthesizer=``, e.g. the one inside
+* through the synthesizer given (``synthesizer=``: the chat engine's, or the one inside
   ``index.as_query_engine(...)``): the same templates, response mode and LLM on the subset;
-* the offline ``ExtractiveAnswerer`` on our prompt: through ``ExtractiveSynthesizer``, which reads the
-  nodes (their structure fields) instead of a prompt it would parse back;
-* else with an answer prompt on the LLM's async API: ours (``{sources}``, ``{history}``,
-  ``{question}``; sources renumbered ``### Source i ###`` in the given order, no history) or
-  a stock-style one (``{context_str}``, ``{query_str}``; the node texts joined by blank lines,
-  as LlamaIndex fills it). Either way evidence text that imitates the prompt's structure is
-  escaped (``prompts.quote_evidence``). Any other prompt is refused when the regenerator is built.
- A call that still fails yields
+* else, on our prompt (``{sources}``, ``{history}``, ``{question}``), through the package's synthesizer for
+  the LLM: ``ExtractiveSynthesizer`` for the offline answerer (it reads the nodes), ``CitedSynthesizer`` on
+  the prompt for any other (sources renumbered ``### Source i ###`` in the given order, no history);
+* one branch stays outside: a stock-style prompt (``{context_str}``, ``{query_str}``) is filled as
+  LlamaIndex's synthesizers fill it (the node texts joined by blank lines) and sent through the LLM's
+  ``apredict``, so a chat template stays messages; no synthesizer of ours or core's sends exactly that
+  (core's repack or refine the chunks and do not quote them).
+
+Either way evidence text that imitates the prompt's structure is escaped (``prompts.quote_evidence``).
+Any other prompt is refused when the regenerator is built. A call that still fails yields
 ``None`` so the caller can mark what it was for as failed instead of crashing or silently
 guessing. ``normalize_answer`` is the comparison RAGE uses to decide whether two answers differ.
 """
@@ -171,7 +174,7 @@ class AnswerRegenerator:
     calls: int = field(default=0, init=False)  # LLM calls made (retries included) since construction
     errors: List[str] = field(default_factory=list, init=False)  # one line per call that failed after its retries
     failures: Dict[int, str] = field(default_factory=dict, init=False)  # last aanswer_many: failed position -> error
-    _offline: Optional[Any] = field(default=None, init=False, repr=False)  # the offline answerer: reads the nodes
+    _answering: Optional[Any] = field(default=None, init=False, repr=False)  # the synthesizer that answers
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:
@@ -180,10 +183,18 @@ class AnswerRegenerator:
             raise ValueError("retries must be >= 0")
         if self.synthesizer is None:
             check_answer_prompt(self.prompt)
-        if self.synthesizer is None and is_extractive(self.llm) and self._stock_variables("", []) is None:
-            from llama_index_ragonite.models.synthesizers import ExtractiveSynthesizer
+        self._answering = self.synthesizer if self.synthesizer is not None else self._own_synthesizer()
 
-            self._offline = ExtractiveSynthesizer(answerer=cast(Any, self.llm))
+    def _own_synthesizer(self) -> Optional[Any]:
+        """Ours for our prompt (the offline answerer reads the nodes; any other LLM gets the prompt); ``None``
+        for a stock-style prompt (see the module doc)."""
+        if self._stock_variables("", []) is not None:
+            return None
+        from llama_index_ragonite.models.synthesizers import CitedSynthesizer, ExtractiveSynthesizer
+
+        if is_extractive(self.llm):
+            return ExtractiveSynthesizer(answerer=cast(Any, self.llm))
+        return CitedSynthesizer(llm=self.llm, answer_prompt=self.prompt)
 
     def _stock_variables(self, question: str, nodes: Sequence[NodeWithScore]) -> Optional[Dict[str, str]]:
         """The variables of a stock-style prompt, as LlamaIndex's synthesizers fill them; ``None`` for ours."""
@@ -199,23 +210,16 @@ class AnswerRegenerator:
         return self.prompt.format(sources=format_sources(nodes), history="", question=question)
 
     async def _reply(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
+        synthesizer = self._answering
+        if synthesizer is None:  # a stock-style prompt, as a stock synthesizer calls it (its arguments: no limit)
+            stock = cast(Dict[str, Any], self._stock_variables(question, nodes))
+            return await cast(LLM, self.llm).apredict(self.prompt, **stock)
         # a synthesizer that takes max_tokens (CitedSynthesizer) gets the limit; stock ones keep their own
-        limit: Dict[str, Any] = {"max_tokens": self.max_answer_tokens} if self.max_answer_tokens else {}
-        synthesizer_limit = limit if getattr(self.synthesizer, "takes_max_tokens", False) else {}
-        if self.synthesizer is not None and not nodes:  # synthesize() answers nothing without nodes
-            return str(await self.synthesizer.aget_response(question, [], **synthesizer_limit) or "")
-        if self.synthesizer is not None:
-            return str((await self.synthesizer.asynthesize(question, list(nodes), **synthesizer_limit)).response or "")
-        if self._offline is not None:
-            return self._offline.answer(question, nodes)
-        stock = self._stock_variables(question, nodes)
-        if stock is not None:  # as a stock synthesizer calls it: chat templates stay messages
-            return await cast(LLM, self.llm).apredict(
-                self.prompt, **stock
-            )  # its arguments are the template's: no limit
-        return (
-            await cast(LLM, self.llm).acomplete(self.prompt_for(question, nodes), **limit)
-        ).text  # as the chat engine does
+        takes = self.max_answer_tokens and getattr(synthesizer, "takes_max_tokens", False)
+        limit: Dict[str, Any] = {"max_tokens": self.max_answer_tokens} if takes else {}
+        if not nodes:  # synthesize() answers nothing without nodes
+            return str(await synthesizer.aget_response(question, [], **limit) or "")
+        return str((await synthesizer.asynthesize(question, list(nodes), **limit)).response or "")
 
     async def aanswer(self, question: str, nodes: Sequence[NodeWithScore]) -> Optional[str]:
         """The answer from ``nodes`` (in this order), or ``None`` when the LLM failed every attempt.
