@@ -13,7 +13,7 @@ from typing import Any, AsyncIterator, Iterator, List, Optional, Sequence, cast
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage
-from llama_index.core.base.response.schema import Response
+from llama_index.core.base.response.schema import AsyncStreamingResponse, Response, StreamingResponse
 from llama_index.core.callbacks import CallbackManager, EventPayload
 from llama_index.core.llms.llm import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -69,21 +69,23 @@ class Answering:
 
     def text(self, turn: TurnResult, history: Sequence[ChatMessage], nodes: List[NodeWithScore]) -> str:
         response = self.synthesizer.synthesize(turn.completed_question, nodes, **self._asked(turn, history))
-        return str(response.response)
+        return str(cast(Response, response).response)
 
     async def atext(self, turn: TurnResult, history: Sequence[ChatMessage], nodes: List[NodeWithScore]) -> str:
         response = await self.synthesizer.asynthesize(turn.completed_question, nodes, **self._asked(turn, history))
-        return str(response.response)
+        return str(cast(Response, response).response)
 
     def deltas(self, turn: TurnResult, history: Sequence[ChatMessage], nodes: List[NodeWithScore]) -> Iterator[str]:
         asked = self._asked(turn, history, streaming=True)
-        return self.synthesizer.synthesize(turn.completed_question, nodes, **asked).response_gen
+        response = cast(StreamingResponse, self.synthesizer.synthesize(turn.completed_question, nodes, **asked))
+        return response.response_gen
 
     async def adeltas(
         self, turn: TurnResult, history: Sequence[ChatMessage], nodes: List[NodeWithScore]
     ) -> AsyncIterator[str]:
         asked = self._asked(turn, history, streaming=True)
-        return (await self.synthesizer.asynthesize(turn.completed_question, nodes, **asked)).response_gen
+        response = await self.synthesizer.asynthesize(turn.completed_question, nodes, **asked)
+        return cast(AsyncStreamingResponse, response).response_gen
 
 
 def postprocessed(
