@@ -140,6 +140,7 @@ def test_chat_session_with_commands_and_persisted_history(capsys, monkeypatch, s
     assert "<svg" in (tmp_path / "why.svg").read_text()[:2000]
     assert "Completion (OfflineQuestionCompleter): 'What is its default poll interval?'" in out  # /trace
     assert "Fused hits" in out and "[Source 10]" in out  # /trace and /sources
+    assert "Answer read 10 sources (offline, no prompt):" in out and "Answer prompt" not in out  # /trace, offline
     assert "demo    4 messages  Who owns the OTA server?" in out  # /history
     assert "No conversation with id 'no-such-id'" in out and "Commands:" in out
     # the conversation was persisted: ask continues it
