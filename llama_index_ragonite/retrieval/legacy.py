@@ -16,7 +16,7 @@ from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.retrieval.built_in import SETTINGS, BuiltInSides, SideSettings
 
-__all__ = ["DEPRECATED", "old_arguments", "old_sides"]
+__all__ = ["DEPRECATED", "OldSettings", "old_arguments", "old_sides"]
 
 OLD_KEYWORDS = ("dense", "lexical", "latent", *SETTINGS)  # HybridRetriever(dense=, lexical=, k_lexical=, ...)
 OLD_POSITIONAL = (  # 0.x's parameters after ``dense``, in order
@@ -62,3 +62,39 @@ def old_sides(old: Dict[str, Any], own: Optional[Mapping]) -> Tuple[Optional[Bui
         cast(BaseRetriever, dense), cast(LexicalIndex, lexical), cast(LatentTermIndex, latent), settings
     )
     return sides, own or {}
+
+
+def _old_setting(name: str) -> property:
+    def read(self: Any) -> Any:
+        warnings.warn(
+            f"HybridRetriever.{name} is deprecated and goes in the next release: read retriever.built_in.settings.{name}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if self.built_in is None:
+            raise AttributeError(f"{name}: this retriever has no built-in sides")
+        return getattr(self.built_in.settings, name)
+
+    return property(read, doc=f"0.x's ``{name}`` (deprecated): ``built_in.settings.{name}``.")
+
+
+class OldSettings:
+    """0.x's settings attributes (``retriever.k_lexical``, ``retriever.lexical_weight(q)``, ...), read-only and
+    deprecated for one release: they now live on the built-in sides' ``SideSettings``."""
+
+    built_in: Any
+
+    def lexical_weight(self, query: str) -> float:
+        warnings.warn(
+            "HybridRetriever.lexical_weight is deprecated and goes in the next release: "
+            "retriever.built_in.settings.lexical_weight(query)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if self.built_in is None:
+            raise AttributeError("lexical_weight: this retriever has no built-in sides")
+        return self.built_in.settings.lexical_weight(query)
+
+
+for _name in SETTINGS:
+    setattr(OldSettings, _name, _old_setting(_name))

@@ -37,7 +37,7 @@ Fusion = Literal["rrf", "rerank", "rerank+rrf"]
 _NOTHING_KEPT = Keeping()
 
 
-class HybridRetriever(BaseRetriever):
+class HybridRetriever(legacy.OldSettings, BaseRetriever):
     """Named sides, each a ``BaseRetriever`` in a :class:`Side`, pooled by node id, fused; top-``top_n`` ``FusedNode``s out.
 
     ``sides``: a mapping of names to sides (a bare retriever counts weight 1), or the built-in

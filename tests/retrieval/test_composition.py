@@ -111,6 +111,23 @@ def test_setting_a_part_is_deprecated_and_rebuilds_the_sides():
     assert retriever.sides["lexical"].retriever.lexical is fewer and retriever.lexical is fewer
 
 
+def test_the_settings_attributes_of_0x_still_read_with_a_warning():
+    nodes, index, lexical = parts()
+    retriever = HybridRetriever(BuiltInSides(index, lexical, settings=SideSettings(k_lexical=3, title_weight=0.5)))
+    with pytest.warns(DeprecationWarning, match=r"built_in.settings.k_lexical"):
+        assert retriever.k_lexical == 3
+    with pytest.warns(DeprecationWarning, match=r"built_in.settings.title_weight"):
+        assert retriever.title_weight == 0.5
+    with pytest.warns(DeprecationWarning, match=r"lexical_weight\(query\)"):
+        assert (
+            retriever.lexical_weight("Wer rankt die Evidenzen?")
+            == retriever.built_in.settings.cross_lingual_lexical_weight
+        )
+    own = HybridRetriever({"mine": Listed(nodes)})
+    with pytest.warns(DeprecationWarning), pytest.raises(AttributeError, match="no built-in sides"):
+        assert own.k_dense is None  # raises first
+
+
 def _documents():
     from fakes import wiki_documents
 
