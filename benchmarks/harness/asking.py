@@ -34,9 +34,7 @@ def ask_all(
         engine.reset()
         response = engine.chat(question)
         contexts = tuple(n.node.get_content(MetadataMode.LLM) for n in response.source_nodes)
-        out.append(
-            Asked(lang, kind, question, str(response.response), response.turn.prompts.get("answer", ""), contexts)
-        )
+        out.append(Asked(lang, kind, question, str(response.response), answer_prompt(response, contexts), contexts))
         if i % every == 0 or i == len(items):
             print(f"{label}: {i}/{len(items)}", file=sys.stderr)
     return out
@@ -55,3 +53,14 @@ def rate_row(name: str, asked: Sequence[Asked]) -> str:
         n = sum(is_out_of_scope(a.answer) for a in group)
         cells.append(f"{n}/{len(group)} = {n / max(len(group), 1):.3f}")
     return f"| {name} | " + " | ".join(cells) + " |"
+
+
+def answer_prompt(response, contexts) -> str:
+    """The answer prompt of a turn: the one an LLM received, else (offline, where none is built) the one it
+    would have received over the same sources in a fresh conversation (what the old offline answerer parsed)."""
+    from llama_index_ragonite.prompts import ANSWER_PROMPT, format_views
+
+    sent = response.turn.prompts.get("answer")
+    return sent or ANSWER_PROMPT.format(
+        sources=format_views(contexts), history="", question=response.completed_question
+    )
