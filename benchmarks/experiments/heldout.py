@@ -13,28 +13,35 @@ answered out of scope, topic switches shown unchanged and answered from the new 
 
 from __future__ import annotations
 
-import json
 import time
 from typing import List
 
 from harness import CHECKOUT
-from harness.heldout_wikis import play, score
+from harness.heldout_wikis import conversations_of, page_titles, play, score
 
 __all__ = ["play"]  # what Bench.call runs in the child processes
 
-OPTIONS = {"wiki": "heldout_wiki", "after_position": ""}  # after_position: this checkout's After line ("end")
+OPTIONS = {
+    "wiki": "heldout_wiki",
+    "after_position": "",
+    "half": 0,
+}  # after_position: this checkout's After line ("end")
+# half: 1 or 2 plays only that half of a set written in halves (heldout_wiki_c: tune on 1, run 2 once); 0: all
 GOALS = {"accuracy": "≥ 0.75", "median_words": "≤ 30", "out_of_scope_rate": "≥ 0.8"}
 
 
 def run(bench) -> List[str]:
     wiki = bench.opts["wiki"]
     folder = CHECKOUT / "benchmarks" / wiki
-    conversations = json.loads((folder / "conversations.json").read_text())
+    half, titles = bench.opts["half"], page_titles(folder)
+    conversations = conversations_of(folder, half)
     after = {"after_position": bench.opts["after_position"]} if bench.opts["after_position"] else {}
     started = time.perf_counter()
-    base = score(conversations, bench.call("play", bench.base, folder=str(folder), contextualizer={}))
+    base = score(
+        conversations, bench.call("play", bench.base, folder=str(folder), contextualizer={}, half=half), titles
+    )
     seconds = [time.perf_counter() - started]
-    now = score(conversations, bench.call("play", folder=str(folder), contextualizer=after))
+    now = score(conversations, bench.call("play", folder=str(folder), contextualizer=after, half=half), titles)
     seconds.append(time.perf_counter() - started - seconds[0])
     b, n = base["all"], now["all"]
 
@@ -50,10 +57,16 @@ def run(bench) -> List[str]:
         ("topic switches shown unchanged", "all", *of("switches_unchanged", "switches")),
         ("topic switches unchanged, gold page first and answered right", "all", *of("switches_right", "switches")),
         ("P@1 (gold page first), answerable turns", "", f"{b['p_at_1']:.3f}", f"{n['p_at_1']:.3f}"),
+        ("table-cell turns right", "", *of("table_cells_right", "table_cells")),
+        ("... of those whose gold row was retrieved (the retrieval ceiling)", "", *of("table_ceiling_right", "table_ceiling")),
+        ("conflict turns: current value and the older page named", "", *of("conflicts_named", "conflicts")),
+        ("turns asked across languages: gold page first", "", *of("cross_language_first", "cross_language")),
     ]  # fmt: skip
+    rows = [row for row in rows if not row[2].endswith(" of 0")]  # measures the set has no turns for
     lines = [
-        f"Set: [benchmarks/{wiki}](../{wiki}/README.md) (its README says when it was written and what it was used for). "
-        "Offline default: the offline question completer and the extractive answerer. Each side indexed the pages "
+        f"Set: [benchmarks/{wiki}](../{wiki}/README.md) (its README says when it was written and what it was used for)"
+        + (f", half {half} of it only. " if half else ". ")
+        + "Offline default: the offline question completer and the extractive answerer. Each side indexed the pages "
         f"and played the conversations in a child process of its own ({seconds[0]:.0f} s and {seconds[1]:.0f} s, "
         "model loading and indexing included)"
         + (f"; this checkout's contextualizer with `after_position={bench.opts['after_position']}`." if after else "."),

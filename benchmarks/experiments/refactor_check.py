@@ -116,6 +116,11 @@ def side(bench, code, parts: List[str], cache: Path | None) -> Dict[str, Any]:
     return out
 
 
+def without_sources(records: List[dict]) -> List[dict]:
+    """Records as every side has them (a baseline kept before play recorded its sources has none)."""
+    return [{k: v for k, v in r.items() if k != "sources"} for r in records]
+
+
 def same(a: list, b: list) -> int:
     return sum(x == y for x, y in zip(a, b))
 
@@ -179,8 +184,8 @@ def run(bench) -> List[str]:
         for wiki in WIKIS:
             conversations = json.loads((CHECKOUT / "benchmarks" / wiki / "conversations.json").read_text())
             old, new = (
-                score(conversations, base["heldout"][wiki])["all"],
-                score(conversations, now["heldout"][wiki])["all"],
+                score(conversations, without_sources(base["heldout"][wiki]))["all"],
+                score(conversations, without_sources(now["heldout"][wiki]))["all"],
             )
             lines += [f"**{wiki}**", "", "| measure | baseline | this checkout |", "|---|---:|---:|"]
             lines += [f"| {k} | {old[k]:.3f} | {new[k]:.3f} |" if isinstance(old[k], float) else f"| {k} | {old[k]} | {new[k]} |"
