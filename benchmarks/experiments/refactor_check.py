@@ -27,6 +27,7 @@ OPTIONS = {
     "async_questions": 60,
     "parts": "rankings,attribution,stock,conversations,heldout",
     "baseline_only": False,  # compute (and keep) the baseline's side now, compare later
+    "checkout_rev": "",  # measure this commit (a git archive, kept per commit) instead of the working tree
 }
 WIKIS = ("heldout_wiki", "heldout_wiki_b")
 
@@ -108,12 +109,24 @@ def side(bench, code, parts: List[str], cache: Path | None) -> Dict[str, Any]:
         args = dict(data=str(bench.data.resolve()), store=str(bench.store_path.resolve()), part=part)
         args.update(attributions=bench.opts["attributions"], async_questions=bench.opts["async_questions"])
         args["limit"] = bench.limit or 0
-        print(f"{'baseline' if code else 'this checkout'}: {part}", file=sys.stderr)
+        print(f"{code or 'this checkout'}: {part}", file=sys.stderr)
         out[part] = bench.call("measure", code, **args)
         if file is not None:
             file.parent.mkdir(parents=True, exist_ok=True)
             file.write_text(json.dumps(out[part]))
     return out
+
+
+def frozen(bench, parts: List[str]) -> Dict[str, Any]:
+    """The side of commit ``checkout_rev`` (while the working tree moves on), kept per commit like the baseline's."""
+    import tempfile
+
+    from harness import package_at
+
+    with tempfile.TemporaryDirectory(prefix="ragonite-checkout-") as folder:
+        commit = package_at(bench.opts["checkout_rev"], Path(folder), CHECKOUT)
+        bench.checkout_commit = commit
+        return side(bench, Path(folder), parts, bench.cache / "refactor_check" / f"{commit}-{bench.limit or 'all'}")
 
 
 def without_sources(records: List[dict]) -> List[dict]:
@@ -147,9 +160,11 @@ def run(bench) -> List[str]:
     )
     if bench.opts["baseline_only"]:
         return [f"Baseline {bench.base_commit} kept: " + ", ".join(f"{p} ({len(base[p])} records)" for p in parts)]
-    now = side(bench, None, parts, None)
+    now = side(bench, None, parts, None) if not bench.opts["checkout_rev"] else frozen(bench, parts)
     questions = bench.questions()
-    lines = ["| check | equal | of |", "|---|---:|---:|"]
+    measured = getattr(bench, "checkout_commit", "")
+    lines = [f"The checkout's side: commit {measured} (`--set checkout_rev`)." if measured else "", ""]
+    lines += ["| check | equal | of |", "|---|---:|---:|"]
     if "rankings" in parts:
         for key in ("completed", "raw", "async"):
             ids = [[[h[0], r] for r, h in enumerate(x)] for x in base["rankings"][key]]
