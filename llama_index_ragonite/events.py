@@ -117,3 +117,13 @@ class PerturbationEndEvent(RagoniteEvent):
     failures: int  # of which the LLM call failed
     llm_calls: int
     wall_time_s: float
+
+
+class QueryCutEvent(RagoniteEvent):
+    """A query longer than the embedding window: only ``embedded`` was embedded (``models.asking``); the
+    lexical side still searched the whole ``query``."""
+
+    query: str
+    embedded: str
+    tokens: int  # the whole query's
+    window: int  # the model's query window, in tokens

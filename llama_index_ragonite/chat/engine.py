@@ -48,6 +48,7 @@ from llama_index_ragonite.chat.turn_start import (
     checked_message,
     default_completer,
     is_out_of_scope,
+    note_cut,
     turn_for,
     user_message,
 )
@@ -237,6 +238,7 @@ class RagoniteChatEngine(EngineBuilding, BaseChatEngine):
         else:
             hits = self._conversation.retrieve(self._retriever, history, message, completed)
             turn.retrieval, found = hits.record(), hits.nodes
+        note_cut(turn, getattr(self._retriever, "embed_model", None), turn.retrieval.get("query") or completed)
         nodes = postprocessed(self._node_postprocessors, self._top_k, completed, found)
         turn.pages = built_from(history, nodes)
         return message, history, turn, nodes
@@ -309,6 +311,7 @@ class RagoniteChatEngine(EngineBuilding, BaseChatEngine):
         else:
             hits = await self._conversation.aretrieve(self._retriever, history, message, completed)
             turn.retrieval, found = hits.record(), hits.nodes
+        note_cut(turn, getattr(self._retriever, "embed_model", None), turn.retrieval.get("query") or completed)
         nodes = await apostprocessed(self._node_postprocessors, self._top_k, completed, found)
         turn.pages = built_from(history, nodes)
         return message, history, turn, nodes

@@ -39,6 +39,7 @@ class TurnResult:
     retrieval: Dict[str, Any] = field(default_factory=dict)  # conversation retrieval: choice, query, reason
     truncated: bool = False  # the answer ended early (the LLM's stream broke off, or the turn was cancelled)
     pages: List[str] = field(default_factory=list)  # every page it was built from, earlier turns' too (turn_access)
+    embedded: str = ""  # a question longer than the embedding window: the part embedded (the rest: words only)
 
     def stop_early(self) -> None:
         """The turn was stopped (its client left, its deadline passed) before the answer was finished."""
@@ -112,6 +113,7 @@ def turn_metadata(turn: TurnResult, nodes: Sequence[NodeWithScore]) -> Dict[str,
         "retrieval": dict(turn.retrieval),
         "truncated": turn.truncated,
         "pages": list(turn.pages),
+        "embedded": turn.embedded,
     }
 
 

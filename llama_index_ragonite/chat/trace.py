@@ -22,12 +22,14 @@ from llama_index_ragonite.events import (
     AnswerPromptEvent,
     AnswerSourcesEvent,
     ConversationRetrievalEvent,
+    QueryCutEvent,
     QuestionCompletedEvent,
     RetrievalHitsEvent,
 )
 
 TRACED = (
     "QuestionCompletedEvent",
+    "QueryCutEvent",
     "RetrievalHitsEvent",
     "ConversationRetrievalEvent",
     "AnswerPromptEvent",
@@ -82,8 +84,13 @@ def render_trace(
     """Text form of one turn's events. ``titles`` maps node ids to labels (else ids are shown)."""
     titles = titles or {}
     lines: List[str] = []
+    cut = set()
     for event in events:
-        if isinstance(event, QuestionCompletedEvent):
+        if isinstance(event, QueryCutEvent):
+            if event.query not in cut:  # every search embeds it: say it once
+                cut.add(event.query)
+                lines.append(query_cut_line(event))
+        elif isinstance(event, QuestionCompletedEvent):
             lines.append(f"Completion ({event.completer}): {event.message!r} -> {event.completed!r}")
         elif isinstance(event, RetrievalHitsEvent):
             lines.append(f"{event.source.capitalize()} hits for {event.query!r}:")
@@ -107,3 +114,12 @@ def render_trace(
             if event.warning:
                 lines.append(f"  warning: {event.warning}")
     return "\n".join(lines)
+
+
+def query_cut_line(event: QueryCutEvent) -> str:
+    """What a query longer than the embedding window lost: it is embedded only in part, searched by words whole."""
+    rest = len(event.query) - len(event.embedded)
+    return (
+        f"Query of {event.tokens:,} tokens is longer than the embedding window ({event.window}): embedded "
+        f"{event.embedded!r}; the other {rest:,} characters were searched by words (BM25) only"
+    )

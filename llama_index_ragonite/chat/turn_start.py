@@ -4,7 +4,7 @@ the turn was built from, which decides whether a later turn may read it: ``turn_
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms.llm import LLM
@@ -18,7 +18,15 @@ from llama_index_ragonite.chat.suggestions import question_language
 from llama_index_ragonite.chat.turn_access import PAGES_KEY
 from llama_index_ragonite.prompts import is_out_of_scope
 
-__all__ = ["MAX_MESSAGE_CHARS", "checked_message", "default_completer", "is_out_of_scope", "turn_for", "user_message"]
+__all__ = [
+    "MAX_MESSAGE_CHARS",
+    "checked_message",
+    "default_completer",
+    "is_out_of_scope",
+    "note_cut",
+    "turn_for",
+    "user_message",
+]
 
 MAX_MESSAGE_CHARS = 20_000
 
@@ -31,6 +39,14 @@ def turn_for(message: str, completed: str) -> TurnResult:
     if warning:
         turn.warn(warning)
     return turn
+
+
+def note_cut(turn: TurnResult, embed_model: Any, query: str) -> None:
+    """Note on ``turn`` what of a query longer than ``embed_model``'s window it embedded (``models.asking``):
+    a pasted log plus a question is searched by words whole, by meaning only in the part that asks."""
+    cut = getattr(embed_model, "embedded_part", None)
+    if callable(cut) and (embedded := cut(query)) != query:
+        turn.embedded = embedded
 
 
 def user_message(message: str, nodes: Sequence[NodeWithScore], pages: Sequence[str]) -> ChatMessage:

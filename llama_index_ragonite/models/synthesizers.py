@@ -64,10 +64,16 @@ class ExtractiveSynthesizer(BaseSynthesizer):
     def _update_prompts(self, prompts: dict) -> None:
         """No prompt: the answer is read from the nodes."""
 
+    def _question(self, question: str) -> str:
+        """The question as the answerer reads it; of one longer than the embedding window, the part that asks
+        (what the model embeds, ``models.asking``): a pasted log's words would outweigh the question's."""
+        cut = getattr(self._answerer.embed_model, "embedded_part", None)
+        return plain_question(cut(question) if callable(cut) else question)
+
     def answer(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
         """The answer text to ``question`` from ``nodes`` (their structure fields), the i-th cited ``[Source i]``."""
         sources = [node_source(i, n.node) for i, n in enumerate(nodes, 1)]
-        return self._answerer.answer_sources(plain_question(question), sources)
+        return self._answerer.answer_sources(self._question(question), sources)
 
     def synthesize(self, query: Any, nodes: List[NodeWithScore], *args: Any, **kwargs: Any) -> Any:
         return super().synthesize(query, nodes, *args, source_nodes=nodes, **kwargs)
@@ -79,7 +85,7 @@ class ExtractiveSynthesizer(BaseSynthesizer):
         """The raw answer; ``record`` notes the ids of the nodes read (no prompt: none was written)."""
         if source_nodes is None:
             sources = [view_source(i, view) for i, view in enumerate(text_chunks, 1)]
-            return self._answerer.answer_sources(plain_question(query_str), sources)
+            return self._answerer.answer_sources(self._question(query_str), sources)
         if record is not None:
             record.read = [n.node.node_id for n in source_nodes]
         return self.answer(query_str, source_nodes)

