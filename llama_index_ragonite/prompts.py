@@ -193,6 +193,11 @@ class CitationCheck:
     answer: str = ""
 
 
+# The space a removed marker leaves before punctuation that ends a clause ("Bob [Source 1]." -> "Bob."); not
+# before punctuation that starts a word ("the .config file", "run ./setup"), which would glue two words together.
+_NO_SPACE_BEFORE_END = re.compile(r"[ \t]+([.,;:!?]+)(?=\s|$)")
+
+
 def check_citations(answer: str, n_sources: int) -> CitationCheck:
     """``answer``'s ``[Source i]`` markers validated against ``1..n_sources`` (see ``CitationCheck``)."""
     check = CitationCheck(cited=cited_sources(answer, n_sources))
@@ -212,7 +217,7 @@ def check_citations(answer: str, n_sources: int) -> CitationCheck:
 
     text = _CITATION_LIKE.sub(kept, answer)
     if check.invalid:  # the spaces and punctuation a removed marker leaves behind
-        text = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", text)).strip()
+        text = _NO_SPACE_BEFORE_END.sub(r"\1", re.sub(r"[ \t]{2,}", " ", text)).strip()
     check.answer = text
     return check
 
@@ -220,4 +225,4 @@ def check_citations(answer: str, n_sources: int) -> CitationCheck:
 def strip_citations(answer: str) -> str:
     """The answer without ``[Source i]`` markers (for comparing answers across renumbered sources)."""
     text = re.sub(r"\s+", " ", _CITATION.sub("", answer))
-    return re.sub(r"\s+([.,;:!?])", r"\1", text).strip()
+    return _NO_SPACE_BEFORE_END.sub(r"\1", text).strip()

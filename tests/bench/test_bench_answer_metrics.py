@@ -7,6 +7,7 @@ from llama_index_ragonite.bench.answer_metrics import (
     normalize_answer,
     token_f1,
     token_recall,
+    tokens,
 )
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
 
@@ -59,3 +60,17 @@ def test_answer_text_drops_label_and_citations():
 def test_out_of_scope():
     assert is_out_of_scope(OUT_OF_SCOPE) and is_out_of_scope("Sorry. " + OUT_OF_SCOPE.lower())
     assert not is_out_of_scope("It ships in March.")
+
+
+def test_a_removed_citation_leaves_words_that_start_with_punctuation_apart():
+    """The .config stays a word of its own' worth: the space goes only before punctuation that ends a clause."""
+    answer = "Extractive answer: Edit the .config file [Source 1]. Then run ./setup [Source 2], once."
+    assert answer_text(answer, "Extractive answer: ") == "Edit the .config file. Then run ./setup, once."
+    # by hand: answer tokens edit config file then run setup once (7; "the" is an article)
+    # gold "the .config file" -> config file (2), both in the answer: recall 2/2
+    assert token_recall(answer_text(answer, "Extractive answer: "), ["the .config file"]) == 1.0
+    # context "Edit the .config file, then run ./setup once." -> edit config file then run setup once: 7 of 7
+    context = "Edit the .config file, then run ./setup once."
+    assert k_precision(answer_text(answer, "Extractive answer: "), [context]) == 1.0
+    # a marker before a word's own punctuation: "see [Source 1] .bashrc" keeps ".bashrc" a word of its own
+    assert tokens(answer_text("Open [Source 1] .bashrc now.")) == ["open", "bashrc", "now"]
