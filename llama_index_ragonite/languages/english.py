@@ -88,4 +88,9 @@ ENGLISH = Language(
         "topic": "What does '{title}' say about {topic}?",
         "untitled": "What else is known about {topic}?",
     },
+    conflict_phrases={
+        "older": "an older page, {title}, says {quote}",
+        "newer": "a newer page, {title}, says {quote}",
+        "differs": "so says {answer_title}; {title} says {quote}: the two pages differ",
+    },
 )

@@ -93,4 +93,9 @@ GERMAN = Language(
         "topic": "Was sagt '{title}' zu {topic}?",
         "untitled": "Was ist sonst über {topic} bekannt?",
     },
+    conflict_phrases={
+        "older": "eine ältere Seite, {title}, nennt {quote}",
+        "newer": "eine neuere Seite, {title}, nennt {quote}",
+        "differs": "laut {answer_title}; {title} nennt {quote}: die beiden Seiten weichen voneinander ab",
+    },
 )

@@ -61,6 +61,9 @@ class Language:
     rephrase_nouns: Tuple[str, ...] = ()  # "question", "statement"
     source_words: Tuple[str, ...] = ()  # "[Source 1]", "[Quelle 1]": a reply that cites has answered
     follow_up_phrases: Mapping[str, str] = field(default_factory=dict)  # cell / topic / untitled
+    # another page states the answer's statement with other values (models/extractive/conflicts.py):
+    # older / newer / differs (times unknown or equal); {title}, {answer_title}, {quote} (cited)
+    conflict_phrases: Mapping[str, str] = field(default_factory=dict)
 
 
 def words(text: str) -> FrozenSet[str]:

@@ -19,7 +19,7 @@ from llama_index.core.schema import BaseNode, MetadataMode
 
 from llama_index_ragonite.parsing.contextualizer import template_after
 from llama_index_ragonite.parsing.rendering import Header, field_row_pairs, section, shown_header
-from llama_index_ragonite.parsing.structure import STRUCTURE_KEYS
+from llama_index_ragonite.parsing.structure import MODIFIED, MODIFIED_SOURCE, PAGE_ID, STRUCTURE_KEYS
 from llama_index_ragonite.prompts import quote_evidence, unquote_evidence
 
 CONTEXT_KEY = "context"  # the contextualizer's header key (EvidenceContextualizer.context_key's default)
@@ -38,6 +38,18 @@ class PromptSource:
     after: str = ""  # its After text alone: how the page goes on past the evidence
     before: str = ""  # its Before text alone: what the page says just above the evidence (a list's lead-in)
     cells: Optional[Tuple[Tuple[str, str], ...]] = None  # a row node's (header, cell) pairs, from its fields
+    page: Optional["PageOf"] = None  # the node's page (id, title, modified time): which of two pages is newer
+
+
+@dataclass(frozen=True)
+class PageOf:
+    """A source's page: its id, title and declared modified time (``parsing.structure``: ``modified``,
+    ``modified_source``), for the answer to tell a page from an older copy (``conflicts``)."""
+
+    page: str
+    title: str
+    modified: str = ""
+    modified_source: str = ""
 
 
 # ANSI escape sequences and other control characters a pasted question may hold: read as spaces,
@@ -84,8 +96,19 @@ def node_source(number: int, node: BaseNode) -> PromptSource:
     if header is None:  # no header of ours: the view, whole, is the evidence
         return PromptSource(number, "", page_text(node.get_content(MetadataMode.LLM).strip()).strip())
     source = header_source(number, Header(*(page_text(part) for part in astuple(header))), evidence)
+    source = replace(source, page=_page_of(node))
     if metadata.get("evidence_type") == "table_row":
         pairs = field_row_pairs(metadata, node.get_content(MetadataMode.NONE))
         if pairs is not None:
             return replace(source, cells=tuple(pairs))
     return source
+
+
+def _page_of(node: BaseNode) -> Optional[PageOf]:
+    """The node's page from its fields; None without a page id (a node of no page of ours)."""
+    metadata = node.metadata
+    page = str(metadata.get(PAGE_ID) or node.ref_doc_id or "")
+    if not page:
+        return None
+    title = " ".join(page_text(str(metadata.get("title") or "")).split())
+    return PageOf(page, title, str(metadata.get(MODIFIED) or ""), str(metadata.get(MODIFIED_SOURCE) or ""))
