@@ -3,7 +3,9 @@
 Unitxt's end-to-end RAG task (``tasks.rag.end_to_end``) takes the inputs ``question``,
 ``question_id``, ``metadata_field`` (a string) and the references ``reference_answers``,
 ``reference_contexts``, ``reference_context_ids``, ``is_answerable_label``; its prediction is a
-``RagResponse`` (``answer``, ``contexts``, ``context_ids``, ``is_answerable``). Each line carries
+``RagResponse`` (``answer``, ``contexts``, ``context_ids``, ``is_answerable``: ``unitxt.types.RagResponse``,
+whose ``context_ids`` its context-correctness metrics copy to the prediction; ``contexts_ids`` is an input of
+another task, ``tasks.rag.response_generation``; ``contexts_id`` is no field of either). Each line carries
 the task's fields under its own names, and the prediction both nested as ``prediction`` and at the
 top level under the same names (so one line is both a test instance and its prediction).
 

@@ -63,7 +63,7 @@ def test_out_of_scope():
 
 
 def test_a_removed_citation_leaves_words_that_start_with_punctuation_apart():
-    """The .config stays a word of its own' worth: the space goes only before punctuation that ends a clause."""
+    """The .config stays a word of its own: the space goes only before punctuation that ends a clause."""
     answer = "Extractive answer: Edit the .config file [Source 1]. Then run ./setup [Source 2], once."
     assert answer_text(answer, "Extractive answer: ") == "Edit the .config file. Then run ./setup, once."
     # by hand: answer tokens edit config file then run setup once (7; "the" is an article)
