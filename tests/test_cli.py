@@ -115,6 +115,21 @@ def test_ask_explain_prints_the_counterfactual_attribution(capsys, sample_store)
     assert f"Evidence {cited} = [Source {cited}] OTA update server > Architecture" in attribution
 
 
+def test_chat_explain_of_an_out_of_scope_answer_says_there_is_nothing_to_explain(capsys, monkeypatch, sample_store):
+    """As the web API says it: shares of an answer that rests on no evidence would all be alike and mislead."""
+    from llama_index_ragonite.explain.query_engine import OUT_OF_SCOPE_ANSWER
+
+    lines = iter(["What is the boiling point of liquid nitrogen?", "/explain", "Who owns the OTA server?", "/explain"])
+    lines = iter([*lines, "/quit"])
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(lines))
+    assert main(["chat", "--store", sample_store, "--conversation", "out-of-scope"]) == 0
+    out = capsys.readouterr().out
+    refused, answered = out.split("Who owns the OTA server?", 1)
+    assert "cannot be found" in refused and f"({OUT_OF_SCOPE_ANSWER})" in refused
+    assert "Counterfactual attribution (" not in refused and "Counterfactual attribution (" in answered
+    assert out.count(OUT_OF_SCOPE_ANSWER) == 1
+
+
 def test_chat_session_with_commands_and_persisted_history(capsys, monkeypatch, sample_store, tmp_path):
     lines = iter(
         [

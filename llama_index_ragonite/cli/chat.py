@@ -61,8 +61,11 @@ def render_attribution(attribution) -> str:
 
 def _explain(engine, response, chart: Optional[str] = None) -> str:
     from llama_index_ragonite.explain.attribution import CounterfactualAttributor
-    from llama_index_ragonite.explain.query_engine import explain_response
+    from llama_index_ragonite.explain.query_engine import explain_response, nothing_to_explain
 
+    nothing = nothing_to_explain(str(response.response or ""), len(response.source_nodes))
+    if nothing:  # the web API's words: uniform shares of an answer that rests on no evidence would mislead
+        return f"({nothing})"
     attribution = explain_response(response, CounterfactualAttributor.from_engine(engine))
     if chart:
         attribution.plot(chart)

@@ -24,15 +24,34 @@ from llama_index_ragonite.compat import llama_index_core
 from llama_index_ragonite.explain.annotation import CLUSTER_KEY, SHARE_KEY, attach_attribution
 from llama_index_ragonite.explain.attribution import Attribution, BaseAttributor, CounterfactualAttributor
 from llama_index_ragonite.explain.synthesizer import AttributedSynthesizer
+from llama_index_ragonite.prompts import is_out_of_scope
 
 __all__ = [
     "CLUSTER_KEY",
+    "NO_EVIDENCE",
+    "OUT_OF_SCOPE_ANSWER",
     "SHARE_KEY",
     "AttributedQueryEngine",
     "aexplain_response",
     "attach_attribution",
     "explain_response",
+    "nothing_to_explain",
 ]
+
+OUT_OF_SCOPE_ANSWER = "This answer is out of scope: it rests on no evidence, so there is nothing to explain"
+NO_EVIDENCE = "This answer used no evidence: there is nothing to explain"
+
+
+def nothing_to_explain(answer: str, n_evidences: int, out_of_scope: Optional[bool] = None) -> Optional[str]:
+    """Why an answer has nothing to explain, in the words the web API and ``ragonite chat`` share; None if it has.
+
+    An out-of-scope answer rests on no evidence: removing any one leaves it as it is, so counterfactual
+    shares come out uniform and would read as if every evidence counted alike. ``out_of_scope``: as
+    recorded with the answer (the API's stored turn), else read from ``answer``.
+    """
+    if is_out_of_scope(answer) if out_of_scope is None else out_of_scope:
+        return OUT_OF_SCOPE_ANSWER
+    return NO_EVIDENCE if not n_evidences else None
 
 
 def _answer(response: Any) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from llama_index_ragonite.explain.perturbations import Perturbation, PerturbationReport
+from llama_index_ragonite.explain.query_engine import nothing_to_explain
 from llama_index_ragonite.serve.explain_options import ATTRIBUTORS, RAGE, checked_options
 from llama_index_ragonite.serve.turns import nodes_from_records
 
@@ -54,10 +55,10 @@ def _explain(
     principal: Any,
 ) -> Dict[str, Any]:
     nodes = nodes_from_records(records)
-    if turn.get("out_of_scope"):  # as the turn was stored (turns.turn_json)
-        raise ValueError("This answer is out of scope: it rests on no evidence, so there is nothing to explain")
-    if not nodes:
-        raise ValueError("This answer used no evidence: there is nothing to explain")
+    stored_out_of_scope = bool(turn.get("out_of_scope"))  # as the turn was stored (turns.turn_json)
+    nothing = nothing_to_explain(turn.get("answer") or "", len(nodes), stored_out_of_scope)
+    if nothing:
+        raise ValueError(nothing)
     run_settings = sessions.turn_settings(turn, settings)
     engine, _ = sessions.engine(conversation_id, run_settings, principal)
     question, answer = turn["completed_question"], turn["answer"]
