@@ -223,7 +223,7 @@ class RagoniteChatEngine(EngineBuilding, BaseChatEngine):
             with self._synthesize_event(turn) as event:
                 answer = self._finish(turn, OUT_OF_SCOPE, nodes)
                 answered(event, answer, nodes)
-        self._memory.put(user_message(message, nodes, turn.pages))
+        self._memory.put(user_message(message, nodes, turn.pages, turn.cited))
         self._memory.put(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
         return self._response(answer, nodes, turn)
 
@@ -296,7 +296,7 @@ class RagoniteChatEngine(EngineBuilding, BaseChatEngine):
             with self._synthesize_event(turn) as event:
                 answer = self._finish(turn, OUT_OF_SCOPE, nodes)
                 answered(event, answer, nodes)
-        await self._memory.aput(user_message(message, nodes, turn.pages))
+        await self._memory.aput(user_message(message, nodes, turn.pages, turn.cited))
         await self._memory.aput(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
         return self._response(answer, nodes, turn)
 

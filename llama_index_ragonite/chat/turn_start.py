@@ -49,10 +49,15 @@ def note_cut(turn: TurnResult, embed_model: Any, query: str) -> None:
         turn.embedded = embedded
 
 
-def user_message(message: str, nodes: Sequence[NodeWithScore], pages: Sequence[str]) -> ChatMessage:
-    """The user's turn for the memory, with the page its top evidence came from (the next turn's topic) and
-    ``pages``, every page the turn was built from (``TurnResult.pages``)."""
-    topic = topic_of(nodes)
+def user_message(
+    message: str, nodes: Sequence[NodeWithScore], pages: Sequence[str], cited: Sequence[int] = ()
+) -> ChatMessage:
+    """The user's turn for the memory, with the page that answered it (the next turn's topic: the page of its
+    first ``cited`` source, 1-based; without a citation its top evidence's) and ``pages``, every page the turn
+    was built from (``TurnResult.pages``). Why the cited page: when an older copy ranks first and the answer
+    comes from the current page, a follow-up is about the current one."""
+    answered = [nodes[i - 1] for i in cited if 0 < i <= len(nodes)]
+    topic = topic_of(answered[:1]) or topic_of(nodes)
     kept = {TOPIC_KEY: topic, PAGES_KEY: list(pages)} if topic else {PAGES_KEY: list(pages)}
     return ChatMessage(role=MessageRole.USER, content=message, additional_kwargs=kept)
 

@@ -8,7 +8,7 @@ and turns "how much did the answer change" into a distribution:
 1. Near-duplicates share a cluster: DBSCAN over the evidence embeddings (cosine distance,
    ``eps``, ``min_samples``; noise points become singletons), kept together only when they also
    state the same text (``same_information``: two copies of a row on two page versions, not two
-   rows of one table, which small embeddings put closer than ``eps``).
+   rows of one table, which small embeddings put closer than ``eps``); the same text is one cluster.
 2. For each cluster c, ``rounds`` regenerations a_c without it; similarity
    s_c = cosine(emb(q + a), emb(q + a_c)) with ``[Source n]`` markers stripped (removing a
    source renumbers the rest, so markers would differ without any change in content).
@@ -380,7 +380,8 @@ def same_information(groups: List[List[int]], nodes: Sequence[NodeWithScore]) ->
     versions; a smaller model puts two rows of one table, or one row on two versions with another
     firmware number, closer than that, and a cluster of different information cannot say which of
     them caused the answer. The text compared is the evidence's own (no context lines), with case,
-    spacing and a row's ``Row i in Table j:`` position ignored."""
+    spacing and a row's ``Row i in Table j:`` position ignored. The same text is one cluster even where
+    DBSCAN parted it (its vectors embed each page's title: the same information, two shares)."""
 
     def information(i: int) -> str:
         text = nodes[i].node.get_content(MetadataMode.NONE)
@@ -392,4 +393,7 @@ def same_information(groups: List[List[int]], nodes: Sequence[NodeWithScore]) ->
         for i in group:
             by_text.setdefault(information(i), []).append(i)
         split.extend(by_text.values())
-    return sorted(split, key=lambda c: c[0])
+    merged: Dict[str, List[int]] = {}  # the same text on two pages is one cluster however far their vectors
+    for cluster in split:
+        merged.setdefault(information(cluster[0]), []).extend(cluster)
+    return sorted((sorted(c) for c in merged.values()), key=lambda c: c[0])

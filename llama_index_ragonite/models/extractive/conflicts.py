@@ -4,15 +4,15 @@ Why: a wiki keeps older copies of a page ("Laptop policy 2024 (archived)" beside
 are retrieved, their units score alike, and the answer may quote the stale value. Two units state the same
 thing (``counterpart``) when they come from different pages and are
 
-* table rows with the same headers and the same key (the row's first cell), differing in another cell, or
+* table rows with the same headers and the same key (the row's first cell), or
 * sentences whose words are mostly the same, in the same order (``SAME_WORDS`` of them, ``difflib``): the
-  same text but for its values (amounts, dates, a name, a room).
+  same text, or the same but for its values (amounts, dates, a name, a room).
 
 Never by page titles: "archived" or a year in a title decides nothing. The page time is the evidence's
 ``modified`` field (``parsing.structure``); a file's mtime (a checkout's time) counts as unknown. The answer
 takes the newer page's unit, unless the question names what only the older unit or its page title holds
-("and in 2025?"), and says what the other page says, cited (``conflict_phrases`` of the question's language).
-With the times unknown or equal both pages are named and said to differ.
+("and in 2025?"); where the two differ it says what the other page says, cited (``conflict_phrases`` of the
+question's language). With the times unknown or equal both pages are named and said to differ.
 """
 
 from __future__ import annotations
@@ -86,22 +86,22 @@ def _tokens(text: str) -> List[str]:
 
 
 def same_statement(a: Unit, b: Unit) -> bool:
-    """Do ``a`` and ``b`` state the same thing with at least one other value (module doc)?"""
+    """Do ``a`` and ``b`` state the same thing, with the same or other values (module doc)?"""
     rows = _pairs(a), _pairs(b)
     if rows[0] is not None or rows[1] is not None:
         if rows[0] is None or rows[1] is None or not rows[0] or len(rows[0]) != len(rows[1]):
             return False
         headers = [h.casefold() for h, _ in rows[0]] == [h.casefold() for h, _ in rows[1]]
         key = " ".join(rows[0][0][1].split()).casefold() == " ".join(rows[1][0][1].split()).casefold()
-        return headers and key and _tokens(" ".join(c for _, c in rows[0])) != _tokens(" ".join(c for _, c in rows[1]))
+        return headers and key
     x, y = _tokens(a.quote), _tokens(b.quote)
-    if not x or not y or x == y:
+    if not x or not y:
         return False
     return difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() >= SAME_WORDS
 
 
 def counterpart(units: Sequence[Unit], i: int, pages: Mapping[int, PageOf]) -> Optional[int]:
-    """The unit of another page that states what unit ``i`` states with other values (the closest), or None."""
+    """The unit of another page that states what unit ``i`` states (the closest by words), or None."""
     page = pages.get(units[i].source)
     if page is None:
         return None
@@ -250,9 +250,9 @@ def with_conflict(answer_text: str, resolved: Resolved, sources: Sequence[Any], 
 def current_page_answer(
     question: str, assessed: Any, sources: Sequence[Any], answer_text: Callable[[Any], str], label: str = ""
 ) -> Optional[str]:
-    """The answer when another page states the answering unit's statement with other values: the current page's
-    (``page_conflict``) with the other page's words named and cited (``with_conflict``); None when there is no
-    such page, or the asked cells agree. ``answer_text``: the answerer's text of an assessment (``label`` first)."""
+    """The answer when another page states the answering unit's statement: the current page's (``page_conflict``),
+    with the other page's words named and cited where they differ (``with_conflict``); None when no other page
+    states it. ``answer_text``: the answerer's text of an assessment (``label`` first)."""
     resolved = page_conflict(question, assessed, sources)
     if resolved is None:
         return None
@@ -260,11 +260,11 @@ def current_page_answer(
     if getattr(assessed, "cell", None) is not None:  # a table answer: the other row's same cells
         quote = answer_text(resolved.other)
         if same_answer(quote, answer_text(resolved.alone)):
-            return None  # the asked cells agree
+            return answer_text(resolved.answering)  # the asked cells agree: the current page's, nothing to name
     else:
         words = differing_words(units[conflict.answer], units[conflict.other])
         if not words:
-            return None
+            return answer_text(resolved.answering)  # the same words: the current page's
         quote = cite(words, units[conflict.other].source)
     quote = quote[len(label) :] if label and quote.startswith(label) else quote
     return with_conflict(answer_text(resolved.answering), resolved, sources, question, quote)
