@@ -90,3 +90,20 @@ def test_a_question_of_the_longest_allowed_length_is_answered(store):
     response = RagoniteChatEngine.from_defaults(HybridRetriever.from_store(store), follow_ups=0).chat(question)
     assert response.response != OUT_OF_SCOPE and "firewall" in response.response
     assert response.turn.embedded == ASKED
+
+
+@pytest.mark.fault(
+    "question of only whitespace and control characters, 20,000 of them (tabs, line and paragraph separators, "
+    "no-break spaces, NUL, ESC)",
+    "ValueError ('Empty message') on chat and achat, before any retrieval or embedding; nothing in the history",
+    area="chat",
+)
+def test_a_question_of_only_whitespace_and_control_characters_is_empty(store):
+    blank = ("\t\n\x0b\x0c\r \u00a0\u2028\u2029\u3000\x00\x1b\x7f" * 2000)[:MAX_MESSAGE_CHARS]
+    chat = RagoniteChatEngine.from_defaults(HybridRetriever.from_store(store), follow_ups=0)
+    with TraceRecorder.attached() as trace:
+        with pytest.raises(ValueError, match="Empty message"):
+            chat.chat(blank)
+        with pytest.raises(ValueError, match="Empty message"):
+            asyncio.run(chat.achat(blank))
+    assert trace.events == [] and chat.chat_history == []
