@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from llama_index_ragonite.explain.math import cosine_matrix, held_softmax
+from llama_index_ragonite.languages import every
 from llama_index_ragonite.models.extractive.answerer import DEFAULT_LABEL
 from llama_index_ragonite.prompts import OUT_OF_SCOPE, citation_ends, cited_sources, strip_citations
 
@@ -33,6 +34,8 @@ __all__ = ["ClaimAttribution", "answer_claims", "claim_attributions"]
 
 # a sentence end (not before a citation marker: the markers after a sentence still belong to it)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Z0-9ÄÖÜ])")
+# a full stop that ends no sentence: an abbreviation ("z.B.", "Nr."), a letter ("z. B.") or an ordinal ("3. Stock")
+_NO_END = re.compile(r"(?:^|\s)(?:\w|\d{1,2}|" + "|".join(re.escape(a[:-1]) for a in every("abbreviations")) + r")\.$", re.I)
 _WORD = re.compile(r"\w")
 
 
@@ -72,7 +75,8 @@ def answer_claims(answer: str, n_sources: int) -> List[ClaimAttribution]:
     bounds = sorted({0, len(answer), *citation_ends(answer)})
     pieces: List[Any] = []
     for start, end in zip(bounds, bounds[1:]):
-        cuts = [start, *(m.end() for m in _SENTENCE_END.finditer(answer, start, end)), end]
+        ends = (m for m in _SENTENCE_END.finditer(answer, start, end) if not _NO_END.search(answer[start : m.start()]))
+        cuts = [start, *(m.end() for m in ends), end]
         pieces.extend(zip(cuts, cuts[1:]))
     claims = []
     for start, end in pieces:

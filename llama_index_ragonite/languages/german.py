@@ -81,7 +81,7 @@ GERMAN = Language(
     person_titles=("Dr", "Prof", "Frau", "Herr"),
     negation_patterns=(r"\b(?:nicht|kein\w*|nie|niemals|ohne)\b",),
     about_page=tuple("autor erstellt aktualisiert besitzer".split()),
-    abbreviations=("z.b.", "bzw.", "ca."),
+    abbreviations=("z.b.", "bzw.", "ca.", "nr."),
     # German words spelled alike with their English cognates once these are folded ("Plattform"/"Platform")
     cognate_spelling=(("ph", "f"), ("k", "c"), ("z", "c"), ("ä", "a"), ("ö", "o"), ("ü", "u"), ("ß", "ss")),
     clause_connectives=tuple("da weil wobei die der das und aber".split()),

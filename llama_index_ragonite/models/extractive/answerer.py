@@ -40,7 +40,8 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.prompts import BasePromptTemplate
 
 from llama_index_ragonite.models.extractive.answer_types import by_asked_type
-from llama_index_ragonite.models.extractive.compose import compose_answer
+from llama_index_ragonite.models.extractive.compose import cite, compose_answer
+from llama_index_ragonite.models.extractive.conflicts import current_page_answer
 from llama_index_ragonite.models.extractive.llm_adapter.face import PromptReading
 from llama_index_ragonite.models.extractive.scope import Assessment, ScopeModel, scope_features, scope_model_for
 from llama_index_ragonite.models.extractive.scoring import (
@@ -53,6 +54,7 @@ from llama_index_ragonite.models.extractive.scoring import (
     similarity,
 )
 from llama_index_ragonite.models.extractive.sources import PromptSource
+from llama_index_ragonite.models.extractive.tables import CellAnswer, answers_cell, own_words, table_answer
 from llama_index_ragonite.models.extractive.unit_vectors import UnitVectors
 from llama_index_ragonite.models.extractive.units import (
     Unit,
@@ -164,8 +166,23 @@ class ExtractiveAnswerer(PromptReading):
 
     def answer_sources(self, question: str, sources: Sequence[PromptSource], numbered: bool = True) -> str:
         """The answer to ``question`` from ``sources`` (numbered: cited ``[Source i]``), or ``OUT_OF_SCOPE``."""
-        units, chosen = self._select(question, sources)
-        return self._compose(units, chosen, question, numbered) if chosen else OUT_OF_SCOPE
+        assessed = self.assess(question, sources)
+        if not assessed.chosen:
+            return OUT_OF_SCOPE
+        if numbered:  # another page states the answer with other values: the current page answers, the other named
+            text_of = lambda a: self._answer_text(a, question, True)  # noqa: E731
+            answer = current_page_answer(question, assessed, sources, text_of, self.label)
+            if answer is not None:
+                return answer
+        return self._answer_text(assessed, question, numbered)
+
+    def _answer_text(self, assessed: Assessment, question: str, numbered: bool) -> str:
+        """The answer of the units ``assessed`` chose: its table answer, else the chosen units quoted."""
+        if assessed.cell is not None:
+            unit = assessed.units[assessed.cell.unit]
+            text = assessed.cell.text()
+            return self._remember(self.label + (cite(text, unit.source) if numbered else text), unit)
+        return self._compose(assessed.units, assessed.chosen, question, numbered)
 
     def _select(self, question: str, sources: Sequence[PromptSource]) -> Tuple[List[Unit], List[int]]:
         """The evidence units and the indices of those that answer (empty: out of scope)."""
@@ -210,7 +227,7 @@ class ExtractiveAnswerer(PromptReading):
         lexical = [s * (self.context_weight if u.from_context else 1.0) for u, s in zip(units, lexical)]
         model = self._embedding_for() if self.embed_weight > 0 else None  # weight 0: by words alone
         cosines: List[Optional[float]] = [None] * len(units)
-        scores = lexical
+        scores, query = lexical, None
         if model is not None:
             scores, cosines, query = self._mix_embeddings(question, units, lexical, model)
         scores = by_asked_type(question, [u.quote for u in units], scores, self.type_weight)
@@ -225,10 +242,26 @@ class ExtractiveAnswerer(PromptReading):
         features = scope_features(question, sources, units, chosen[0], lexical, cosines)
         scope = self.scope or scope_model_for(getattr(model, "model_name", None), model is None)
         probability = scope.probability(features)
+        cell = self._cell(question, units, model, query)
+        enumeration = len(chosen) > 1 and all(units[i].row for i in chosen)  # rows of one table: quoted as rows
+        if cell is not None and not enumeration and answers_cell(cell, units[chosen[0]]):
+            return Assessment(units, [cell.unit], features, probability, cell)
         if probability < 0.5:
             logger.debug("in-scope probability %.3f of %s below 0.5: out of scope", probability, features)
-            return Assessment(units, [], features, probability)
+            return Assessment(units, [], features, probability, cell)
         return Assessment(units, context_instead(question, units, chosen, scores), features, probability)
+
+    def _cell(
+        self, question: str, units: Sequence[Unit], model: Optional[BaseEmbedding], query: Optional[List[float]]
+    ) -> Optional[CellAnswer]:
+        """The row and asked cells of the retrieved rows (``tables.table_answer``), scored with ``model``."""
+        if model is None or query is None:
+            return table_answer(question, units)
+        own = own_words(question)
+        own_query = model.get_query_embedding(own) if own != question else query
+        return table_answer(
+            question, units, lambda texts: self._unit_vectors.get(texts, model), query, own_query, self.embed_floor
+        )
 
     def _embedding_for(self) -> Optional[BaseEmbedding]:
         """``embed_model``, else the embedded multilingual default (``by_meaning``), else None (words only)."""
@@ -242,8 +275,11 @@ class ExtractiveAnswerer(PromptReading):
 
     def _compose(self, units: Sequence[Unit], chosen: Sequence[int], question: str, numbered: bool) -> str:
         """The quoted answer; its page topic is remembered, for a later refine or tree_summarize step to read back."""
-        text = compose_answer(units, chosen, question, self.label, self.max_words, numbered)
-        self._topics[text[len(self.label) :].strip()] = units[chosen[0]].topic
+        return self._remember(compose_answer(units, chosen, question, self.label, self.max_words, numbered), units[chosen[0]])
+
+    def _remember(self, text: str, unit: Unit) -> str:
+        """``text``, its page topic (``unit``'s) remembered for a refine or tree_summarize step."""
+        self._topics[text[len(self.label) :].strip()] = unit.topic
         while len(self._topics) > _TOPIC_CACHE_SIZE:
             self._topics.popitem(last=False)
         return text

@@ -202,3 +202,4 @@ class Assessment:
     chosen: List[int]
     features: Optional[ScopeFeatures] = None
     probability: float = 0.0
+    cell: Optional[Any] = None  # the table answer (``tables.CellAnswer``) when a row's cell answers
