@@ -237,7 +237,7 @@ class ExtractiveAnswerer(PromptReading):
                 question, units, self.header_weight, self.identifier_weight, self.unmatched_weight, 0.0
             )
             chosen = prefer_item(units, coverage, chosen)
-        if model is not None and cosines[chosen[0]] is None:  # chosen outside the candidates: its cosine too
+        if model is not None and query is not None and cosines[chosen[0]] is None:  # chosen outside the candidates: its cosine too
             cosines[chosen[0]] = cosine(query, self._vectors([units[chosen[0]]], model)[0])
         features = scope_features(question, sources, units, chosen[0], lexical, cosines)
         scope = self.scope or scope_model_for(getattr(model, "model_name", None), model is None)
