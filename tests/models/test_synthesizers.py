@@ -66,7 +66,7 @@ def test_the_offline_synthesizer_answers_from_structure_fields_without_rendered_
     assert answers == {q: synthesizer.answer(q, shown) for q in QUESTIONS}  # the same as from the rendered nodes
     assert "floor 2 [Source 4]" in answers["Where do broken laptops go?"]
     # the cell "32 GB, and 64 GB on request" is read from the row's fields, not cut at the sentence's ", and "
-    assert "RAM is 32 GB, and 64 GB on request [Source 3]" in answers["How much RAM do engineers get?"]
+    assert "Engineering: 32 GB, and 64 GB on request [Source 3]" in answers["How much RAM do engineers get?"]
     assert "two weeks" in answers["When does IT order the laptop?"]
 
     class Retrieved(BaseRetriever):
