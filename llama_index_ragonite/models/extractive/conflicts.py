@@ -4,7 +4,8 @@ Why: a wiki keeps older copies of a page ("Laptop policy 2024 (archived)" beside
 are retrieved, their units score alike, and the answer may quote the stale value. Two units state the same
 thing (``counterpart``) when they come from different pages and are
 
-* table rows with the same headers and the same key (the row's first cell), or
+* table rows with the same headers and the same key (the row's first cell) whose other cells are short
+  values or mostly the same text (``VALUE_WORDS``), or
 * sentences whose words are mostly the same, in the same order (``SAME_WORDS`` of them, ``difflib``): the
   same text, or the same but for its values (amounts, dates, a name, a room).
 
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 SAME_WORDS = 0.6  # share of two sentences' words (2 x matched / both lengths) that makes them one statement
+VALUE_WORDS = 6  # a table cell this short is a value that may change between versions; longer: a text
 _TOKEN = re.compile(r"\w+(?:[.,:/-]\w+)*", re.UNICODE)  # "2,900", "1.14", "07:30" stay one token
 _CITATION = re.compile(r"\[Source \d+\]")
 _REFERENT = re.compile(r"\s*\([^()]*(?:\([^()]*\)[^()]*)*\)\s*")  # "(Laptop policy 2024 (archived))"
@@ -85,6 +87,18 @@ def _tokens(text: str) -> List[str]:
     return _TOKEN.findall(text.casefold())
 
 
+def _similar(x: List[str], y: List[str]) -> bool:
+    return difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() >= SAME_WORDS
+
+
+def _same_cell(v: str, w: str) -> bool:
+    """Two cells of one column that may hold one value in two versions: the same, short values (a number, a
+    name, a model: ``VALUE_WORDS``), or texts of mostly the same words; two test descriptions under one key
+    ("UIVM") are two rows, not one changed."""
+    x, y = _tokens(v), _tokens(w)
+    return x == y or max(len(x), len(y)) <= VALUE_WORDS or _similar(x, y)
+
+
 def same_statement(a: Unit, b: Unit) -> bool:
     """Do ``a`` and ``b`` state the same thing, with the same or other values (module doc)?"""
     rows = _pairs(a), _pairs(b)
@@ -93,15 +107,20 @@ def same_statement(a: Unit, b: Unit) -> bool:
             return False
         headers = [h.casefold() for h, _ in rows[0]] == [h.casefold() for h, _ in rows[1]]
         key = " ".join(rows[0][0][1].split()).casefold() == " ".join(rows[1][0][1].split()).casefold()
-        return headers and key
+        return headers and key and all(_same_cell(v, w) for (_, v), (_, w) in zip(rows[0], rows[1]))
     x, y = _tokens(a.quote), _tokens(b.quote)
     if not x or not y:
         return False
-    return difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() >= SAME_WORDS
+    return _similar(x, y)
 
 
-def counterpart(units: Sequence[Unit], i: int, pages: Mapping[int, PageOf]) -> Optional[int]:
-    """The unit of another page that states what unit ``i`` states (the closest by words), or None."""
+def counterpart(
+    units: Sequence[Unit], i: int, pages: Mapping[int, PageOf], neighbours: Optional[Mapping[int, str]] = None
+) -> Optional[int]:
+    """The unit of another page that states what unit ``i`` states (the closest by words), or None. A sentence's
+    source and the other's must have like ``neighbours`` too (their Before/After text: both none, or mostly the
+    same words): a templated line ("Owned by … Last updated: Sep 25, 2015") on two unrelated pages is no copy."""
+    neighbours = neighbours or {}
     page = pages.get(units[i].source)
     if page is None:
         return None
@@ -110,7 +129,9 @@ def counterpart(units: Sequence[Unit], i: int, pages: Mapping[int, PageOf]) -> O
         other = pages.get(unit.source)
         if other is None or other.page == page.page or unit.from_context or unit.earlier_answer:
             continue
-        if same_statement(units[i], unit):
+        around = _tokens(neighbours.get(units[i].source, "")), _tokens(neighbours.get(unit.source, ""))
+        like = around[0] == around[1] or bool(around[0] and around[1]) and _similar(*around)
+        if same_statement(units[i], unit) and (like or _pairs(unit) is not None):
             ratio = difflib.SequenceMatcher(None, _tokens(units[i].quote), _tokens(unit.quote), autojunk=False).ratio()
             found.append((-ratio, j))
     return min(found)[1] if found else None
@@ -126,15 +147,19 @@ def _names(question: str, unit: Unit, page: PageOf) -> FrozenSet[str]:
 
 
 def current_first(
-    question: str, units: Sequence[Unit], chosen: Sequence[int], pages: Mapping[int, PageOf]
+    question: str,
+    units: Sequence[Unit],
+    chosen: Sequence[int],
+    pages: Mapping[int, PageOf],
+    neighbours: Optional[Mapping[int, str]] = None,
 ) -> Tuple[List[int], Optional[Conflict]]:
     """``chosen`` with the newer page's unit first where another page states the first unit's statement with
-    other values (a question that names only one of the two keeps that one), the other page's units left out
-    (they are the clause's); and the conflict, or None."""
+    other values (a question that names only one of the two keeps that one), the other unit left out (it is
+    the clause's; composing leaves out further near-copies); and the conflict, or None."""
     if not chosen:
         return list(chosen), None
     first = chosen[0]
-    other = counterpart(units, first, pages)
+    other = counterpart(units, first, pages, neighbours)
     if other is None:
         return list(chosen), None
     a, b = pages[units[first].source], pages[units[other].source]
@@ -145,9 +170,7 @@ def current_first(
     asked_other = bool(only_b) and not only_a  # the question names the other unit's version ("and in 2025?")
     if asked_other or newer == -1 and not only_a:
         first, other, newer = other, first, -newer
-    dropped = pages[units[other].source].page
-    rest = [i for i in chosen if i not in (first, other) and pages.get(units[i].source, a).page != dropped]
-    return [first, *rest], Conflict(first, other, newer)
+    return [first, *[i for i in chosen if i not in (first, other)]], Conflict(first, other, newer)
 
 
 def _moved(cell: Any, units: Sequence[Unit], to: int) -> Any:
@@ -179,7 +202,8 @@ def page_conflict(question: str, assessed: Any, sources: Sequence[Any]) -> Optio
     pages = {s.number: s.page for s in sources if getattr(s, "page", None) is not None}
     cell = getattr(assessed, "cell", None)
     chosen = [cell.unit] if cell is not None else list(assessed.chosen)
-    order, conflict = current_first(question, assessed.units, chosen, pages)
+    neighbours = {s.number: getattr(s, "context", "") for s in sources}
+    order, conflict = current_first(question, assessed.units, chosen, pages, neighbours)
     if conflict is None:
         return None
     if cell is not None:
@@ -195,14 +219,15 @@ MIN_QUOTED = 4  # words the clause quotes of a sentence at least: a value with i
 
 
 def differing_words(unit: Unit, other: Unit) -> str:
-    """What ``other`` says in place of ``unit``'s words that differ. A row: its key and the cells that differ
-    ("Developer: 3,100 EUR"; a bare number with its header). A sentence: its words from the first to the last
+    """What ``other`` says in place of ``unit``'s words that differ. A row: its key (if short) and the cells
+    that differ ("Developer: 3,100 EUR"; a bare number with its header). A sentence: its words from the first to the last
     that differ (at least ``MIN_QUOTED``, the next words first), "…" where the sentence goes on."""
     rows = _pairs(unit), _pairs(other)
     if rows[0] is not None and rows[1] is not None:
         cells = [(h, v) for (h, v), (_, w) in zip(rows[1], rows[0]) if _tokens(v) != _tokens(w)]
         shown = ", ".join(f"{h} {v}" if h and not re.search(r"[^\W\d]", v) else v for h, v in cells)
-        return f"{rows[1][0][1]}: {shown}" if shown else ""
+        key = rows[1][0][1] if len(_tokens(rows[1][0][1])) <= VALUE_WORDS else ""  # a long key: not repeated
+        return f"{key}: {shown}" if key and shown else shown
     spans = [m.span() for m in _TOKEN.finditer(other.quote)]
     x, y = _tokens(unit.quote), _tokens(other.quote)
     runs = [
@@ -257,8 +282,8 @@ def current_page_answer(
     if resolved is None:
         return None
     conflict, units = resolved.conflict, assessed.units
-    if getattr(assessed, "cell", None) is not None:  # a table answer: the other row's same cells
-        quote = answer_text(resolved.other)
+    if getattr(assessed, "cell", None) is not None or _pairs(units[conflict.other]) is not None:
+        quote = answer_text(resolved.other)  # a row: the other row's cells the question asks, as the answer's
         if same_answer(quote, answer_text(resolved.alone)):
             return answer_text(resolved.answering)  # the asked cells agree: the current page's, nothing to name
     else:
