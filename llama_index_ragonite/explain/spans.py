@@ -35,7 +35,9 @@ __all__ = ["ClaimAttribution", "answer_claims", "claim_attributions"]
 # a sentence end (not before a citation marker: the markers after a sentence still belong to it)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Z0-9ÄÖÜ])")
 # a full stop that ends no sentence: an abbreviation ("z.B.", "Nr."), a letter ("z. B.") or an ordinal ("3. Stock")
-_NO_END = re.compile(r"(?:^|\s)(?:\w|\d{1,2}|" + "|".join(re.escape(a[:-1]) for a in every("abbreviations")) + r")\.$", re.I)
+_NO_END = re.compile(
+    r"(?:^|\s)(?:\w|\d{1,2}|" + "|".join(re.escape(a[:-1]) for a in every("abbreviations")) + r")\.$", re.I
+)
 _WORD = re.compile(r"\w")
 
 

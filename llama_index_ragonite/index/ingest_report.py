@@ -27,7 +27,11 @@ class IngestReport:
             f"{len(self.added)} added, {len(self.updated)} updated, {len(self.removed)} removed, "
             f"{len(self.unchanged)} unchanged pages; {self.nodes_written} evidences written"
             + (f" ({self.reused} with their earlier vectors)" if self.reused else "")
-            + (f"; structure fields filled into {self.refilled} evidences (nothing re-embedded)" if self.refilled else "")
+            + (
+                f"; structure fields filled into {self.refilled} evidences (nothing re-embedded)"
+                if self.refilled
+                else ""
+            )
             + (f"; {len(self.repaired)} pages of an interrupted write repaired" if self.repaired else "")
             + (f"; {len(self.kept)} kept their previous version (unreadable now)" if self.kept else "")
         )

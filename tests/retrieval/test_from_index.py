@@ -90,7 +90,9 @@ def test_an_empty_lexical_index_is_an_error_not_a_dense_only_retriever():
     with pytest.raises(ValueError, match=r"from_index\(index\).*lexical\.upsert\(nodes\).*k_lexical=0"):
         HybridRetriever(BuiltInSides(index, LexicalIndex()))
     dense_only = SideSettings(k_lexical=0)
-    assert HybridRetriever(BuiltInSides(index, LexicalIndex(), settings=dense_only)).retrieve("reboot")  # dense-only, as asked
+    assert HybridRetriever(BuiltInSides(index, LexicalIndex(), settings=dense_only)).retrieve(
+        "reboot"
+    )  # dense-only, as asked
     empty = VectorStoreIndex([], embed_model=HashingEmbedding())
     HybridRetriever(BuiltInSides(empty, LexicalIndex()))  # both sides empty: nothing is out of sync
 

