@@ -32,7 +32,7 @@ def stores(tmp_path_factory):
     "store, question, quoted",
     [
         ("fees-store", "How much does a cat cost?", "80 EUR"),
-        ("wiki-store", "Which firmware does the Lenovo T14 run?", "Firmware is 1."),
+        ("wiki-store", "Which firmware does the Lenovo T14 run?", "Lenovo T14: Firmware 1."),
     ],
 )
 def test_the_quoted_row_has_the_largest_share_alone(stores, store, question, quoted):
