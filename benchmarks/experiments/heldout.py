@@ -77,12 +77,14 @@ def run(bench) -> List[str]:
         "",
         "By language (baseline → this checkout):",
         "",
-        "| language | turns answerable | accuracy | out of scope (unanswerable) | switches unchanged | P@1 |",
-        "|---|---|---|---|---|---|",
+        "| language | turns answerable | accuracy | out of scope (unanswerable) | switches unchanged | P@1 "
+        "| table cells right, gold row retrieved |",
+        "|---|---|---|---|---|---|---|",
         *[
             f"| {lang} | {y['answerable']} | {x['accuracy']:.3f} → {y['accuracy']:.3f} | "
             f"{x['out_of_scope_rate']:.3f} → {y['out_of_scope_rate']:.3f} | {x['switches_unchanged']} → "
-            f"{y['switches_unchanged']} of {y['switches']} | {x['p_at_1']:.3f} → {y['p_at_1']:.3f} |"
+            f"{y['switches_unchanged']} of {y['switches']} | {x['p_at_1']:.3f} → {y['p_at_1']:.3f} | "
+            f"{x['table_ceiling_right']} of {x['table_ceiling']} → {y['table_ceiling_right']} of {y['table_ceiling']} |"
             for lang in ("en", "de")
             for x, y in [(base[lang], now[lang])]
         ],
