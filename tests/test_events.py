@@ -22,9 +22,11 @@ def test_every_event_is_named_after_its_class():
 
     classes = [c for c in vars(events).values() if isinstance(c, type) and issubclass(c, events.RagoniteEvent)]
     assert (
-        len(classes) == 12
-    )  # the base and eleven events, the RAGE explainers' two and conversation retrieval included
+        len(classes) == 14
+    )  # the base and thirteen events, the RAGE explainers' two, conversation retrieval, the offline answer's
+    # sources and a long question's cut included
     assert {events.PerturbationStartEvent, events.PerturbationEndEvent} <= set(classes)
+    assert {events.AnswerSourcesEvent, events.QueryCutEvent} <= set(classes)
     for cls in classes:
         assert cls.class_name() == cls.__name__
     dumped = events.AnswerEvent(answer="a", cited=[1]).model_dump()

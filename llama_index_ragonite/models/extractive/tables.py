@@ -194,8 +194,9 @@ def table_answer(
 
 
 def answers_cell(cell: CellAnswer, best: Unit) -> bool:
-    """Whether the cell answer holds what was asked: a row the question names and a column that fits it."""
-    return cell.named > 0 and cell.fit >= FIT_FLOOR
+    """Whether the cell answer holds what was asked: a row the question names and a column that fits it, where the
+    units' own scoring found a table row the best evidence (a passage it prefers, a how-to step, stays the answer)."""
+    return best.row and cell.named > 0 and cell.fit >= FIT_FLOOR
 
 
 def _key(cells: Sequence[Tuple[str, str]], asked: Sequence[int], naming: Sequence[int]) -> Tuple[Tuple[str, str], ...]:
