@@ -11,7 +11,10 @@ and turns "how much did the answer change" into a distribution:
    rows of one table, which small embeddings put closer than ``eps``); the same text is one cluster.
 2. For each cluster c, ``rounds`` regenerations a_c without it; similarity
    s_c = cosine(emb(q + a), emb(q + a_c)) with ``[Source n]`` markers stripped (removing a
-   source renumbers the rest, so markers would differ without any change in content).
+   source renumbers the rest, so markers would differ without any change in content), times
+   the overlap of what the two answers assert (``explain.assertions``: retrieved cells and
+   numbers), so a cell answer that loses its cell is a changed answer however alike the two
+   embed (``assertions=False``: the paper's cosine alone).
 3. contribution_c = 1 − mean(s_c); shares = softmax(contribution / ``temperature``); a cluster's
    members split its share (``spread="split"``, the default: the evidences' shares sum to 1;
    ``"inherit"`` gives each the whole share, as the paper's code does).
@@ -32,7 +35,7 @@ removals changed it identically) stay ties in the shares and ``to_text`` reports
 cosine(emb(q + a), evidence) — on ConfQuestions the retrieval score is the better one (see
 benchmarks/results/attribution_confquestions.md) — ``None`` prompt order. The paper's released code
 differs — t = 0.1, answers embedded without the question, zero contributions masked to 0%:
-``temperature=0.1, prepend_question=False, mask_zero_contributions=True`` reproduce it.
+``temperature=0.1, prepend_question=False, mask_zero_contributions=True, assertions=False`` reproduce it.
 A cluster whose LLM call still fails after its retry is marked ``failed``; its evidences get
 ``None`` — never a guess — and it keeps its place in the softmax at contribution 0 (the least
 it can be), so the others are not renormalised as if it had never existed: their shares are
@@ -59,6 +62,7 @@ from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from llama_index_ragonite.events import AttributionEndEvent, AttributionStartEvent
+from llama_index_ragonite.explain.assertions import agreements, evidence_values
 from llama_index_ragonite.explain.base import BaseExplainer
 from llama_index_ragonite.explain.math import cosine_matrix, dbscan_clusters, held_softmax
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
@@ -112,6 +116,13 @@ class BaseAttributor(BaseExplainer):
         description=(
             "A cluster's share is split among its near-duplicate members (the evidences' shares sum to 1), "
             "or each inherits the whole share (the paper's code)."
+        ),
+    )
+    assertions: bool = Field(
+        default=True,
+        description=(
+            "Measure an answer's change also on what it asserts (retrieved cells, numbers): a cell answer that "
+            "loses its cell changed, however alike the two answers embed. False: the paper's cosine alone."
         ),
     )
 
@@ -202,8 +213,11 @@ class BaseAttributor(BaseExplainer):
         alternatives: Sequence[str],
         prepend_question: bool = True,
         answer_vector: Optional[Awaitable[List[float]]] = None,
+        nodes: Sequence[NodeWithScore] = (),
     ) -> List[float]:
-        """cosine(emb(q + a), emb(q + a')) for each alternative answer a', ``[Source n]`` markers stripped.
+        """cosine(emb(q + a), emb(q + a')) for each alternative answer a', ``[Source n]`` markers stripped,
+        times the share of asserted values the two answers have in common (``explain.assertions``: the
+        cells of ``nodes`` and the numbers each answer states; ``assertions=False`` leaves the cosine alone).
 
         Removing a source renumbers the rest, so markers would differ with no change in content.
         ``prepend_question=False`` embeds the answers alone (the released code). Each distinct
@@ -225,6 +239,9 @@ class BaseAttributor(BaseExplainer):
             vectors = [await answer_vector, *await self.embed_model.aget_text_embedding_batch(distinct)]
         matrix = np.asarray(vectors)
         similarity = dict(zip(distinct, cosine_matrix(matrix[:1], matrix[1:])[0].tolist()))
+        if self.assertions and nodes:
+            kept = dict(zip(distinct, agreements(base, distinct, evidence_values(nodes))))
+            similarity = {t: s * kept[t] for t, s in similarity.items()}
         return [1.0 if t == base else similarity[t] for t in texts]
 
     def _result(
@@ -305,7 +322,9 @@ class CounterfactualAttributor(BaseAttributor):
 
         done = [a for alts in per_cluster if None not in alts for a in alts]
         similarity = iter(
-            await self.answer_similarities(query, answer, cast(List[str], done), self.prepend_question, answer_vector)
+            await self.answer_similarities(
+                query, answer, cast(List[str], done), self.prepend_question, answer_vector, nodes
+            )
         )
         signal = await self._similarities(vectors, answer_vector) if similar else self._retrieval_scores(nodes)
         answer_vector.cancel()  # unused when no alternative differed and no similarity tie-break
@@ -330,7 +349,13 @@ class CounterfactualAttributor(BaseAttributor):
         claims = []
         if self.claims:
             claims = await claim_attributions(
-                self.embed_model, answer, len(nodes), clusters, self.softmax_temperature, self.spread
+                self.embed_model,
+                answer,
+                len(nodes),
+                clusters,
+                self.softmax_temperature,
+                self.spread,
+                evidence_values(nodes) if self.assertions else None,
             )
         label = TIE_BREAKS[self.tie_break] if signal is not None and self.tie_break is not None else None
         return self._result(query, nodes, answer, clusters, tie_signal=signal or [], tie_break=label, claims=claims)

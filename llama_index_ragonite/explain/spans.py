@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from llama_index_ragonite.explain.assertions import agreement, asserted
 from llama_index_ragonite.explain.math import cosine_matrix, held_softmax
 from llama_index_ragonite.languages import every
 from llama_index_ragonite.models.extractive.answerer import DEFAULT_LABEL
@@ -109,9 +110,12 @@ async def claim_attributions(
     clusters: Sequence[Any],
     temperature: float,
     spread: str = "split",
+    values: Optional[AbstractSet[str]] = None,
 ) -> List[ClaimAttribution]:
     """Each claim of ``answer`` with its evidences' shares, from ``clusters`` (``ClusterAttribution``s
-    whose ``counterfactual_answers`` are filled; failed ones give their members ``None``)."""
+    whose ``counterfactual_answers`` are filled; failed ones give their members ``None``). ``values``:
+    the retrieved cells (``assertions.evidence_values``); a claim that keeps its text but not its
+    values ("Firmware 2.0.4" against "Firmware 1.9.2") survives only as much as the values agree."""
     claims = answer_claims(answer, n_evidences)
     if not claims or not clusters:
         return claims
@@ -137,7 +141,10 @@ async def claim_attributions(
         sims = cosine_matrix(np.asarray([vectors[t] for t in texts]), np.asarray([vectors[a] for a in alternative]))
         for j, other in enumerate(alternative):
             i = texts.index(other) if other in texts else int(sims[:, j].argmax())
-            out[i] = max(out[i], 1.0 if other == texts[i] else float(sims[i, j]))
+            same = 1.0 if other == texts[i] else float(sims[i, j])
+            if values is not None and other != texts[i]:
+                same *= agreement(asserted(texts[i], values), asserted(other, values))
+            out[i] = max(out[i], same)
         return out
 
     live = [k for k, c in enumerate(clusters) if not c.failed]

@@ -93,7 +93,9 @@ class SurrogateAttributor(BaseAttributor):
         answers = await regenerator.aanswer_many(query, kept, among=nodes)
         failures = dict(regenerator.failures)
         ok = [i for i, a in enumerate(answers) if a is not None]
-        y = await self.answer_similarities(query, answer, [cast(str, answers[i]) for i in ok], self.prepend_question)
+        y = await self.answer_similarities(
+            query, answer, [cast(str, answers[i]) for i in ok], self.prepend_question, nodes=nodes
+        )
         sim: Dict[int, float] = dict(zip(ok, y))
 
         clusters = []

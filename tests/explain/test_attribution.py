@@ -37,7 +37,7 @@ def attributor(**kwargs) -> CounterfactualAttributor:
 def test_the_cited_evidence_gets_the_largest_share_and_shares_sum_to_one():
     nodes = evidences(OTHER, PORT, THIRD)
     answer = f"{PORT} [Source 2]"
-    result = attributor().attribute(QUESTION, nodes, answer)
+    result = attributor(assertions=False).attribute(QUESTION, nodes, answer)  # the paper's cosine alone
     assert [c.members for c in result.clusters] == [[0], [1], [2]]
     assert result.top_evidence == 1
     assert result.ranking()[0] == 1
@@ -56,6 +56,32 @@ def test_the_cited_evidence_gets_the_largest_share_and_shares_sum_to_one():
     assert result.evidence_shares == pytest.approx(list(softmax([0.0, c, 0.0], 0.05)))
     assert result.llm_calls == 3
     assert result.settings["temperature"] == 0.05 and result.settings["rounds"] == 1
+
+
+def test_a_changed_number_is_a_changed_answer_however_alike_the_answers_embed():
+    """The answer without its row states another version: the cosine alone calls it nearly no change;
+    the asserted values (the retrieved cells and numbers) make the row the cause (issue 60)."""
+    current = "Dell OptiPlex 7070 runs firmware 2.0.4."
+    older = "Dell OptiPlex 7070 runs firmware 1.9.2."
+    nodes = evidences(current, older, THIRD)
+    nodes[0].node.metadata["cells"] = '["Dell OptiPlex 7070", "2.0.4"]'
+    nodes[1].node.metadata["cells"] = '["Dell OptiPlex 7070", "1.9.2"]'
+    for n in nodes:  # a structure field, hidden from the prompt as the parser hides it
+        n.node.excluded_llm_metadata_keys = n.node.excluded_embed_metadata_keys = ["cells"]
+    llm = KeywordLLM(keyword="firmware")  # answers with the first evidence that names the firmware
+    emb = HashingEmbedding()
+    alike = float(
+        np.dot(emb.get_text_embedding(f"{QUESTION}\n{current}"), emb.get_text_embedding(f"{QUESTION}\n{older}"))
+    )
+    assert alike > 0.6  # the embedding barely tells them apart
+    plain = attributor(llm=llm, assertions=False).attribute(QUESTION, nodes, f"{current} [Source 1]")
+    sharp = attributor(llm=llm).attribute(QUESTION, nodes, f"{current} [Source 1]")
+    assert plain.clusters[0].counterfactual_answers == [f"{older} [Source 1]"]
+    assert plain.clusters[0].contribution == pytest.approx(1 - alike)
+    # asserted: {"dell optiplex 7070", "7070", "2.0.4"} against {"dell optiplex 7070", "7070", "1.9.2"}: 2 of 4 kept
+    assert sharp.clusters[0].contribution == pytest.approx(1 - alike * 0.5)
+    assert sharp.evidence_shares[0] > 0.99 > plain.evidence_shares[0]
+    assert sharp.settings["assertions"] is True and plain.settings["assertions"] is False
 
 
 def test_duplicates_form_one_cluster_that_splits_or_inherits_its_share():
@@ -144,7 +170,7 @@ def test_released_code_settings_mask_zero_contributions_and_drop_the_question():
     answer = f"{PORT} [Source 2]"
     masked = attributor(mask_zero_contributions=True, temperature=0.1).attribute(QUESTION, nodes, answer)
     assert masked.evidence_shares == pytest.approx([0.0, 1.0, 0.0])
-    bare = attributor(prepend_question=False).attribute(QUESTION, nodes, answer)
+    bare = attributor(prepend_question=False, assertions=False).attribute(QUESTION, nodes, answer)
     emb = HashingEmbedding()
     c = 1 - float(np.dot(emb.get_text_embedding(PORT), emb.get_text_embedding(OUT_OF_SCOPE)))
     assert bare.clusters[1].contribution == pytest.approx(c)

@@ -93,7 +93,7 @@ def test_few_evidences_use_every_mask_but_the_all_kept_one():
 # -- the attributor --------------------------------------------------------------
 def test_the_evidence_that_causes_the_answer_gets_the_weight_hand_computed():
     nodes = evidences(OTHER, PORT, THIRD)
-    result = surrogate().attribute(QUESTION, nodes, f"{PORT} [Source 2]")
+    result = surrogate(assertions=False).attribute(QUESTION, nodes, f"{PORT} [Source 2]")  # the cosine alone
     assert result.method == "surrogate"
     assert [c.members for c in result.clusters] == [[0], [1], [2]]
     # 7 masks (all but 111); 000 is out of scope without a call: 6 calls
@@ -108,6 +108,9 @@ def test_the_evidence_that_causes_the_answer_gets_the_weight_hand_computed():
     assert result.settings["fit"]["intercept"] == pytest.approx(s + 0.025 * (1 - s))
     assert result.evidence_shares == pytest.approx(list(softmax(weights, 0.05)))
     assert result.top_evidence == 1 and sum(result.evidence_shares) == pytest.approx(1.0)
+    # by default the out-of-scope answer keeps none of the answer's values ("8443"): s = 0
+    sharp = surrogate().attribute(QUESTION, nodes, f"{PORT} [Source 2]")
+    assert [c.contribution for c in sharp.clusters] == pytest.approx([0.0, 0.95, 0.0], abs=1e-9)
     # each evidence's counterfactual answers: those of the answered masks that dropped it
     assert result.clusters[1].counterfactual_answers == [OUT_OF_SCOPE] * 4
     assert result.clusters[1].similarities == pytest.approx([s] * 4)
@@ -116,7 +119,7 @@ def test_the_evidence_that_causes_the_answer_gets_the_weight_hand_computed():
 
 def test_without_penalty_or_anchor_the_fit_is_still_exact():
     nodes = evidences(OTHER, PORT, THIRD)
-    result = surrogate(alpha=0.0, anchor=False).attribute(QUESTION, nodes, f"{PORT} [Source 2]")
+    result = surrogate(alpha=0.0, anchor=False, assertions=False).attribute(QUESTION, nodes, f"{PORT} [Source 2]")
     s = out_of_scope_similarity()
     assert [c.contribution for c in result.clusters] == pytest.approx([0.0, 1 - s, 0.0], abs=1e-9)
     assert result.settings["fit"]["r2"] == pytest.approx(1.0)
@@ -164,7 +167,9 @@ def test_failed_masks_are_dropped_from_the_fit_and_reported():
     assert result.top_evidence == 1 and sum(result.evidence_shares) == pytest.approx(1.0)
     # the fit used rows 000, 001, 011, 101 and the anchor 111: y = s, s, 1, s, 1 -> PORT explains it all
     s = out_of_scope_similarity()
-    exact = surrogate(llm=KeywordLLM(fail_without="Onboarding"), alpha=0.0).attribute(QUESTION, nodes, PORT)
+    exact = surrogate(llm=KeywordLLM(fail_without="Onboarding"), alpha=0.0, assertions=False).attribute(
+        QUESTION, nodes, PORT
+    )
     assert [c.contribution for c in exact.clusters] == pytest.approx([0.0, 1 - s, 0.0], abs=1e-9)
 
 

@@ -1,0 +1,69 @@
+"""What an answer asserts (the retrieved cells it states, its numbers), and how much of it another answer keeps.
+
+Why: a cell answer and the answer given without its row can differ in one version number
+("Firmware 2.0.4" against "Firmware 1.9.2") and embed almost alike, so an embedding similarity alone
+calls removing the row no change and the explanation comes out flat. The values an answer asserts are
+read from the evidences' own structure (a row's cells, ``parsing.structure.CELLS``) and from the
+digits it states, never from a word list; ``agreement`` is the Jaccard overlap of two answers'
+values, which the attributors multiply into the embedding similarity (the rest of the text still
+counts through the embedding).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import AbstractSet, FrozenSet, Iterable, Sequence
+
+from llama_index.core.schema import NodeWithScore
+
+from llama_index_ragonite.parsing.structure import CELLS, structure_list
+from llama_index_ragonite.prompts import strip_citations
+
+_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+_SPACE = re.compile(r"\s+")
+
+
+def _normal(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def evidence_values(nodes: Sequence[NodeWithScore]) -> FrozenSet[str]:
+    """The cells of the retrieved rows (normalised): what a cell answer can assert.
+
+    A cell of one character or without a letter or digit asserts nothing worth comparing (a dash,
+    an "x" for yes); numbers are found in the answer itself.
+    """
+    values = set()
+    for n in nodes:
+        for cell in structure_list(n.node.metadata, CELLS):
+            cell = _normal(cell)
+            if len(cell) > 1 and any(ch.isalnum() for ch in cell):
+                values.add(cell)
+    return frozenset(values)
+
+
+def asserted(answer: str, values: AbstractSet[str]) -> FrozenSet[str]:
+    """The values of ``values`` that ``answer`` states (as whole words), and the numbers it states."""
+    text = _normal(strip_citations(answer))
+    found = {m.group(0) for m in _NUMBER.finditer(text)}
+    for value in values:
+        at = text.find(value)
+        while at >= 0:
+            end = at + len(value)
+            if (at == 0 or not text[at - 1].isalnum()) and (end == len(text) or not text[end].isalnum()):
+                found.add(value)
+                break
+            at = text.find(value, at + 1)
+    return frozenset(found)
+
+
+def agreement(answer: FrozenSet[str], alternative: FrozenSet[str]) -> float:
+    """Jaccard overlap of two answers' asserted values; 1.0 when neither asserts any."""
+    union = answer | alternative
+    return len(answer & alternative) / len(union) if union else 1.0
+
+
+def agreements(answer: str, alternatives: Iterable[str], values: AbstractSet[str]) -> list[float]:
+    """``agreement`` of ``answer`` with each alternative."""
+    base = asserted(answer, values)
+    return [agreement(base, asserted(a, values)) for a in alternatives]
