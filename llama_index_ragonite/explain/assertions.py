@@ -1,6 +1,7 @@
-"""What an answer asserts (the retrieved cells it states, its numbers), and how much of it another answer keeps.
+"""What an answer asserts and what an evidence states: the information attribution compares besides embeddings.
 
-Why: a cell answer and the answer given without its row can differ in one version number
+``same_information`` keeps only evidences of the same text in one cluster (its own docstring). For
+answers: a cell answer and the answer given without its row can differ in one version number
 ("Firmware 2.0.4" against "Firmware 1.9.2") and embed almost alike, so an embedding similarity alone
 calls removing the row no change and the explanation comes out flat. The values an answer asserts are
 read from the evidences' own structure (a row's cells, ``parsing.structure.CELLS``) and from the
@@ -12,10 +13,11 @@ counts through the embedding).
 from __future__ import annotations
 
 import re
-from typing import AbstractSet, FrozenSet, Iterable, Sequence
+from typing import AbstractSet, Dict, FrozenSet, Iterable, List, Sequence
 
-from llama_index.core.schema import NodeWithScore
+from llama_index.core.schema import MetadataMode, NodeWithScore
 
+from llama_index_ragonite.parsing.linearize import without_row_position
 from llama_index_ragonite.parsing.structure import CELLS, structure_list
 from llama_index_ragonite.prompts import strip_citations
 
@@ -67,3 +69,29 @@ def agreements(answer: str, alternatives: Iterable[str], values: AbstractSet[str
     """``agreement`` of ``answer`` with each alternative."""
     base = asserted(answer, values)
     return [agreement(base, asserted(a, values)) for a in alternatives]
+
+
+def same_information(groups: List[List[int]], nodes: Sequence[NodeWithScore]) -> List[List[int]]:
+    """``groups`` split so that a cluster holds only evidences that state the same text (near-duplicates).
+
+    Why: the paper's DBSCAN (eps 0.005, set for bge-m3) groups copies of one evidence on two page
+    versions; a smaller model puts two rows of one table, or one row on two versions with another
+    firmware number, closer than that, and a cluster of different information cannot say which of
+    them caused the answer. The text compared is the evidence's own (no context lines), with case,
+    spacing and a row's ``Row i in Table j:`` position ignored. The same text is one cluster even where
+    DBSCAN parted it (its vectors embed each page's title: the same information, two shares)."""
+
+    def information(i: int) -> str:
+        text = nodes[i].node.get_content(MetadataMode.NONE)
+        return " ".join(" ".join(without_row_position(line) for line in text.split("\n")).casefold().split())
+
+    split: List[List[int]] = []
+    for group in groups:
+        by_text: Dict[str, List[int]] = {}
+        for i in group:
+            by_text.setdefault(information(i), []).append(i)
+        split.extend(by_text.values())
+    merged: Dict[str, List[int]] = {}  # the same text on two pages is one cluster however far their vectors
+    for cluster in split:
+        merged.setdefault(information(cluster[0]), []).extend(cluster)
+    return sorted((sorted(c) for c in merged.values()), key=lambda c: c[0])

@@ -62,14 +62,13 @@ from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from llama_index_ragonite.events import AttributionEndEvent, AttributionStartEvent
-from llama_index_ragonite.explain.assertions import agreements, evidence_values
+from llama_index_ragonite.explain.assertions import agreements, evidence_values, same_information
 from llama_index_ragonite.explain.base import BaseExplainer
 from llama_index_ragonite.explain.math import cosine_matrix, dbscan_clusters, held_softmax
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
 from llama_index_ragonite.explain.results import Attribution, ClusterAttribution
 from llama_index_ragonite.explain.spans import claim_attributions
 from llama_index_ragonite.models.defaults import resolve_embed_model
-from llama_index_ragonite.parsing.linearize import without_row_position
 from llama_index_ragonite.prompts import ANSWER_PROMPT, strip_citations
 from llama_index_ragonite.retrieval.protocols import EmbedModelRetriever, StoredEmbeddingsRetriever
 
@@ -396,29 +395,3 @@ class CounterfactualAttributor(BaseAttributor):
         held = sum(c.failed for c in clusters)
         for c, share in zip(live, held_softmax([c.contribution or 0.0 for c in live], held, self.softmax_temperature)):
             c.share = float(share)
-
-
-def same_information(groups: List[List[int]], nodes: Sequence[NodeWithScore]) -> List[List[int]]:
-    """``groups`` split so that a cluster holds only evidences that state the same text (near-duplicates).
-
-    Why: the paper's DBSCAN (eps 0.005, set for bge-m3) groups copies of one evidence on two page
-    versions; a smaller model puts two rows of one table, or one row on two versions with another
-    firmware number, closer than that, and a cluster of different information cannot say which of
-    them caused the answer. The text compared is the evidence's own (no context lines), with case,
-    spacing and a row's ``Row i in Table j:`` position ignored. The same text is one cluster even where
-    DBSCAN parted it (its vectors embed each page's title: the same information, two shares)."""
-
-    def information(i: int) -> str:
-        text = nodes[i].node.get_content(MetadataMode.NONE)
-        return " ".join(" ".join(without_row_position(line) for line in text.split("\n")).casefold().split())
-
-    split: List[List[int]] = []
-    for group in groups:
-        by_text: Dict[str, List[int]] = {}
-        for i in group:
-            by_text.setdefault(information(i), []).append(i)
-        split.extend(by_text.values())
-    merged: Dict[str, List[int]] = {}  # the same text on two pages is one cluster however far their vectors
-    for cluster in split:
-        merged.setdefault(information(cluster[0]), []).extend(cluster)
-    return sorted((sorted(c) for c in merged.values()), key=lambda c: c[0])

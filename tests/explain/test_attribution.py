@@ -621,7 +621,7 @@ def test_a_left_out_row_is_withheld_from_its_table_and_a_table_left_with_no_row_
 def test_only_near_duplicates_that_state_the_same_text_share_a_cluster():
     from llama_index.core.schema import TextNode
 
-    from llama_index_ragonite.explain.attribution import same_information
+    from llama_index_ragonite.explain.assertions import same_information
 
     intro, table, dell, lenovo, outro = hardware_evidences()
     copy = NodeWithScore(node=TextNode(text="Row 3 in Table 1: " + dell.node.text.split(": ", 1)[1]), score=0.5)
