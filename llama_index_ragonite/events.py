@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from llama_index.core.instrumentation.events import BaseEvent
 
@@ -53,6 +53,7 @@ class AnswerSourcesEvent(RagoniteEvent):
     question: str  # the completed question the sources were retrieved for
     node_ids: List[str]  # source 1, 2, … in order
     n_sources: int
+    decision: Dict[str, Any] = {}  # answered or refused, on which unit, with which scores (Assessment.explained)
 
 
 class AnswerEvent(RagoniteEvent):

@@ -187,7 +187,11 @@ class RagoniteChatEngine(EngineBuilding, BaseChatEngine):
         if "answer" in turn.prompts:
             dispatcher.event(AnswerPromptEvent(question=question, prompt=turn.prompts["answer"], n_sources=n))
         else:
-            dispatcher.event(AnswerSourcesEvent(question=question, node_ids=list(turn.read), n_sources=n))
+            dispatcher.event(
+                AnswerSourcesEvent(
+                    question=question, node_ids=list(turn.read), n_sources=n, decision=dict(turn.decision)
+                )
+            )
 
     def _finish(
         self, turn: TurnResult, answer: str, nodes: Sequence[NodeWithScore], suggested: Optional[List[str]] = None

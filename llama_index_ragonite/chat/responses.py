@@ -32,6 +32,7 @@ class TurnResult:
     cited: List[int] = field(default_factory=list)  # 1-based source numbers the answer cites
     prompts: Dict[str, str] = field(default_factory=dict)  # "answer" -> the prompt an LLM received (offline: none)
     read: List[str] = field(default_factory=list)  # offline: the node ids the answerer read, as sources 1..n
+    decision: Dict[str, Any] = field(default_factory=dict)  # offline: answered or refused, on which unit, which scores
     follow_ups: List[str] = field(default_factory=list)
     warning: Optional[str] = None  # e.g. the LLM returned no usable text; all warnings, one per sentence
     invalid_citations: List[str] = field(default_factory=list)  # markers naming no source, e.g. "[Source 99]"
@@ -107,6 +108,7 @@ def turn_metadata(turn: TurnResult, nodes: Sequence[NodeWithScore]) -> Dict[str,
         "cited_node_ids": [nodes[i - 1].node.node_id for i in turn.cited],
         "prompts": dict(turn.prompts),
         "read": list(turn.read),
+        "decision": dict(turn.decision),
         "follow_ups": list(turn.follow_ups),
         "warning": turn.warning,
         "invalid_citations": list(turn.invalid_citations),

@@ -108,12 +108,28 @@ def render_trace(
         elif isinstance(event, AnswerSourcesEvent):
             lines.append(f"Answer read {event.n_sources} sources (offline, no prompt):")
             lines.extend(f"  {n:>2}. {titles.get(i, i)}" for n, i in enumerate(event.node_ids, 1))
+            if event.decision:
+                lines.append(decision_line(event.decision))
         elif isinstance(event, AnswerEvent):
             cited = ", ".join(f"Source {i}" for i in event.cited) or "none"
             lines.append(f"Answer (cites {cited}): {event.answer}")
             if event.warning:
                 lines.append(f"  warning: {event.warning}")
     return "\n".join(lines)
+
+
+def decision_line(decision: Dict[str, Any]) -> str:
+    """The offline scope decision in one line: answered or refused, on which unit, with which scores."""
+    unit, cell = decision.get("unit"), decision.get("cell")
+    verdict = "answered" if decision.get("answered") else "refused (out of scope)"
+    on = f" on Source {unit['source']}" if unit else ""
+    scores = ", ".join(f"{k} {v}" for k, v in decision.get("features", {}).items())
+    named = (
+        f"; cell: row {', '.join(cell['row'])} → {', '.join(cell['columns'])} (named {cell['named']}, fit {cell['fit']})"
+        if cell
+        else ""
+    )
+    return f"  decision: {verdict}{on}, in-scope probability {decision.get('probability')}{named}; {scores}"
 
 
 def query_cut_line(event: QueryCutEvent) -> str:

@@ -70,10 +70,14 @@ class ExtractiveSynthesizer(BaseSynthesizer):
         cut = getattr(self._answerer.embed_model, "embedded_part", None)
         return plain_question(cut(question) if callable(cut) else question)
 
-    def answer(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
-        """The answer text to ``question`` from ``nodes`` (their structure fields), the i-th cited ``[Source i]``."""
+    def answer(self, question: str, nodes: Sequence[NodeWithScore], record: Any = None) -> str:
+        """The answer text to ``question`` from ``nodes`` (their structure fields), the i-th cited ``[Source i]``;
+        ``record`` (a turn) notes the decision: which unit, which scores (``Assessment.explained``)."""
         sources = [node_source(i, n.node) for i, n in enumerate(nodes, 1)]
-        return self._answerer.answer_sources(self._question(question), sources)
+        text, assessed = self._answerer.decide(self._question(question), sources)
+        if record is not None:
+            record.decision = assessed.explained()
+        return text
 
     def synthesize(self, query: Any, nodes: List[NodeWithScore], *args: Any, **kwargs: Any) -> Any:
         return super().synthesize(query, nodes, *args, source_nodes=nodes, **kwargs)
@@ -88,7 +92,7 @@ class ExtractiveSynthesizer(BaseSynthesizer):
             return self._answerer.answer_sources(self._question(query_str), sources)
         if record is not None:
             record.read = [n.node.node_id for n in source_nodes]
-        return self.answer(query_str, source_nodes)
+        return self.answer(query_str, source_nodes, record)
 
     def get_response(
         self,

@@ -128,6 +128,8 @@ def _trace(turn: Any, events: Sequence[BaseEvent], rephraser: Optional[str], tit
     trace: Dict[str, Any] = {"answer_prompt": prompts.get("answer")}
     if getattr(turn, "read", None):
         trace["answer_read"] = [{"n": n, "id": i, "title": titles.get(i, "")} for n, i in enumerate(turn.read, 1)]
+    if getattr(turn, "decision", None):  # offline: answered or refused, on which unit, with which scores
+        trace["answer_decision"] = turn.decision
     if getattr(turn, "embedded", ""):  # a question longer than the embedding window: the part embedded
         trace["embedded"] = turn.embedded
     if rephraser:

@@ -85,6 +85,14 @@ def test_offline_the_trace_says_what_was_read_and_shows_no_prompt():
     shown = trace.render(titles={"n0": "Alice's page"})
     assert "Answer read 4 sources (offline, no prompt):" in shown and " 1. Alice's page" in shown
     assert "Answer prompt" not in shown and "### Source" not in shown
+    # the one scope decision, explained: which unit, which scores (issue 60)
+    decision = response.metadata["decision"]
+    assert decision == read.decision == response.turn.decision and decision["answered"] is True
+    assert decision["unit"]["source"] in response.turn.cited and decision["probability"] >= 0.5
+    assert set(decision["features"]) >= {"lexical", "meaning", "cell_named", "cell_fit", "type_missing"}
+    assert f"decision: answered on Source {decision['unit']['source']}, in-scope probability" in shown
+    refused = chat.chat("What is the weather on Mars tomorrow?")
+    assert refused.metadata["decision"]["answered"] is False and refused.metadata["decision"]["probability"] < 0.5
 
 
 def test_with_an_llm_the_trace_shows_the_prompt_it_received():

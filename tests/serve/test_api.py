@@ -72,6 +72,8 @@ def test_a_turn_has_the_completed_question_sources_citations_and_trace(client):
     assert trace["answer_prompt"] is None
     assert [(r["n"], r["id"]) for r in trace["answer_read"]] == [(s["n"], s["id"]) for s in sources]
     assert trace["answer_read"][0]["title"] == "OTA update server"
+    decision = trace["answer_decision"]  # the scope decision: answered on the cited unit, with its scores
+    assert decision["answered"] is True and decision["unit"]["source"] == 1 and decision["probability"] >= 0.5
     assert {"id", "title", "rank", "score"} <= set(trace["lexical"][0])
     # every hit of every ranking is named by its page title, not only the ones that reached the answer
     assert all(hit["title"] for side in ("lexical", "dense", "fused") for hit in trace[side]), trace["lexical"]

@@ -166,15 +166,19 @@ class ExtractiveAnswerer(PromptReading):
 
     def answer_sources(self, question: str, sources: Sequence[PromptSource], numbered: bool = True) -> str:
         """The answer to ``question`` from ``sources`` (numbered: cited ``[Source i]``), or ``OUT_OF_SCOPE``."""
+        return self.decide(question, sources, numbered)[0]
+
+    def decide(self, question: str, sources: Sequence[PromptSource], numbered: bool = True) -> Tuple[str, Assessment]:
+        """``answer_sources``' answer and the assessment it came from (``Assessment.explained``: the trace)."""
         assessed = self.assess(question, sources)
         if not assessed.chosen:
-            return OUT_OF_SCOPE
+            return OUT_OF_SCOPE, assessed
         if numbered:  # another page states the answer with other values: the current page answers, the other named
             text_of = lambda a: self._answer_text(a, question, True)  # noqa: E731
             answer = current_page_answer(question, assessed, sources, text_of, self.label)
             if answer is not None:
-                return answer
-        return self._answer_text(assessed, question, numbered)
+                return answer, assessed
+        return self._answer_text(assessed, question, numbered), assessed
 
     def _answer_text(self, assessed: Assessment, question: str, numbered: bool) -> str:
         """The answer of the units ``assessed`` chose: its table answer, else the chosen units quoted."""
@@ -241,17 +245,18 @@ class ExtractiveAnswerer(PromptReading):
             model is not None and query is not None and cosines[chosen[0]] is None
         ):  # chosen outside the candidates: its cosine too
             cosines[chosen[0]] = cosine(query, self._vectors([units[chosen[0]]], model)[0])
-        features = scope_features(question, sources, units, chosen[0], lexical, cosines)
+        cell = self._cell(question, units, model, query)
+        features = scope_features(question, sources, units, chosen[0], lexical, cosines, cell)
         scope = self.scope or scope_model_for(getattr(model, "model_name", None), model is None)
         probability = scope.probability(features)
-        cell = self._cell(question, units, model, query)
+        if probability < 0.5:  # the one decision: what the chosen unit holds is among its features
+            logger.debug("in-scope probability %.3f of %s below 0.5: out of scope", probability, features)
+            return Assessment(units, [], features, probability, cell, chosen[0])
         enumeration = len(chosen) > 1 and all(units[i].row for i in chosen)  # rows of one table: quoted as rows
         if cell is not None and not enumeration and answers_cell(cell, units[chosen[0]]):
-            return Assessment(units, [cell.unit], features, probability, cell)
-        if probability < 0.5:
-            logger.debug("in-scope probability %.3f of %s below 0.5: out of scope", probability, features)
-            return Assessment(units, [], features, probability, cell)
-        return Assessment(units, context_instead(question, units, chosen, scores), features, probability)
+            return Assessment(units, [cell.unit], features, probability, cell, chosen[0])
+        picked = context_instead(question, units, chosen, scores)
+        return Assessment(units, picked, features, probability, None, chosen[0])
 
     def _cell(
         self, question: str, units: Sequence[Unit], model: Optional[BaseEmbedding], query: Optional[List[float]]

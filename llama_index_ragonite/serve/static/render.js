@@ -136,6 +136,19 @@ export function traceView(trace) {
     body.appendChild(el("h4", {}, t("answerRead")));
     body.appendChild(el("div", { class: "table-wrap", testid: "trace-answer-read" }, cellTable(rows, { header: true })));
   }
+  const decision = trace.answer_decision;
+  if (decision && decision.features) {
+    // the one scope decision: answered or refused, on which unit, with which scores (Assessment.explained)
+    const rows = [["answered", String(decision.answered)], ["probability", String(decision.probability)]];
+    if (decision.unit) rows.push(["unit", `[Source ${decision.unit.source}] ${decision.unit.text}`]);
+    if (decision.cell) {
+      rows.push(["cell", `[Source ${decision.cell.source}] ${decision.cell.row.join(", ")} → ${decision.cell.columns.join(", ")}`]);
+      for (const k of ["named", "fit", "margin", "quoted"]) rows.push([`cell ${k}`, String(decision.cell[k])]);
+    }
+    for (const [k, v] of Object.entries(decision.features)) rows.push([k, String(v)]);
+    body.appendChild(el("h4", {}, t("answerDecision")));
+    body.appendChild(el("div", { class: "table-wrap", testid: "trace-answer-decision" }, cellTable(rows, { header: false })));
+  }
   return details;
 }
 
