@@ -6,8 +6,9 @@ answers: a cell answer and the answer given without its row can differ in one ve
 calls removing the row no change and the explanation comes out flat. The values an answer asserts are
 read from the evidences' own structure (a row's cells, ``parsing.structure.CELLS``) and from the
 digits it states, never from a word list; ``agreement`` is the Jaccard overlap of two answers'
-values, which the attributors multiply into the embedding similarity (the rest of the text still
-counts through the embedding).
+values, and ``weighed`` lets it weigh half of the similarity the attributors use, the embedding's cosine
+the other half (the rest of the text counts through the embedding, and two alternatives that keep none
+of the values still differ by their cosine instead of tying at zero).
 """
 
 from __future__ import annotations
@@ -63,6 +64,11 @@ def agreement(answer: FrozenSet[str], alternative: FrozenSet[str]) -> float:
     """Jaccard overlap of two answers' asserted values; 1.0 when neither asserts any."""
     union = answer | alternative
     return len(answer & alternative) / len(union) if union else 1.0
+
+
+def weighed(cosine: float, agreement: float) -> float:
+    """The similarity of two answers: their cosine, halved as far as they disagree on asserted values."""
+    return cosine * (1.0 + agreement) / 2.0
 
 
 def agreements(answer: str, alternatives: Iterable[str], values: AbstractSet[str]) -> list[float]:

@@ -11,10 +11,10 @@ and turns "how much did the answer change" into a distribution:
    rows of one table, which small embeddings put closer than ``eps``); the same text is one cluster.
 2. For each cluster c, ``rounds`` regenerations a_c without it; similarity
    s_c = cosine(emb(q + a), emb(q + a_c)) with ``[Source n]`` markers stripped (removing a
-   source renumbers the rest, so markers would differ without any change in content), times
-   the overlap of what the two answers assert (``explain.assertions``: retrieved cells and
-   numbers), so a cell answer that loses its cell is a changed answer however alike the two
-   embed (``assertions=False``: the paper's cosine alone).
+   source renumbers the rest, so markers would differ without any change in content), halved
+   as far as the two answers disagree on what they assert (``explain.assertions``: retrieved
+   cells and numbers), so a cell answer that loses its cell is a changed answer however alike
+   the two embed (``assertions=False``: the paper's cosine alone).
 3. contribution_c = 1 − mean(s_c); shares = softmax(contribution / ``temperature``); a cluster's
    members split its share (``spread="split"``, the default: the evidences' shares sum to 1;
    ``"inherit"`` gives each the whole share, as the paper's code does).
@@ -62,7 +62,7 @@ from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from llama_index_ragonite.events import AttributionEndEvent, AttributionStartEvent
-from llama_index_ragonite.explain.assertions import agreements, evidence_values, same_information
+from llama_index_ragonite.explain.assertions import agreements, evidence_values, same_information, weighed
 from llama_index_ragonite.explain.base import BaseExplainer
 from llama_index_ragonite.explain.math import cosine_matrix, dbscan_clusters, held_softmax
 from llama_index_ragonite.explain.regeneration import AnswerRegenerator
@@ -215,8 +215,8 @@ class BaseAttributor(BaseExplainer):
         nodes: Sequence[NodeWithScore] = (),
     ) -> List[float]:
         """cosine(emb(q + a), emb(q + a')) for each alternative answer a', ``[Source n]`` markers stripped,
-        times the share of asserted values the two answers have in common (``explain.assertions``: the
-        cells of ``nodes`` and the numbers each answer states; ``assertions=False`` leaves the cosine alone).
+        halved as far as the two answers disagree on asserted values (``explain.assertions``: the cells of
+        ``nodes`` and the numbers each answer states; ``assertions=False`` leaves the cosine alone).
 
         Removing a source renumbers the rest, so markers would differ with no change in content.
         ``prepend_question=False`` embeds the answers alone (the released code). Each distinct
@@ -240,7 +240,7 @@ class BaseAttributor(BaseExplainer):
         similarity = dict(zip(distinct, cosine_matrix(matrix[:1], matrix[1:])[0].tolist()))
         if self.assertions and nodes:
             kept = dict(zip(distinct, agreements(base, distinct, evidence_values(nodes))))
-            similarity = {t: s * kept[t] for t, s in similarity.items()}
+            similarity = {t: weighed(s, kept[t]) for t, s in similarity.items()}
         return [1.0 if t == base else similarity[t] for t in texts]
 
     def _result(

@@ -25,7 +25,7 @@ from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from llama_index_ragonite.explain.assertions import agreement, asserted
+from llama_index_ragonite.explain.assertions import agreement, asserted, weighed
 from llama_index_ragonite.explain.math import cosine_matrix, held_softmax
 from llama_index_ragonite.languages import every
 from llama_index_ragonite.models.extractive.answerer import DEFAULT_LABEL
@@ -115,7 +115,8 @@ async def claim_attributions(
     """Each claim of ``answer`` with its evidences' shares, from ``clusters`` (``ClusterAttribution``s
     whose ``counterfactual_answers`` are filled; failed ones give their members ``None``). ``values``:
     the retrieved cells (``assertions.evidence_values``); a claim that keeps its text but not its
-    values ("Firmware 2.0.4" against "Firmware 1.9.2") survives only as much as the values agree."""
+    values ("Firmware 2.0.4" against "Firmware 1.9.2") survives less as far as the values disagree
+    (``assertions.weighed``)."""
     claims = answer_claims(answer, n_evidences)
     if not claims or not clusters:
         return claims
@@ -143,7 +144,7 @@ async def claim_attributions(
             i = texts.index(other) if other in texts else int(sims[:, j].argmax())
             same = 1.0 if other == texts[i] else float(sims[i, j])
             if values is not None and other != texts[i]:
-                same *= agreement(asserted(texts[i], values), asserted(other, values))
+                same = weighed(same, agreement(asserted(texts[i], values), asserted(other, values)))
             out[i] = max(out[i], same)
         return out
 

@@ -108,9 +108,9 @@ def test_the_evidence_that_causes_the_answer_gets_the_weight_hand_computed():
     assert result.settings["fit"]["intercept"] == pytest.approx(s + 0.025 * (1 - s))
     assert result.evidence_shares == pytest.approx(list(softmax(weights, 0.05)))
     assert result.top_evidence == 1 and sum(result.evidence_shares) == pytest.approx(1.0)
-    # by default the out-of-scope answer keeps none of the answer's values ("8443"): s = 0
+    # by default the out-of-scope answer keeps none of the answer's values ("8443"): its similarity is halved
     sharp = surrogate().attribute(QUESTION, nodes, f"{PORT} [Source 2]")
-    assert [c.contribution for c in sharp.clusters] == pytest.approx([0.0, 0.95, 0.0], abs=1e-9)
+    assert [c.contribution for c in sharp.clusters] == pytest.approx([0.0, 0.95 * (1 - s / 2), 0.0], abs=1e-9)
     # each evidence's counterfactual answers: those of the answered masks that dropped it
     assert result.clusters[1].counterfactual_answers == [OUT_OF_SCOPE] * 4
     assert result.clusters[1].similarities == pytest.approx([s] * 4)
