@@ -91,6 +91,6 @@ ENGLISH = Language(
     conflict_phrases={
         "older": "an older page, {title}, says {quote}",
         "newer": "a newer page, {title}, says {quote}",
-        "differs": "so says {answer_title}; {title} says {quote}: the two pages differ",
+        "differs": "according to {answer_title}; {title} says {quote}, and neither page is marked as the newer",
     },
 )

@@ -96,6 +96,6 @@ GERMAN = Language(
     conflict_phrases={
         "older": "eine ältere Seite, {title}, nennt {quote}",
         "newer": "eine neuere Seite, {title}, nennt {quote}",
-        "differs": "laut {answer_title}; {title} nennt {quote}: die beiden Seiten weichen voneinander ab",
+        "differs": "laut {answer_title}; {title} nennt {quote}, und keine der beiden Seiten ist als die neuere ausgewiesen",
     },
 )
