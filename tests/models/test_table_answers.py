@@ -109,3 +109,12 @@ def test_numbers_match_in_any_format_the_page_writes_them():
     ]
     found = table_answer("What is the base fee for a Q3 16 meter?", rows)
     assert found is not None and found.unit == 1 and found.text() == "Q3 16: 356.00 euros"
+
+
+def test_a_referent_with_brackets_of_its_own_is_stripped_whole():
+    """A completed follow-up's referent is a page title that may hold brackets itself: "(archived)"."""
+    from llama_index_ragonite.models.extractive.scoring import own_words
+
+    assert own_words("How much does it cost? (Laptop policy 2024 (archived))") == "How much does it cost?"
+    assert own_words("How much does it cost? (Laptop policy 2025)") == "How much does it cost?"
+    assert own_words("(just brackets)") == "(just brackets)"  # nothing of its own: the question as it is

@@ -47,6 +47,7 @@ from llama_index_ragonite.models.extractive.scope import Assessment, ScopeModel,
 from llama_index_ragonite.models.extractive.scoring import (
     context_instead,
     cosine,
+    own_words,
     prefer_item,
     rank_bonus,
     score_units,
@@ -54,7 +55,7 @@ from llama_index_ragonite.models.extractive.scoring import (
     similarity,
 )
 from llama_index_ragonite.models.extractive.sources import PromptSource
-from llama_index_ragonite.models.extractive.tables import CellAnswer, answers_cell, own_words, table_answer
+from llama_index_ragonite.models.extractive.tables import CellAnswer, answers_cell, table_answer
 from llama_index_ragonite.models.extractive.unit_vectors import UnitVectors
 from llama_index_ragonite.models.extractive.units import (
     Unit,

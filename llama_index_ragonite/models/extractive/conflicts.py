@@ -26,10 +26,11 @@ from typing import Any, Callable, FrozenSet, List, Mapping, Optional, Sequence, 
 
 from llama_index_ragonite.languages import language_table
 from llama_index_ragonite.models.extractive.compose import cite
-from llama_index_ragonite.models.extractive.scoring import identifiers, unit_keys
+from llama_index_ragonite.models.extractive.scoring import identifiers, own_words, unit_keys
 from llama_index_ragonite.models.extractive.sources import PageOf
 from llama_index_ragonite.models.extractive.units import Unit
 from llama_index_ragonite.parsing.rendering import is_row_sentence, row_pairs
+from llama_index_ragonite.prompts import strip_citations
 from llama_index_ragonite.text import detect_language
 
 __all__ = [
@@ -49,8 +50,6 @@ __all__ = [
 SAME_WORDS = 0.6  # share of two sentences' words (2 x matched / both lengths) that makes them one statement
 VALUE_WORDS = 6  # a table cell this short is a value that may change between versions; longer: a text
 _TOKEN = re.compile(r"\w+(?:[.,:/-]\w+)*", re.UNICODE)  # "2,900", "1.14", "07:30" stay one token
-_CITATION = re.compile(r"\[Source \d+\]")
-_REFERENT = re.compile(r"\s*\([^()]*(?:\([^()]*\)[^()]*)*\)\s*")  # "(Laptop policy 2024 (archived))"
 _UNDECLARED = ("file_mtime",)  # a file's mtime is a checkout's time, not the page's
 
 
@@ -140,7 +139,7 @@ def counterpart(
 def _names(question: str, unit: Unit, page: PageOf) -> FrozenSet[str]:
     """The user's own words and identifiers (a completed follow-up's bracketed referent aside: the completer's,
     ``chat.completion.with_referent``) that the unit or its page title holds."""
-    question = _REFERENT.sub(" ", question).strip() or question
+    question = own_words(question)
     asked = unit_keys(question) | frozenset(identifiers(question))
     held = unit_keys(f"{page.title} {unit.quote}") | frozenset(identifiers(f"{page.title} {unit.quote}"))
     return asked & held
@@ -250,7 +249,7 @@ def differing_words(unit: Unit, other: Unit) -> str:
 
 def same_answer(a: str, b: str) -> bool:
     """Two answer texts that say the same, their citations aside (a row whose asked cells agree)."""
-    return _tokens(_CITATION.sub(" ", a)) == _tokens(_CITATION.sub(" ", b))
+    return _tokens(strip_citations(a)) == _tokens(strip_citations(b))
 
 
 def with_conflict(answer_text: str, resolved: Resolved, sources: Sequence[Any], question: str, quote: str) -> str:

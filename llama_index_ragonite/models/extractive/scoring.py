@@ -97,6 +97,15 @@ def asked_part(question: str) -> str:
     return question[inner[-1].start() :] if inner else question
 
 
+_REFERENT = re.compile(r"\s*\([^()]*(?:\([^()]*\)[^()]*)*\)\s*")  # "(Laptop policy 2024 (archived))"
+
+
+def own_words(question: str) -> str:
+    """A completed follow-up's own words: without its bracketed referent (``chat.completion.with_referent``;
+    one level of brackets inside it, a page title's "(archived)", stays part of it)."""
+    return _REFERENT.sub(" ", question).strip() or question
+
+
 # Words that open a yes/no question ("Is guest hibernation supported …?", "Wurden alle … getestet?").
 _AUXILIARIES = every("yes_no_openers")
 _NEGATION = re.compile(alternation("negation_patterns", words=False), re.I)

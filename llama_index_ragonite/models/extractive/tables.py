@@ -29,6 +29,7 @@ from llama_index_ragonite.models.extractive.scoring import (
     answer_words,
     cosine,
     identifiers,
+    own_words,
     quote_keys,
     quote_word_keys,
     similarity,
@@ -36,7 +37,7 @@ from llama_index_ragonite.models.extractive.scoring import (
 from llama_index_ragonite.models.extractive.units import Unit
 from llama_index_ragonite.parsing.rendering import row_line_cells, row_pairs
 
-__all__ = ["CellAnswer", "answers_cell", "cell_terms", "own_words", "row_cells_of", "table_answer"]
+__all__ = ["CellAnswer", "answers_cell", "cell_terms", "row_cells_of", "table_answer"]
 
 Vectors = Callable[[Sequence[str]], List[List[float]]]  # passage embeddings by text (cached)
 KEY_WORDS = 6  # a cell that names a row is short ("Lenovo T14"); a longer value describes it
@@ -44,7 +45,6 @@ HEADER_WEIGHT = 1.0  # a question word found in a header
 OWN_WEIGHT = 0.25  # a completed follow-up's carried words weigh this much of its own words in a header's fit
 FIT_FLOOR = 0.5  # a column fits when the question holds a header word or means it (heldout_wiki_c half 1)
 _NUMBER = re.compile(r"\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d)|\d+(?:[.,]\d+)*")
-_REFERENT = re.compile(r"\s*\([^()]*\)\s*")  # a completed follow-up's referent, in brackets (chat/completion.py)
 
 
 @dataclass(frozen=True)
@@ -95,12 +95,6 @@ def cell_terms(text: str) -> FrozenSet[str]:
     """What a cell or question says, for exact matches: word stems, identifiers, numbers in one form."""
     ids = {i for i in identifiers(text) if not _NUMBER.fullmatch(i)}
     return quote_keys(text) | frozenset(ids) | frozenset("#" + n for n in number_forms(text))
-
-
-def own_words(question: str) -> str:
-    """A completed follow-up's own words: without its bracketed referent (``with_referent``)."""
-    own = _REFERENT.sub(" ", question).strip()
-    return own or question
 
 
 def row_cells_of(unit: Unit) -> Optional[List[Tuple[str, str]]]:
