@@ -23,6 +23,7 @@ from typing import Dict, Iterable, List, Optional, Set, Union
 from llama_index.core.schema import Document
 
 from llama_index_ragonite.errors import PageLoadError
+from llama_index_ragonite.parsing.charset import decode_bytes
 from llama_index_ragonite.text import valid_unicode
 
 logger = logging.getLogger(__name__)
@@ -47,8 +48,9 @@ def clean_text(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def read_text(path: Path) -> str:
-    """Decode UTF-8 (UTF-16 with its BOM); undecodable bytes become U+FFFD (logged) instead of failing the page.
+def read_text(path: Path, content_type: str = "") -> str:
+    """Decode in the encoding the file declares (a BOM, ``<meta charset>``, ``content_type``), else UTF-8,
+    else the detected one (``parsing.charset``); bytes no candidate decodes become U+FFFD (logged).
 
     A binary file (an image or archive named ``.html``) is a ``PageLoadError``: decoded, it would
     be indexed as evidence made of control characters. A file that cannot be read is one too.
@@ -57,15 +59,9 @@ def read_text(path: Path) -> str:
         data = path.read_bytes()
     except OSError as err:
         raise PageLoadError(f"{display_path(path)}: cannot be read ({err.strerror or err})") from err
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16", errors="replace")
-    if _looks_binary(data[:4096]):
+    if not data.startswith((b"\xff\xfe", b"\xfe\xff")) and _looks_binary(data[:4096]):
         raise PageLoadError(f"{display_path(path)}: binary content (NUL or control bytes), not a page")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        logger.warning("%s is not valid UTF-8 (%s); undecodable bytes replaced", display_path(path), err.reason)
-        return data.decode("utf-8", errors="replace")
+    return decode_bytes(data, content_type, display_path(path))[0]
 
 
 def _looks_binary(head: bytes) -> bool:

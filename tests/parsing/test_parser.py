@@ -153,16 +153,37 @@ def test_table_with_20000_rows():
 
 
 @pytest.mark.fault(
-    "page file is not valid UTF-8",
-    "read with U+FFFD replacements and a warning naming the file; the rest of the page is indexed",
+    "page file is not valid UTF-8 and declares no charset",
+    "its encoding is detected (charset-normalizer) and logged with the file's name; no U+FFFD where one fits",
 )
-def test_invalid_utf8_file_is_read_with_replacement(tmp_path, caplog):
+def test_an_undeclared_non_utf8_file_is_read_in_its_detected_encoding(tmp_path, caplog):
     page = tmp_path / "bad.html"
-    page.write_bytes(b"<h1>Caf\xe9</h1><p>ok \xff\xfe bytes</p>")
-    docs = load_pages(page)
+    page.write_bytes("<h1>Café</h1><p>Die Führungskraft prüft die Abrechnung und gibt sie frei.</p>".encode("cp1252"))
+    with caplog.at_level("INFO"):
+        docs = load_pages(page)
     nodes = HTMLEvidenceParser().get_nodes_from_documents(docs)
-    assert nodes[0].text == "ok \ufffd\ufffd bytes" and nodes[0].metadata["heading"] == "Caf\ufffd"
-    assert "not valid UTF-8" in caplog.text
+    assert nodes[0].text == "Die Führungskraft prüft die Abrechnung und gibt sie frei."
+    assert nodes[0].metadata["heading"] == "Café"
+    assert "bad.html is not UTF-8 and declares no charset; read as" in caplog.text
+
+
+@pytest.mark.fault(
+    "page file declares a charset (<meta charset>, a BOM) other than UTF-8",
+    "read in the declared charset: 'Führungskraft', never 'F\ufffdhrungskraft'",
+)
+def test_a_declared_charset_is_honoured(tmp_path):
+    html = (
+        '<html><head><meta charset="windows-1252"><title>Rollen</title></head><body><p>Führungskraft: Jürgen Groß</p>'
+    )
+    (tmp_path / "meta.html").write_bytes(html.encode("cp1252"))
+    equiv = html.replace(
+        '<meta charset="windows-1252">', '<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1">'
+    )
+    (tmp_path / "equiv.html").write_bytes(equiv.encode("latin-1"))
+    (tmp_path / "bom.html").write_bytes(html.replace("windows-1252", "utf-8").encode("utf-16"))
+    for name in ("meta.html", "equiv.html", "bom.html"):
+        (doc,) = load_pages(tmp_path / name)
+        assert "Führungskraft: Jürgen Groß" in doc.text and "\ufffd" not in doc.text, name
 
 
 @pytest.mark.fault(
