@@ -81,7 +81,7 @@ def ingest(
     ``failed``: pages whose source exists but could not be read or parsed this time (id -> why, e.g.
     ``load_pages(skipped=…)``). One indexed before keeps its previous version (``IngestReport.kept``)
     instead of counting as missing: a transient bad file must not delete good content. A new one is
-    simply not there.
+    simply not there. A failed file keeps its parts too (an attachment's pages: ``file.pdf#page=3``).
 
     A run that would remove more than ``max_removal_share`` of the indexed pages, or all of
     them, raises ``MassRemovalError`` unless ``allow_removal``: an empty or wrong source
@@ -98,13 +98,23 @@ def ingest(
         raise ValueError(f"Pages both given and to remove: {sorted(set(remove) & set(ids))[:5]}")
     with store._writer():
         indexed = set(store.manifest.get("pages", {}))
-        kept = {doc_id: why for doc_id, why in (failed or {}).items() if doc_id in indexed and doc_id not in ids}
+        absent = indexed - set(ids)
+        kept = {
+            doc_id: why
+            for failed_id, why in (failed or {}).items()
+            for doc_id in ([failed_id] if failed_id in absent else []) + _parts_of(failed_id, absent)
+        }
         doomed = (indexed - set(ids) - set(kept) if remove_missing else set()) | (indexed & set(remove))
         if not allow_removal:
             _guard_removal(store, doomed, max_removal_share)
         report = _ingest(store, documents, doomed, show_progress, access)
         report.kept = {doc_id: why for doc_id, why in kept.items() if doc_id not in report.removed}
         return report
+
+
+def _parts_of(file_id: str, ids: set) -> List[str]:
+    """The ids of a file's parts among ``ids`` (an attachment's pages: ``file.pdf#page=3``)."""
+    return [i for i in ids if i.startswith(f"{file_id}#")] if ids else []
 
 
 def _guard_removal(store: Any, doomed: set, share: float) -> None:

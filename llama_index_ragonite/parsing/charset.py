@@ -8,8 +8,8 @@ for "ü"; read as UTF-8 with replacement it becomes "F�hrungskraft" in every e
    ``<meta charset>`` or ``<meta http-equiv="Content-Type" content="…; charset=…">`` in its first 4 KiB,
    else an XML declaration's ``encoding``; a declared name Python does not know is ignored (logged);
 3. UTF-8 when the bytes are valid UTF-8 (the common case, and ASCII);
-4. otherwise ``charset_normalizer``'s detection (a dependency of ``requests``, present wherever the package
-   is), windows-1252 first among equally clean candidates, its choice logged; bytes that decode in no
+4. otherwise ``charset_normalizer``'s detection (a dependency), windows-1252 first among equally clean
+   candidates, its choice logged; bytes that decode in no
    candidate keep U+FFFD replacements, logged.
 """
 
@@ -79,7 +79,7 @@ def _detect(data: bytes) -> Optional[str]:
     standard's fallback for undeclared legacy text (on a short German text cp775 and cp1250 tie with it)."""
     try:
         from charset_normalizer import from_bytes
-    except ImportError:  # pragma: no cover - requests (a dependency of llama-index-core) brings it
+    except ImportError:  # pragma: no cover - a declared dependency
         return None
     matches = list(from_bytes(data[:1_000_000]))
     if not matches:

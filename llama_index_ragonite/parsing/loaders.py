@@ -23,12 +23,13 @@ from typing import Dict, Iterable, List, Optional, Set, Union
 from llama_index.core.schema import Document
 
 from llama_index_ragonite.errors import PageLoadError
+from llama_index_ragonite.parsing.attachments.reading import ATTACHMENT_FILES, AttachmentReading
 from llama_index_ragonite.parsing.charset import decode_bytes
 from llama_index_ragonite.text import valid_unicode
 
 logger = logging.getLogger(__name__)
 
-PAGE_SUFFIXES = (".json", ".html", ".htm")
+PAGE_SUFFIXES = (".json", ".html", ".htm", *ATTACHMENT_FILES)
 _PAGE_METADATA = ("title", "url", "space", "date")
 StrPath = Union[str, "os.PathLike[str]"]
 
@@ -100,16 +101,22 @@ def load_pages(
     follow_symlinks: bool = False,
     exclude: Iterable[StrPath] = (),
     skipped: Optional[Dict[str, str]] = None,
+    attachment_base_url: Optional[str] = None,
 ) -> List[Document]:
     """One page file, every page file under a folder (sorted, recursive), or a Confluence space HTML export (.zip).
 
-    In a folder, a ``.json``/``.html`` file that is not a page (JSON without a string
-    ``content``, JSON that does not parse, binary content) is skipped with a warning naming it,
+    Pages are ``.json``/``.html`` files; attachments (PDF, Word, spreadsheets, slides, CSV, Markdown, text:
+    ``parsing.attachments``) are read in a child process with limits, one ``Document`` per page, sheet or
+    slide; without the ``[attachments]`` extra they are skipped with one line that names it.
+    In a folder, a file that is not a page (JSON without a string ``content``, JSON that does not parse,
+    binary content, an attachment its reader gives up) is skipped with a warning naming it and why,
     and put in ``skipped`` (the page id it had, ``skipped_page_ids``, -> why: give it to
     ``EvidenceStore.ingest(failed=…)`` so that a page indexed before keeps its previous version);
     ``strict=True`` makes it a ``PageLoadError``. A single file given as ``source`` must be a page:
     it is always a ``PageLoadError`` otherwise. A file that cannot be read is always one.
     ``follow_symlinks`` and ``exclude`` (folders never read, e.g. the store): see ``page_files``.
+    ``attachment_base_url``: the web folder the files are published under (citations link there, joined
+    with the file's relative path, instead of to the ``file:`` url).
     """
     source = Path(source)
     if source.is_file() and source.suffix.lower() == ".zip":
@@ -123,16 +130,22 @@ def load_pages(
         files, root, strict = [source], source.parent, True
     else:
         raise PageLoadError(f"{display_path(source)}: no such file or folder")
-    docs = []
-    for path in files:
-        try:
-            docs.append(load_json_page(path) if path.suffix.lower() == ".json" else load_html_page(path, root))
-        except PageLoadError as err:
-            if strict or isinstance(err.__cause__, OSError):
-                raise
-            logger.warning("%s; skipped (with --strict / strict=True this stops the run)", err)
-            if skipped is not None:
-                skipped.update(dict.fromkeys(skipped_page_ids(path, root), str(err)))
+    docs: List[Document] = []
+    with AttachmentReading(root, attachment_base_url) as attachments:
+        for path in files:
+            try:
+                if path.suffix.lower() in ATTACHMENT_FILES:
+                    docs.extend(attachments.documents(path))
+                else:
+                    docs.append(load_json_page(path) if path.suffix.lower() == ".json" else load_html_page(path, root))
+            except PageLoadError as err:
+                if strict or isinstance(err.__cause__, OSError):
+                    raise
+                logger.warning("%s; skipped (with --strict / strict=True this stops the run)", err)
+                if skipped is not None:
+                    skipped.update(dict.fromkeys(skipped_page_ids(path, root), str(err)))
+        if skipped is not None:
+            skipped.update(attachments.without_extra)
     return docs
 
 

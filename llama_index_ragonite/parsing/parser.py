@@ -16,6 +16,7 @@ from llama_index_ragonite.events import EvidencesParsedEvent
 from llama_index_ragonite.parsing.extraction import Evidence, extract_page
 from llama_index_ragonite.parsing.linearize import LINEARIZERS
 from llama_index_ragonite.parsing.structure import (
+    ATTACHMENT_KEYS,
     CELLS,
     HEADERS,
     HEADINGS,
@@ -33,7 +34,16 @@ dispatcher = get_dispatcher(__name__)
 _ID_NAMESPACE = uuid.UUID("5d1f3c1e-6a8b-4d0e-9a51-7c2f0b8e4a11")
 
 # Structural metadata: useful for filters and display, noise for embeddings and prompts.
-STRUCTURAL_KEYS = ("evidence_type", "position", "table_index", "row_index", "column_headers", "url", *PARSER_KEYS)
+STRUCTURAL_KEYS = (
+    "evidence_type",
+    "position",
+    "table_index",
+    "row_index",
+    "column_headers",
+    "url",
+    *PARSER_KEYS,
+    *ATTACHMENT_KEYS,
+)
 
 
 def evidence_node_id(doc_id: str, granularity: str, position: int) -> str:

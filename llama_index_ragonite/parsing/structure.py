@@ -26,6 +26,10 @@ CELLS = "cells"  # a row's cells, aligned with ``headers`` (JSON list); "" where
 BEFORE_ID, BEFORE_TEXT = "before_id", "before_text"  # the evidence that gives the Before line, and its line
 AFTER_ID, AFTER_TEXT = "after_id", "after_text"  # the evidence that gives the After line, and its line
 
+# an attachment's evidences (parsing/attachments): the file name, its page, sheet or slide, and which of those
+ATTACHMENT, LOCATION, LOCATION_KIND = "attachment", "location", "location_kind"
+ATTACHMENT_KEYS = (ATTACHMENT, LOCATION, LOCATION_KIND)
+
 STRUCTURE_VERSION = 1  # recorded in a store's manifest; a store without it gets the fields from ``ragonite index``
 PARSER_KEYS = (PAGE_ID, MODIFIED, MODIFIED_SOURCE, HEADINGS, TABLE_ID, HEADERS, CELLS)
 NEIGHBOUR_KEYS = (BEFORE_ID, BEFORE_TEXT, AFTER_ID, AFTER_TEXT)
