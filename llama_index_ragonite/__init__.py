@@ -73,6 +73,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time ``__getattr__`
     from llama_index_ragonite.models.openai_compatible import OpenAICompatibleLLM
     from llama_index_ragonite.models.specs import embedding_from_spec, llm_from_spec
     from llama_index_ragonite.models.synthesizers import CitedSynthesizer, ExtractiveSynthesizer
+    from llama_index_ragonite.parsing.attachments.reader import AttachmentReader
     from llama_index_ragonite.parsing.confluence import ConfluenceClient, load_export
     from llama_index_ragonite.parsing.confluence.permissions import Readers
     from llama_index_ragonite.parsing.confluence.reader import ConfluenceStorageReader
@@ -89,6 +90,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time ``__getattr__`
 
 __all__ = [
     "AccessMap",
+    "AttachmentReader",
     "AnswerDistribution",
     "AnswerDistributionAnalyzer",
     "AttachedAttribution",
@@ -221,6 +223,7 @@ _WHERE: Dict[str, str] = {
     "FollowingSides": "llama_index_ragonite.retrieval.keeping",
     "FusedNode": "llama_index_ragonite.retrieval.retriever",
     "HTMLEvidenceParser": "llama_index_ragonite.parsing.parser",
+    "AttachmentReader": "llama_index_ragonite.parsing.attachments.reader",
     "HybridRetriever": "llama_index_ragonite.retrieval.retriever",
     "IngestReport": "llama_index_ragonite.index.ingest_report",
     "LANGUAGES": "llama_index_ragonite.languages",

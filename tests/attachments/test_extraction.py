@@ -124,3 +124,19 @@ def test_citations_name_the_file_and_a_pdf_page(extracted):
     assert pdf[2].metadata["title"] == "reiserichtlinie.pdf (page 3)"
     sheet = next(d for d in docs if d.id_ == "preisliste_2024.xlsx#sheet=2")
     assert sheet.metadata["location_kind"] == "sheet" and "Orders" in sheet.metadata["title"]
+
+
+def test_a_stock_simple_directory_reader_uses_the_attachment_reader(tmp_path):
+    """LlamaIndex's own folder reader with our ``BaseReader``: the same documents as ``load_pages``."""
+    from llama_index.core import SimpleDirectoryReader
+
+    from llama_index_ragonite.parsing.attachments.reader import AttachmentReader
+
+    build_corpus(tmp_path)
+    reader = SimpleDirectoryReader(str(tmp_path), file_extractor=AttachmentReader.file_extractor())
+    stock = {d.metadata["title"]: d for d in reader.load_data()}
+    ours = {d.metadata["title"]: d for d in load_pages(tmp_path)}
+    assert stock.keys() == ours.keys() and len(ours) == 19
+    page = stock["reiserichtlinie.pdf (page 3)"]
+    assert page.text == ours["reiserichtlinie.pdf (page 3)"].text and page.metadata[LOCATION] == 3
+    assert page.metadata["file_name"] == "reiserichtlinie.pdf"  # SimpleDirectoryReader's own metadata kept
