@@ -27,12 +27,11 @@ The features of the best unit (``ScopeFeatures``):
 ``ScopeModel`` weighs them logistically; the answer is in scope when the probability reaches 0.5.
 Its weights are fitted per embedding model (the cosines differ from model to model) by
 the benchmark experiment ``calibrate_scope`` (``python benchmarks/run.py calibrate_scope --set
-confquestions=no --set also=heldout_wiki_c:1``) on the first half of ``heldout_wiki_c``, written before
-issue 60's changes (answerable: its turns with a gold page, as gold-completed questions; unanswerable: its
-others and ``benchmarks/unanswerable_questions.json`` and ``benchmarks/off_topic_questions.json`` asked of
-its store), classes weighed equally, the bias then lowered until 95% of the answerable ones are answered,
-and stored in ``SCOPE_MODELS`` under the model's ``model_name``. The sets that judge it are others: the
-second half of ``heldout_wiki_c``, ``heldout_wiki_b``, ConfQuestions (the earlier weights were fitted on it)
+also=heldout_wiki_c:1``) on ConfQuestions (answerable: its gold-completed questions; unanswerable:
+``benchmarks/unanswerable_questions.json`` and ``benchmarks/off_topic_questions.json``) together with the
+first half of ``heldout_wiki_c``, written before issue 60's changes; classes weighed equally, the bias then
+lowered until 95% of the answerable ones are answered, and stored in ``SCOPE_MODELS`` under the model's
+``model_name``. The sets that judge it are others: the second half of ``heldout_wiki_c``, ``heldout_wiki_b``
 and ``benchmarks/unanswerable_questions_heldout.json``. A model with no entry gets the lexical-only
 model (``LEXICAL_SCOPE``, fitted the same way without the cosines); ``calibrate_scope`` run on a
 store built with that model (``--store``) fits one for it.
