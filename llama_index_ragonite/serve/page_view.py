@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from llama_index_ragonite.serve.originals import original_path
 from llama_index_ragonite.serve.sessions import NotFound
 from llama_index_ragonite.serve.turns import KINDS, nodes_from_records, table_cells
 
@@ -72,6 +73,7 @@ def page_view(
         "source": source,
         "title": meta.get("title") or "",
         "url": meta.get("url"),
+        "original": original_path(meta) is not None,  # an attachment on this server: .../sources/N/original
         "current": any(n.node_id == evidence.node_id for n in found),
         "blocks": _blocks(found, evidence.node_id, table, row),
     }

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Dict, List, Literal, Optional
 
 import anyio
 from fastapi import APIRouter, Depends, Path, Request, Response
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from llama_index_ragonite.chat.engine import MAX_MESSAGE_CHARS
@@ -26,6 +26,7 @@ from llama_index_ragonite.serve.errors import error_payload
 from llama_index_ragonite.serve.explain_options import option_schema
 from llama_index_ragonite.serve.explaining import explain_turn
 from llama_index_ragonite.serve.limits import TurnSlots
+from llama_index_ragonite.serve.originals import original_file
 from llama_index_ragonite.serve.page_view import page_view
 from llama_index_ragonite.serve.reading import reader
 from llama_index_ragonite.serve.signin import SESSION_COOKIE
@@ -312,6 +313,29 @@ async def source_page(
 ):
     """The page a source of the turn came from, as the parser read it, with the source marked."""
     return await off_loop(page_view, sessions(request), owner, conversation_id, number, source, who)
+
+
+@router.get("/conversations/{conversation_id}/turns/{number}/sources/{source}/original")
+async def source_original(
+    request: Request,
+    conversation_id: ConversationId,
+    number: TurnNumber,
+    source: Annotated[int, Path(ge=1, le=1000, description="A source's number in its turn (1-based).")],
+    who: Who,
+    owner: str = Depends(user),
+):
+    """An attachment source's original file (a PDF opens inline, others download), to a caller who may read
+    the turn's pages (its container page's permissions)."""
+    path, media_type = await off_loop(original_file, sessions(request), owner, conversation_id, number, source, who)
+    inline = media_type == "application/pdf"
+    headers = {"Cache-Control": "private"}  # nosniff and the CSP: the app sets them on every response
+    return FileResponse(
+        path,
+        media_type=media_type,
+        headers=headers,
+        filename=path.name,
+        content_disposition_type="inline" if inline else "attachment",
+    )
 
 
 @router.post("/conversations/{conversation_id}/turns/{number}/feedback", status_code=201)

@@ -100,6 +100,7 @@ export const api = {
   explain: (id, turn, method, options) => request("POST", `${conv(id)}/turns/${turn}/explain`, { method, options: options || {} }),
   explainOptions: () => request("GET", "/api/explain/options"),
   sourcePage: (id, turn, n) => request("GET", `${conv(id)}/turns/${turn}/sources/${n}/page`),
+  originalUrl: (id, turn, n) => new URL(`${conv(id)}/turns/${turn}/sources/${n}/original`, window.location.href).href,
   feedback: (id, turn, rating, comment) =>
     request("POST", `${conv(id)}/turns/${turn}/feedback`, comment ? { rating, comment } : { rating }),
   streamMessage,

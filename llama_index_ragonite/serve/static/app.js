@@ -171,7 +171,7 @@ const turnHandlers = {
   onPage: async (turnElement, turn, n) => {
     const container = turnElement.querySelector(".message.assistant");
     try {
-      showPage(container, await api.sourcePage(state.current.id, turn.index, n));
+      showPage(container, await api.sourcePage(state.current.id, turn.index, n), api.originalUrl(state.current.id, turn.index, n));
     } catch (error) {
       container.appendChild(errorView(error));
     }

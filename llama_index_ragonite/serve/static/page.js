@@ -26,13 +26,22 @@ function blockView(block) {
   return el("div", { class: `page-block ${block.kind}${block.marked ? " marked" : ""}`, testid: block.marked ? "page-marked" : "page-block" }, body);
 }
 
-/** The page view of source `view.source`; replaces an earlier one in `container`. */
-export function showPage(container, view) {
+function originalLink(view, originalUrl) {
+  if (view.original && originalUrl) {
+    const at = String(view.url || "").indexOf("#page=");
+    return externalLink(originalUrl + (at >= 0 ? String(view.url).slice(at) : ""), t("original"));
+  }
+  return view.url ? externalLink(view.url, t("original")) : null;
+}
+
+/** The page view of source `view.source`; replaces an earlier one in `container`. An attachment on the server
+ * links to its original through the turn (`originalUrl`, a PDF at its page), never to a file: path. */
+export function showPage(container, view, originalUrl) {
   const existing = container.querySelector(".page-view");
   const close = button(t("close"), { class: "secondary small", testid: "page-close" }, () => section.remove());
   const header = el("div", { class: "page-view-header" },
     el("strong", {}, `${t("source")} ${view.source}: ${view.title || ""}`),
-    view.url ? externalLink(view.url, t("original")) : null,
+    originalLink(view, originalUrl),
     close);
   const notice = view.current ? null : el("p", { class: "notice warning" }, t("pageChanged"));
   const section = el("section", { class: "page-view", testid: "page-view", "aria-label": view.title || "" }, header, notice, el("div", { class: "page-body" }, (view.blocks || []).map(blockView)));
