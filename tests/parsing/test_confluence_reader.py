@@ -171,3 +171,32 @@ def test_the_breadcrumb_is_an_optional_context_field():
     )
     assert on.fingerprint_settings()["breadcrumb"] is True and on.setting == "ALL+BREADCRUMB"
     assert EvidenceContextualizer.from_recorded(on.to_dict()).breadcrumb
+
+
+def test_an_exports_attachments_are_read_under_their_page(tmp_path):
+    """Issue 61: an export's attachments (stored under their attachment id) are pages of evidences of their
+    container page, named as the page lists them, a PDF one document per page."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    for text in ("Reisekosten im Ueberblick.", "Die Hotelgrenze in Kopenhagen betraegt 185 Euro."):
+        pdf.add_page()
+        pdf.set_font("helvetica", size=11)
+        pdf.multi_cell(0, 6, text)
+    make_export(tmp_path / "AUR.zip")
+    link = '<h2>Attachments:</h2><a href="attachments/1005/98765.pdf">Reiserichtlinie 2026.pdf</a>'
+    travel = EXPORT_PAGE.format(title="Travel", crumbs="", body=f"<p>Trips.</p>{link}")
+    with zipfile.ZipFile(tmp_path / "AUR.zip", "a") as archive:
+        archive.writestr("AUR/Travel_1005.html", travel)
+        archive.writestr("AUR/attachments/1005/98765.pdf", bytes(pdf.output()))
+        archive.writestr("AUR/attachments/1005/notes.csv", "Stadt,Hotelgrenze\nKopenhagen,185\n")
+        archive.writestr("AUR/attachments/4242/orphan.csv", "a,b\n1,2\n")  # a page the export does not hold
+    docs = {d.id_: d for d in load_export(tmp_path / "AUR.zip")}
+    doc = docs["confluence-1005/Reiserichtlinie 2026.pdf#page=2"]
+    assert "185 Euro" in doc.text and doc.metadata["location"] == 2 and doc.metadata["container_page_id"] == "1005"
+    assert doc.metadata["breadcrumb"] == "Travel" and doc.metadata["space"] == "AUR"
+    assert "confluence-1005/notes.csv" in docs and not any("orphan" in i for i in docs)
+    assert (
+        sorted(load_export(tmp_path / "AUR.zip", attachments=False), key=lambda d: d.id_)[-1].id_ == "confluence-1005"
+    )
+    assert len(load_export(tmp_path / "AUR.zip", attachments=False)) == 3

@@ -154,7 +154,7 @@ class ConfluenceClient:
     # -- requests -----------------------------------------------------------------------
     def get(self, path: str, params: Optional[Dict[str, Any]] = None, what: str = "", kind: str = "page") -> Any:
         """GET ``path`` (relative to the API, or an absolute URL on the configured origin); ``what``
-        names the space or page. The answer must be a JSON object."""
+        names the space or page. The answer must be a JSON object (``kind="download"``: its bytes, any type)."""
         url = path if path.startswith(("http://", "https://")) else self._absolute(path)
         what = what or "Confluence"
         retrying = tenacity.Retrying(
@@ -166,7 +166,8 @@ class ConfluenceClient:
             retry_error_callback=lambda state: self._last_answer(state, what),
         )
         response, body = retrying(self._send, url, params, what, kind)
-        return expect(self._result(response, body, what), dict, "the answer", what)
+        answer = self._result(response, body, what, raw=kind == "download")
+        return answer if kind == "download" else expect(answer, dict, "the answer", what)
 
     def _last_answer(self, state: tenacity.RetryCallState, what: str) -> Tuple[httpx.Response, bytes]:
         """After the last attempt: its answer (a retryable status, read as such), or the error that ends the run."""
@@ -288,7 +289,7 @@ class ConfluenceClient:
         logger.info("Confluence at %s: %s, retrying in %.1f s (retry %d)", self.url, why, seconds, attempt + 1)
         return seconds
 
-    def _result(self, response: httpx.Response, body: bytes, what: str) -> Any:
+    def _result(self, response: httpx.Response, body: bytes, what: str, raw: bool = False) -> Any:
         status = response.status_code
         if status == 401:
             raise ConfluenceAuthError(
@@ -303,7 +304,7 @@ class ConfluenceClient:
         if status >= 300:
             raise ConfluenceError(f"{what}: {self.url} answered HTTP {status}{server_message(body, self._secrets)}")
         try:
-            return json.loads(body)
+            return body if raw else json.loads(body)
         except UnicodeDecodeError:
             problem = "JSON that is not valid UTF-8"
         except ValueError:
@@ -314,12 +315,12 @@ class ConfluenceClient:
         raise ConfluenceError(f"{what}: {self.url} answered HTTP {status} with {problem}")
 
     def paginate(
-        self, path: str, params: Dict[str, Any], what: str = "", kind: str = "list"
+        self, path: str, params: Dict[str, Any], what: str = "", kind: str = "list", id_of: Callable = content_id
     ) -> Iterator[Dict[str, Any]]:
         """Every result of a listing, page by page: ``_links.next`` when the server gives one, else
         ``start``/``limit`` until a short page.
 
-        Each result must be an object with a numeric ``id``. A listing ends with a
+        Each result must be an object with an ``id`` ``id_of`` accepts (digits: ``content_id``). A listing ends with a
         ``ConfluenceError`` when it loops (a ``next`` that leads to a page already read, or two pages
         in a row whose results were all listed before: a server that ignores ``start``) or runs past
         ``max_listing_pages`` pages. A result listed before is not yielded again."""
@@ -339,7 +340,7 @@ class ConfluenceClient:
             data = self.get(url, query, what, kind)
             self.site.note_base(data, what)
             results = get_field(data, "results", list, what, [])
-            ids = [content_id(result, what, f"results[{i}]") for i, result in enumerate(results)]
+            ids = [id_of(result, what, f"results[{i}]") for i, result in enumerate(results)]
             repeats = repeats + 1 if ids and listed.issuperset(ids) else 0  # once: an edit shifted the listing
             if repeats >= 2:
                 raise ConfluenceError(f"{what}: pagination loop: {self.url} answered the same results again")

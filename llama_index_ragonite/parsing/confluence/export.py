@@ -14,12 +14,14 @@ import logging
 import re
 import zipfile
 from pathlib import Path, PurePosixPath
-from typing import Iterator, List, Optional, Union
+from typing import Dict, Iterator, List, Optional, Union
 
 from bs4 import BeautifulSoup
 from llama_index.core.schema import Document
 
 from llama_index_ragonite.errors import PageLoadError
+from llama_index_ragonite.parsing.charset import decode_bytes
+from llama_index_ragonite.parsing.confluence.export_attachments import export_attachments, shown_names
 from llama_index_ragonite.parsing.confluence.pages import ID_PREFIX, make_document
 from llama_index_ragonite.parsing.html_text import attribute, discard_tree
 
@@ -37,9 +39,10 @@ def is_space_export(path: Union[str, Path]) -> bool:
 
 
 def lazy_load_export(
-    path: Union[str, Path], base_url: Optional[str] = None, prefix: str = ID_PREFIX
+    path: Union[str, Path], base_url: Optional[str] = None, prefix: str = ID_PREFIX, attachments: bool = True
 ) -> Iterator[Document]:
-    """The pages of the export at ``path``; ``base_url`` (the site's) makes each url a link to the live page."""
+    """The pages of the export at ``path``, then their attachments (``export_attachments``; ``attachments=False``
+    leaves them out); ``base_url`` (the site's) makes each page's url a link to the live page."""
     path = Path(path)
     try:
         archive = zipfile.ZipFile(path)
@@ -49,15 +52,23 @@ def lazy_load_export(
         members = sorted(m for m in archive.namelist() if _is_page_member(m))
         if not members:
             raise PageLoadError(f"{path}: no pages (.html files) in this zip: is it a Confluence space HTML export?")
+        pages: Dict[str, Document] = {}
+        names: Dict[str, str] = {}
         for member in members:
-            html = archive.read(member).decode("utf-8", errors="replace")
+            html = decode_bytes(archive.read(member), name=f"{path}:{member}")[0]
             doc = _page(html, member, path, base_url, prefix)
             if doc is not None:
+                pages[str(doc.metadata.get("page_id"))] = doc
+                names.update(shown_names(html))
                 yield doc
+        if attachments:
+            yield from export_attachments(path, archive, pages, names)
 
 
-def load_export(path: Union[str, Path], base_url: Optional[str] = None, prefix: str = ID_PREFIX) -> List[Document]:
-    docs = list(lazy_load_export(path, base_url, prefix))
+def load_export(
+    path: Union[str, Path], base_url: Optional[str] = None, prefix: str = ID_PREFIX, attachments: bool = True
+) -> List[Document]:
+    docs = list(lazy_load_export(path, base_url, prefix, attachments))
     ids = [doc.id_ for doc in docs]
     if len(set(ids)) != len(ids):
         raise PageLoadError(f"{path}: two pages with the same id ({sorted(i for i in ids if ids.count(i) > 1)[0]})")
