@@ -12,7 +12,13 @@ built from ConfQuestions pages (read by path, never copied) and the sample wiki.
 It checks credentials (basic auth or a bearer token), denies spaces or pages (403), answers 404
 for unknown ones, plays scripted failures (429 with ``Retry-After``, 500, 503) and can break body
 requests from some point on; pages change, move or disappear between syncs (``edit``, ``move``,
-``delete``). ``requests`` counts requests by kind: ``list`` (no bodies asked) or ``body``.
+``delete``). ``requests`` counts requests by kind: ``list`` (no bodies asked), ``body`` or ``download``.
+
+Attachments (``attach``, ``change_attachment``, ``delete_attachment``): ``/content/{id}/child/attachment``
+lists a page's (``results[]`` with ``id`` ``att…``, ``title``, ``version.number``, ``extensions.mediaType``
+and ``fileSize``, ``_links.download`` relative to the base URL) and ``/download/attachments/{page}/{name}``
+serves the bytes (a page denied: 403; ``failing_downloads``: attachment ids answered 500). ``routes``
+counts requests by route (``attachments``, ``download``).
 
 A hostile server: ``hostile(handler, status, payload)`` sees every answer before it is sent and
 returns the payload to send instead (any JSON value: a wrong shape, a ``next`` elsewhere), or
@@ -40,7 +46,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 from harness.llm_server import LoopbackServer
 
-__all__ = ["SENT", "ConfluenceStub", "StubPage", "confquestions_pages", "sample_wiki_pages"]
+__all__ = ["SENT", "ConfluenceStub", "StubAttachment", "StubPage", "confquestions_pages", "sample_wiki_pages"]
 
 CONTEXT = "/wiki"
 API = CONTEXT + "/rest/api"
@@ -58,6 +64,16 @@ class StubPage:
     labels: Tuple[str, ...] = ()
     when: str = "2024-11-15T10:00:00.000Z"
     readers: Optional[Tuple[Tuple[str, ...], Tuple[str, ...]]] = None  # its read restriction: (user ids, groups)
+
+
+@dataclass
+class StubAttachment:
+    id: str
+    page: str
+    title: str
+    data: bytes
+    media_type: str
+    version: int = 1
 
 
 @dataclass
@@ -91,6 +107,10 @@ class ConfluenceStub(LoopbackServer):
     trimmed: set = field(default_factory=set)
     trimmed_pages: Optional[set] = None
     restriction_limit: int = 100  # users (and groups) of a read restriction per answer; more: ``_links.next``
+    attachments: Dict[str, StubAttachment] = field(default_factory=dict)  # attachment id -> attachment
+    failing_downloads: set = field(default_factory=set)  # attachment ids whose download answers 500
+    routes: Counter = field(default_factory=Counter)  # requests by route: "attachments", "download"
+    next_attachment: int = 9001
     thread_name = "confluence-stub"
     poll_interval = 0.05
     block_on_close = False
@@ -128,6 +148,31 @@ class ConfluenceStub(LoopbackServer):
 
     def delete(self, page_id: str) -> None:
         del self.pages[page_id]
+
+    def attach(self, page_id: str, title: str, data: bytes, media_type: str) -> str:
+        """A new attachment on ``page_id``; its id (``att…``)."""
+        att_id, self.next_attachment = f"att{self.next_attachment}", self.next_attachment + 1  # never reused
+        self.attachments[att_id] = StubAttachment(att_id, page_id, title, data, media_type)
+        return att_id
+
+    def change_attachment(self, att_id: str, data: bytes) -> None:
+        self.attachments[att_id].data = data
+        self.attachments[att_id].version += 1
+
+    def delete_attachment(self, att_id: str) -> None:
+        del self.attachments[att_id]
+
+    def attachment_json(self, att: StubAttachment) -> Dict[str, Any]:
+        download = f"/download/attachments/{att.page}/{quote(att.title)}?version={att.version}&api=v2"
+        return {
+            "id": att.id,
+            "type": "attachment",
+            "status": "current",
+            "title": att.title,
+            "version": {"number": att.version, "when": "2025-01-01T10:00:00.000Z"},
+            "extensions": {"mediaType": att.media_type, "fileSize": len(att.data), "comment": ""},
+            "_links": {"download": download, "webui": f"/pages/viewpageattachments.action?pageId={att.page}"},
+        }
 
     def ancestors(self, page: StubPage) -> List[StubPage]:
         chain, parent = [], page.parent
@@ -235,6 +280,8 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         expand = [e.strip() for e in query.get("expand", "").split(",") if e.strip()]
         kind = "body" if any(e.startswith("body") for e in expand) else "list"
+        if parts.path.startswith(CONTEXT + "/download/"):
+            kind = "download"
         stub.log.append((kind, self.path, {k.lower(): v for k, v in self.headers.items()}))
         failure = stub._next_failure(kind)
         if failure is not None:
@@ -243,6 +290,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorized():
             return self._json(401, {"statusCode": 401, "message": "Unauthorized; scope does not match"})
         path = parts.path
+        if kind == "download":
+            return self._download(path[len(CONTEXT + "/download/attachments/") :].split("/"))
         if path.startswith(API + "/space/"):
             return self._space(path[len(API + "/space/") :].strip("/"), expand)
         if path == API + "/user/memberof":
@@ -270,11 +319,30 @@ class _Handler(BaseHTTPRequestHandler):
             if rest[1:] == ["child", "page"]:
                 children = [p for p in sorted(stub.pages.values(), key=lambda p: int(p.id)) if p.parent == page.id]
                 return self._listing(children, query, expand, f"/rest/api/content/{page.id}/child/page")
+            if rest[1:] == ["child", "attachment"]:
+                stub.routes["attachments"] += 1
+                atts = [a for a in stub.attachments.values() if a.page == page.id]
+                return self._listing(atts, query, expand, f"/rest/api/content/{page.id}/child/attachment")
             if rest[1:]:
                 return self._json(404, {"statusCode": 404, "message": f"No route {path}"})
             return self._json(200, stub.content(page, expand))
         except ValueError as err:
             return self._json(400, {"statusCode": 400, "message": str(err)})
+
+    def _download(self, where: List[str]) -> None:
+        stub = self.stub
+        stub.routes["download"] += 1
+        page = stub.pages.get(where[0])
+        if page is None or where[0] in stub.denied or page.space in stub.denied:
+            return self._json(404 if page is None else 403, {"statusCode": 403, "message": "Not permitted"})
+        found = [a for a in stub.attachments.values() if a.page == page.id and quote(a.title) == "/".join(where[1:])]
+        if not found:
+            return self._json(404, {"statusCode": 404, "message": "No attachment"})
+        if found[0].id in stub.failing_downloads:
+            return self._json(500, {"statusCode": 500, "message": "broken"})
+        self.send_raw(
+            200, [found[0].data], {"Content-Type": found[0].media_type, "Content-Length": str(len(found[0].data))}
+        )
 
     def _space(self, key: str, expand: List[str]) -> None:
         stub = self.stub
@@ -318,7 +386,7 @@ class _Handler(BaseHTTPRequestHandler):
         expected = base64.b64encode(f"{stub.user}:{stub.token}".encode()).decode()
         return header == f"Basic {expected}"
 
-    def _listing(self, pages: List[StubPage], query: Dict[str, str], expand: List[str], route: str) -> None:
+    def _listing(self, pages: List[Any], query: Dict[str, str], expand: List[str], route: str) -> None:
         stub = self.stub
         start = int(query.get("start", 0))
         limit = min(int(query.get("limit", 25)), stub.max_limit)
@@ -327,7 +395,9 @@ class _Handler(BaseHTTPRequestHandler):
         if start + limit < len(pages):
             links["next"] = f"{route}?{urlencode({**query, 'start': start + limit, 'limit': limit})}"
         body = {
-            "results": [stub.content(p, expand) for p in chunk],
+            "results": [
+                stub.attachment_json(p) if isinstance(p, StubAttachment) else stub.content(p, expand) for p in chunk
+            ],
             "start": start,
             "limit": limit,
             "size": len(chunk),

@@ -192,6 +192,20 @@ def add_confluence_arguments(p: Any) -> None:
         help="Confluence: who may view space KEY, used only when the account cannot read its permissions whole"
         " (KEY=* : anyone; where Confluence answers, its answer wins)",
     )
+    p.add_argument("--no-attachments", action="store_true", help="Confluence: sync page bodies only, no attachments")
+    p.add_argument(
+        "--attachment-types",
+        default="pdf,docx,xlsx,pptx,csv,md,txt",
+        metavar="SUFFIX,…",
+        help="Confluence: the attachment types to index (default: %(default)s)",
+    )
+    p.add_argument(
+        "--attachment-max-mb",
+        type=float,
+        default=50.0,
+        metavar="MB",
+        help="Confluence: skip attachments larger than this (default: %(default)s MB)",
+    )
     p.add_argument(
         "--allow-unreadable",
         action="store_true",
@@ -236,6 +250,7 @@ def confluence_index_command(args: Any, parser: Any, contextualizer: Any, **stor
         parser=parser,
         contextualizer=contextualizer,
         space_readers=space_readers_of(args.space_readers),
+        attachments=_attachment_options(args),
         **store_kwargs,
     )
     seconds = sum(report.seconds.values())
@@ -246,6 +261,8 @@ def confluence_index_command(args: Any, parser: Any, contextualizer: Any, **stor
         print(f"space {key}: --space-readers not used: Confluence's own permissions were read")
     for doc_id, why in sorted(report.unreadable.items()):
         print(f"readable by nobody: {doc_id}: {why}")
+    for name, why in sorted({**report.attachments_skipped, **report.attachments_failed}.items()):
+        print(f"attachment not synced: {name}: {why}")
     if report.unreadable and not args.allow_unreadable:
         print(
             f"ragonite: {len(report.unreadable)} page(s) readable by nobody (their permissions could not be read);"
@@ -254,6 +271,20 @@ def confluence_index_command(args: Any, parser: Any, contextualizer: Any, **stor
         )
         return 1
     return 0
+
+
+def _attachment_options(args: Any) -> Any:
+    from llama_index_ragonite.index.confluence_attachments import AttachmentOptions
+    from llama_index_ragonite.parsing.confluence.attachments import DEFAULT_MEDIA_TYPES
+
+    suffixes = {"." + s.strip().lower().lstrip(".") for s in args.attachment_types.split(",") if s.strip()}
+    unknown = suffixes - set(DEFAULT_MEDIA_TYPES.values())
+    if unknown:
+        raise ValueError(f"--attachment-types: not a type read: {', '.join(sorted(unknown))}")
+    if not 0 < args.attachment_max_mb < float("inf"):
+        raise ValueError("--attachment-max-mb must be a positive number")
+    types = {media: suffix for media, suffix in DEFAULT_MEDIA_TYPES.items() if suffix in suffixes}
+    return AttachmentOptions(not args.no_attachments, types, int(args.attachment_max_mb * 1000 * 1000))
 
 
 def add_commands(sub: Any) -> None:

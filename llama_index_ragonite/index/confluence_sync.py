@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 
 from llama_index_ragonite.errors import ConfluenceError, StoreCorruptError
 from llama_index_ragonite.index.confluence_access import PermissionReader
+from llama_index_ragonite.index.confluence_attachments import AttachmentOptions, AttachmentSync
 from llama_index_ragonite.index.disk_full import disk_full_as_store_error
 from llama_index_ragonite.index.ingest_report import IngestReport, StepClock
 from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
@@ -64,6 +65,9 @@ class SyncReport:
     unreadable: Dict[str, str] = field(default_factory=dict)  # document id -> why nobody may read it now, and the fix
     named_spaces: Dict[str, str] = field(default_factory=dict)  # space -> why its named viewers (space_readers) apply
     ignored_space_readers: List[str] = field(default_factory=list)  # named spaces Confluence answered for itself
+    attachments_fetched: List[str] = field(default_factory=list)  # attachment ids downloaded
+    attachments_skipped: Dict[str, str] = field(default_factory=dict)  # not indexed (media type, size cap): why
+    attachments_failed: Dict[str, str] = field(default_factory=dict)  # not listed, downloaded or read: why (kept)
 
     def __str__(self) -> str:
         asked = ", ".join(f"{n} {kind}" for kind, n in sorted(self.requests.items())) or "none"
@@ -72,6 +76,9 @@ class SyncReport:
             f"({self.ingest}); requests: {asked}"
             + (f", {self.retries} retried" if self.retries else "")
             + (f"; {len(self.unreadable)} readable by nobody (permissions unreadable)" if self.unreadable else "")
+            + (f"; attachments: {len(self.attachments_fetched)} fetched" if self.attachments_fetched else "")
+            + (f", {len(self.attachments_skipped)} skipped" if self.attachments_skipped else "")
+            + (f", {len(self.attachments_failed)} failed (kept)" if self.attachments_failed else "")
         )
 
 
@@ -84,10 +91,13 @@ class ConfluenceSync:
         reader: ConfluenceStorageReader,
         fetch_batch: int = 25,
         space_readers: Optional[Mapping[str, Readers]] = None,
+        attachments: Optional[AttachmentOptions] = None,
     ) -> None:
         """``space_readers``: a space's viewers, used only for a space whose permissions the account cannot
-        read whole (where Confluence answers, its answer wins: ``SyncReport.ignored_space_readers``)."""
+        read whole (where Confluence answers, its answer wins: ``SyncReport.ignored_space_readers``).
+        ``attachments``: which attachments of the pages are synced (``confluence_attachments``)."""
         self.store, self.reader, self.fetch_batch = store, reader, fetch_batch
+        self.attachments = attachments or AttachmentOptions()
         self.space_readers = dict(space_readers or {})
         self.scope_key = json.dumps(reader.scope(), sort_keys=True)
 
@@ -130,8 +140,24 @@ class ConfluenceSync:
         clock.lap("fetch")
         report.complete = error is None
         doomed = [d for d in gone if d not in others] if error is None else []
+        files = None
+        if self.attachments.enabled and error is None:  # after a server error the run stops: attachments wait
+            held = {
+                d for key, scope in state["scopes"].items() if key != self.scope_key for d in _attachment_docs(scope)
+            }
+            previous = state["scopes"].get(self.scope_key, {}).get("attachments", {})
+            files = AttachmentSync(client, self.attachments).run(
+                listed, previous, access, indexed, held, keep_unlisted_pages=not remove_missing
+            )
+            report.attachments_fetched, report.attachments_skipped = files.fetched, files.skipped
+            report.attachments_failed = files.failed
+            clock.lap("attachments")
         report.ingest = self.store.ingest(
-            docs, show_progress=show_progress, allow_removal=allow_removal, remove=doomed, access=access
+            [*docs, *(files.documents if files else [])],
+            show_progress=show_progress,
+            allow_removal=allow_removal,
+            remove=[*doomed, *(files.remove if files else [])],
+            access={**access, **(files.access if files else {})},
         )
         clock.lap("ingest")
         report.fetched = [doc.id_ for doc in docs]
@@ -141,7 +167,9 @@ class ConfluenceSync:
         if error is None:
             for doc_id in gone:
                 mine.pop(doc_id, None)
-        state["scopes"][self.scope_key] = {"scope": self.reader.scope(), "pages": mine, "synced_at": time.time()}
+        scope_state = {"scope": self.reader.scope(), "pages": mine, "synced_at": time.time()}
+        attachments = files.state if files else state["scopes"].get(self.scope_key, {}).get("attachments")
+        state["scopes"][self.scope_key] = {**scope_state, **({"attachments": attachments} if attachments else {})}
         with disk_full_as_store_error(self.store.path, STATE_NOT_RECORDED):
             write_json(self.state_file, state, indent=1, sort_keys=True)  # after the store committed
         clock.lap("state")
@@ -173,6 +201,10 @@ class ConfluenceSync:
         return docs, error
 
 
+def _attachment_docs(scope: Mapping[str, Any]) -> List[str]:
+    return [d for entry in scope.get("attachments", {}).values() for d in entry.get("documents", ())]
+
+
 def _recorded(metadata: Dict[str, Any]) -> Dict[str, Any]:
     """What the state records for a fetched page: what a listing shows (see ``PageVersion.state``)."""
     ancestors = [a for a in str(metadata.get("ancestor_ids") or "").split(",") if a]
@@ -191,6 +223,7 @@ def sync_confluence(
     remove_missing: bool = True,
     limits: Optional[Dict[str, Any]] = None,
     space_readers: Optional[Mapping[str, Readers]] = None,
+    attachments: Optional[AttachmentOptions] = None,
     **store_kwargs: Any,
 ) -> SyncReport:
     """One sync, as ``ragonite index confluence`` runs it (credentials from the environment).
@@ -203,7 +236,7 @@ def sync_confluence(
         reader = ConfluenceStorageReader(
             client=client, space_key=space_key, page_ids=list(page_ids), cql=cql, include_children=include_children
         )
-        return ConfluenceSync(store, reader, space_readers=space_readers).run(
+        return ConfluenceSync(store, reader, space_readers=space_readers, attachments=attachments).run(
             show_progress, allow_removal, remove_missing
         )
     finally:

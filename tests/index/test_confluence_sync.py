@@ -65,8 +65,9 @@ def test_end_to_end_sync_changes_exactly_the_edited_and_deleted_pages(stub, conf
     stub.requests.clear()
     generation = EvidenceStore(tmp_path / "store").generation
     third = syncer(stub, store).run()
-    # two listing pages (max_limit=4) and the space's viewers, which every sync reads (issue 48)
-    assert third.fetched == [] and "body" not in stub.requests and third.requests == {"list": 3}
+    # two listing pages (max_limit=4) and the space's viewers, which every sync reads (issue 48); one
+    # attachment listing per page in scope, and no download (issue 61)
+    assert third.fetched == [] and "body" not in stub.requests and third.requests == {"list": 3, "attachments": 7}
     assert EvidenceStore(tmp_path / "store").generation == generation  # nothing written
     answer = RagoniteChatEngine(HybridRetriever.from_store(tmp_path / "store")).chat("Who owns the OTA server?")
     assert "Carol" in answer.response
