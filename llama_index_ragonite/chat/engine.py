@@ -259,27 +259,33 @@ class RagoniteChatEngine(EngineBuilding, BaseChatEngine):
         else:
             with self._synthesize_event(turn):
                 deltas = iter([OUT_OF_SCOPE])
-        self._memory.put(user_message(message, nodes, turn.pages))
         response = RagoniteStreamingChatResponse(source_nodes=nodes, turn=turn)
-        response.chat_stream = self._finishing_stream(deltas, turn, nodes, response)
+        response.chat_stream = self._finishing_stream(deltas, turn, nodes, response, message)
         thread = Thread(target=response.write_response_to_history, args=(self._memory,))
         response.write_response_to_history_thread = thread
         thread.start()
         return response
 
-    def _finishing_stream(self, deltas, turn, nodes, response) -> Generator[ChatResponse, None, None]:
+    def _finishing_stream(self, deltas, turn, nodes, response, message) -> Generator[ChatResponse, None, None]:
+        """The stream; when it ends, the user's turn goes to memory with the page that answered (its cited
+        source's, known only now: the next turn's referent), before the answer (``write_response_to_history``)."""
         text = ""
-        for delta in deltas:
-            text += delta
-            yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=delta)
-            if response.cancelled.is_set():
-                turn.stop_early()
-                close_stream(deltas)  # closes the LLM's HTTP response too; the text so far is checked
-                break
-        suggested = (
-            None if turn.truncated else self._suggester.ask(nodes, turn.completed_question, turn.language, turn.prompts)
-        )
-        answer = self._finish(turn, _checked(deltas), nodes, suggested)  # what was streamed keeps invalid markers
+        try:
+            for delta in deltas:
+                text += delta
+                yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=delta)
+                if response.cancelled.is_set():
+                    turn.stop_early()
+                    close_stream(deltas)  # closes the LLM's HTTP response too; the text so far is checked
+                    break
+            suggested = (
+                None
+                if turn.truncated
+                else self._suggester.ask(nodes, turn.completed_question, turn.language, turn.prompts)
+            )
+            answer = self._finish(turn, _checked(deltas), nodes, suggested)  # what was streamed keeps invalid markers
+        finally:
+            self._memory.put(user_message(message, nodes, turn.pages, turn.cited))
         if not text.strip():  # empty stream -> the out-of-scope sentence
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=answer), delta=answer)
         if turn.truncated:  # the message memory stores: marked, so later turns do not build on it
@@ -332,22 +338,24 @@ class RagoniteChatEngine(EngineBuilding, BaseChatEngine):
         else:
             with self._synthesize_event(turn):
                 deltas = aiter_items([OUT_OF_SCOPE])
-        await self._memory.aput(user_message(message, nodes, turn.pages))
         response = RagoniteStreamingChatResponse(source_nodes=nodes, turn=turn)
-        response.achat_stream = self._afinishing_stream(deltas, turn, nodes, response)
+        response.achat_stream = self._afinishing_stream(deltas, turn, nodes, response, message)
         response.awrite_response_to_history_task = asyncio.create_task(
             response.awrite_response_to_history(self._memory)
         )
         return response
 
-    async def _afinishing_stream(self, deltas, turn, nodes, response) -> AsyncGenerator[ChatResponse, None]:
+    async def _afinishing_stream(self, deltas, turn, nodes, response, message) -> AsyncGenerator[ChatResponse, None]:
         text = ""
-        async for delta in deltas:
-            text += delta
-            yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=delta)
-        asked = (nodes, turn.completed_question, turn.language, turn.prompts)
-        suggested = None if turn.truncated else await self._suggester.aask(*asked)
-        answer = self._finish(turn, _checked(deltas), nodes, suggested)
+        try:
+            async for delta in deltas:
+                text += delta
+                yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=delta)
+            asked = (nodes, turn.completed_question, turn.language, turn.prompts)
+            suggested = None if turn.truncated else await self._suggester.aask(*asked)
+            answer = self._finish(turn, _checked(deltas), nodes, suggested)
+        finally:  # as _finishing_stream: the user's turn with the page that answered, before the answer
+            await self._memory.aput(user_message(message, nodes, turn.pages, turn.cited))
         if not text.strip():
             yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=answer), delta=answer)
         if turn.truncated:

@@ -8,6 +8,8 @@ offline completer, the extractive answerer), explained by the counterfactual att
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from llama_index_ragonite import CounterfactualAttributor, EvidenceStore, RagoniteChatEngine, load_pages
@@ -100,8 +102,38 @@ def test_a_sentence_that_differs_by_a_value_is_a_conflict_too(store):
     assert text.index("2310") < text.index("Kantine 2023 (Archiv)") < text.index("2305")
 
 
-def test_a_follow_up_is_completed_with_the_page_that_answered(store):
-    _, (first, follow) = ask(store, "How much does the sales laptop cost?", "And which model is it?")
+def _streamed(store, *questions):
+    """The turns asked as the web app asks them: streamed, each stream read to its end."""
+    engine = RagoniteChatEngine.from_store(store)
+    responses = []
+    for q in questions:
+        response = engine.stream_chat(q)
+        for _ in response.response_gen:  # read to its end: the memory holds the turn then
+            pass
+        responses.append(response)
+    return engine, responses
+
+
+async def _astreamed(store, *questions):
+    engine = RagoniteChatEngine.from_store(store)
+    responses = []
+    for q in questions:
+        response = await engine.astream_chat(q)
+        async for _ in response.async_response_gen():
+            pass
+        responses.append(response)
+    return engine, responses
+
+
+@pytest.mark.parametrize("how", ["chat", "stream", "astream"])
+def test_a_follow_up_is_completed_with_the_page_that_answered(store, how):
+    asked = ("How much does the sales laptop cost?", "And which model is it?")
+    if how == "chat":
+        _, (first, follow) = ask(store, *asked)
+    elif how == "stream":
+        _, (first, follow) = _streamed(store, *asked)
+    else:
+        _, (first, follow) = asyncio.run(_astreamed(store, *asked))
     assert first.source_nodes[0].node.metadata["title"] == "Laptop policy 2024 (archived)"  # ranked first, yet
     assert "2,100 EUR" in first.response and cited_titles(first)[0] == "Laptop policy 2025"
     assert "(Laptop policy 2025)" in follow.completed_question and "archived" not in follow.completed_question
