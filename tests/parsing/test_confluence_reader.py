@@ -192,10 +192,11 @@ def test_an_exports_attachments_are_read_under_their_page(tmp_path):
         archive.writestr("AUR/attachments/1005/notes.csv", "Stadt,Hotelgrenze\nKopenhagen,185\n")
         archive.writestr("AUR/attachments/4242/orphan.csv", "a,b\n1,2\n")  # a page the export does not hold
     docs = {d.id_: d for d in load_export(tmp_path / "AUR.zip")}
-    doc = docs["confluence-1005/Reiserichtlinie 2026.pdf#page=2"]
+    doc = docs["confluence-1005/att98765#page=2"]  # the id the REST sync gives the same attachment
+    assert doc.metadata["title"] == "Reiserichtlinie 2026.pdf (page 2)"
     assert "185 Euro" in doc.text and doc.metadata["location"] == 2 and doc.metadata["container_page_id"] == "1005"
     assert doc.metadata["breadcrumb"] == "Travel" and doc.metadata["space"] == "AUR"
-    assert "confluence-1005/notes.csv" in docs and not any("orphan" in i for i in docs)
+    assert "confluence-1005/attnotes" in docs and not any("orphan" in i for i in docs)
     assert (
         sorted(load_export(tmp_path / "AUR.zip", attachments=False), key=lambda d: d.id_)[-1].id_ == "confluence-1005"
     )

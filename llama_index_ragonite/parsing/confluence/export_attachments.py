@@ -1,9 +1,9 @@
 """The attachments inside a Confluence space HTML export (``SPACE/attachments/<page id>/<attachment id>.<ext>``).
 
 Each is read as a folder's attachment is (``parsing.attachments``: the guard, the child process, a Document
-per PDF page, sheet or slide), under its container page: the id ``confluence-<page id>/<file name>#page=N``
-(removed and kept with its page's id prefix), the file name as the page lists it (the export stores the
-file under its attachment id), and the container page's title, space and breadcrumb, so its evidences read
+per PDF page, sheet or slide), under its container page: the id ``confluence-<page id>/att<attachment id>#page=N``
+as the REST sync gives it, the file name as the page lists it (the export stores the file under its
+attachment id) in the title, and the container page's title, space and breadcrumb, so its evidences read
 "Page: <container> > <file>". A member over the guard's size cap is not extracted; a file given up is
 skipped with its reason in the log.
 """
@@ -86,7 +86,7 @@ def export_attachments(
                 logger.warning("%s: attachment %s of page %s skipped: %s", archive_path, name, page_id, err)
                 continue
             for doc in documents:
-                yield _under(doc, page, archive_path, info.filename)
+                yield _under(doc, page, archive_path, info.filename, PurePosixPath(stored).stem)
 
 
 def _safe(name: str, suffix: str) -> str:
@@ -95,15 +95,18 @@ def _safe(name: str, suffix: str) -> str:
     return name if name.lower().endswith(suffix.lower()) else f"{name}{suffix}"
 
 
-def _under(doc: Document, page: Document, archive_path: Path, member: str) -> Document:
-    """``doc`` as an attachment of ``page``: its id under the page's, the page's space and breadcrumb."""
-    file_part = doc.id_.split("/", 1)[1]
+def _under(doc: Document, page: Document, archive_path: Path, member: str, attachment_id: str) -> Document:
+    """``doc`` as an attachment of ``page``: its id under the page's as the REST sync names it
+    (``confluence-<page>/att<id>#page=N``: a store can switch between the export and the API), the page's
+    space and breadcrumb."""
+    location = doc.id_.partition("#")[2]
+    file_part = f"att{attachment_id}" + (f"#{location}" if location else "")
     meta = page.metadata
     crumb = BREADCRUMB_SEPARATOR.join(p for p in (meta.get("breadcrumb", ""), meta.get("title", "")) if p)
-    location = doc.metadata.get("location")
+    location_number = doc.metadata.get("location")
     url = f"{archive_path.resolve().as_uri()}#{member}"
     doc.metadata.update(
-        url=f"{url}&page={location}" if doc.metadata.get("location_kind") == "page" else url,
+        url=f"{url}&page={location_number}" if doc.metadata.get("location_kind") == "page" else url,
         space=meta.get("space", ""),
         breadcrumb=crumb,
         container_page_id=meta.get("page_id", ""),
