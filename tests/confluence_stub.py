@@ -20,6 +20,11 @@ and ``fileSize``, ``_links.download`` relative to the base URL) and ``/download/
 serves the bytes (a page denied: 403; ``failing_downloads``: attachment ids answered 500). ``routes``
 counts requests by route (``attachments``, ``download``).
 
+Comments (``comment``, ``edit_comment``, ``delete_comment``): ``/content/{id}/child/comment`` lists a page's
+(``depth=all``: replies too, else top-level ones only) with ``body.storage``, ``version``, ``history.createdBy``,
+``extensions.location`` and, when expanded, ``extensions.inlineProperties`` and ``extensions.resolution``;
+``routes["comments"]`` counts these listings.
+
 A hostile server: ``hostile(handler, status, payload)`` sees every answer before it is sent and
 returns the payload to send instead (any JSON value: a wrong shape, a ``next`` elsewhere), or
 ``SENT`` when it answered itself through ``handler.send_raw`` (a redirect, a drip, a truncated
@@ -46,7 +51,15 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 from harness.llm_server import LoopbackServer
 
-__all__ = ["SENT", "ConfluenceStub", "StubAttachment", "StubPage", "confquestions_pages", "sample_wiki_pages"]
+__all__ = [
+    "SENT",
+    "ConfluenceStub",
+    "StubAttachment",
+    "StubComment",
+    "StubPage",
+    "confquestions_pages",
+    "sample_wiki_pages",
+]
 
 CONTEXT = "/wiki"
 API = CONTEXT + "/rest/api"
@@ -74,6 +87,20 @@ class StubAttachment:
     data: bytes
     media_type: str
     version: int = 1
+
+
+@dataclass
+class StubComment:
+    id: str
+    page: str
+    body: str
+    author: str
+    location: str = "footer"  # or "inline"
+    resolution: str = ""  # an inline comment's: "open", "resolved", "reopened"
+    selection: str = ""  # an inline comment's highlighted page text
+    parent: Optional[str] = None  # a reply's comment
+    version: int = 1
+    when: str = "2025-02-01T09:30:00.000Z"
 
 
 @dataclass
@@ -109,8 +136,10 @@ class ConfluenceStub(LoopbackServer):
     restriction_limit: int = 100  # users (and groups) of a read restriction per answer; more: ``_links.next``
     attachments: Dict[str, StubAttachment] = field(default_factory=dict)  # attachment id -> attachment
     failing_downloads: set = field(default_factory=set)  # attachment ids whose download answers 500
-    routes: Counter = field(default_factory=Counter)  # requests by route: "attachments", "download"
+    routes: Counter = field(default_factory=Counter)  # requests by route: "attachments", "download", "comments"
+    comments: Dict[str, StubComment] = field(default_factory=dict)  # comment id -> comment
     next_attachment: int = 9001
+    next_comment: int = 50001
     thread_name = "confluence-stub"
     poll_interval = 0.05
     block_on_close = False
@@ -161,6 +190,43 @@ class ConfluenceStub(LoopbackServer):
 
     def delete_attachment(self, att_id: str) -> None:
         del self.attachments[att_id]
+
+    def comment(self, page_id: str, body: str, author: str, **fields: Any) -> str:
+        """A new comment on ``page_id`` (``location``, ``resolution``, ``selection``, ``parent``); its id."""
+        comment_id, self.next_comment = str(self.next_comment), self.next_comment + 1  # never reused
+        self.comments[comment_id] = StubComment(comment_id, page_id, body, author, **fields)
+        return comment_id
+
+    def edit_comment(self, comment_id: str, body: Optional[str] = None, resolution: Optional[str] = None) -> None:
+        comment = self.comments[comment_id]
+        comment.body, comment.resolution = body or comment.body, resolution or comment.resolution
+        comment.version += 1
+        comment.when = f"2025-03-{comment.version:02d}T09:30:00.000Z"
+
+    def delete_comment(self, comment_id: str) -> None:
+        del self.comments[comment_id]
+
+    def comment_json(self, comment: StubComment, expand: Sequence[str]) -> Dict[str, Any]:
+        user = {"type": "known", "accountId": f"acc-{comment.author.lower()}", "displayName": comment.author}
+        data: Dict[str, Any] = {
+            "id": comment.id,
+            "type": "comment",
+            "status": "current",
+            "title": f"Re: {self.pages[comment.page].title}",
+            "extensions": {"location": comment.location},
+            "_links": {"webui": f"/pages/viewpage.action?pageId={comment.page}&focusedCommentId={comment.id}"},
+        }
+        if "body.storage" in expand:
+            data["body"] = {"storage": {"value": comment.body, "representation": "storage"}}
+        if "version" in expand:
+            data["version"] = {"number": comment.version, "when": comment.when, "by": user}
+        if "history" in expand:
+            data["history"] = {"latest": True, "createdBy": user, "createdDate": "2025-02-01T09:30:00.000Z"}
+        if "extensions.inlineProperties" in expand and comment.location == "inline":
+            data["extensions"]["inlineProperties"] = {"originalSelection": comment.selection, "markerRef": "m1"}
+        if "extensions.resolution" in expand and comment.location == "inline":
+            data["extensions"]["resolution"] = {"status": comment.resolution or "open"}
+        return data
 
     def attachment_json(self, att: StubAttachment) -> Dict[str, Any]:
         download = f"/download/attachments/{att.page}/{quote(att.title)}?version={att.version}&api=v2"
@@ -323,6 +389,11 @@ class _Handler(BaseHTTPRequestHandler):
                 stub.routes["attachments"] += 1
                 atts = [a for a in stub.attachments.values() if a.page == page.id]
                 return self._listing(atts, query, expand, f"/rest/api/content/{page.id}/child/attachment")
+            if rest[1:] == ["child", "comment"]:
+                stub.routes["comments"] += 1
+                replies = query.get("depth") == "all"
+                talk = [c for c in stub.comments.values() if c.page == page.id and (replies or c.parent is None)]
+                return self._listing(talk, query, expand, f"/rest/api/content/{page.id}/child/comment")
             if rest[1:]:
                 return self._json(404, {"statusCode": 404, "message": f"No route {path}"})
             return self._json(200, stub.content(page, expand))
@@ -395,9 +466,7 @@ class _Handler(BaseHTTPRequestHandler):
         if start + limit < len(pages):
             links["next"] = f"{route}?{urlencode({**query, 'start': start + limit, 'limit': limit})}"
         body = {
-            "results": [
-                stub.attachment_json(p) if isinstance(p, StubAttachment) else stub.content(p, expand) for p in chunk
-            ],
+            "results": [_result_json(stub, p, expand) for p in chunk],
             "start": start,
             "limit": limit,
             "size": len(chunk),
@@ -449,6 +518,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
         except OSError:
             pass  # the client gave up
+
+
+def _result_json(stub: ConfluenceStub, item: Any, expand: List[str]) -> Dict[str, Any]:
+    if isinstance(item, StubAttachment):
+        return stub.attachment_json(item)
+    if isinstance(item, StubComment):
+        return stub.comment_json(item, expand)
+    return stub.content(item, expand)
 
 
 # -- page sets ------------------------------------------------------------------------------------

@@ -207,6 +207,12 @@ def add_confluence_arguments(p: Any) -> None:
         help="Confluence: skip attachments larger than this (default: %(default)s MB)",
     )
     p.add_argument(
+        "--comments", action="store_true", help="Confluence: also index page comments (footer and inline, replies)"
+    )
+    p.add_argument(
+        "--no-resolved-comments", action="store_true", help="Confluence, with --comments: leave resolved ones out"
+    )
+    p.add_argument(
         "--allow-unreadable",
         action="store_true",
         help="Confluence: exit 0 even when some pages' permissions could not be read (they are still printed and"
@@ -251,6 +257,7 @@ def confluence_index_command(args: Any, parser: Any, contextualizer: Any, **stor
         contextualizer=contextualizer,
         space_readers=space_readers_of(args.space_readers),
         attachments=_attachment_options(args),
+        comments=_comment_options(args),
         **store_kwargs,
     )
     seconds = sum(report.seconds.values())
@@ -263,6 +270,8 @@ def confluence_index_command(args: Any, parser: Any, contextualizer: Any, **stor
         print(f"readable by nobody: {doc_id}: {why}")
     for name, why in sorted({**report.attachments_skipped, **report.attachments_failed}.items()):
         print(f"attachment not synced: {name}: {why}")
+    for name, why in sorted(report.comments_failed.items()):
+        print(f"comments not synced: {name}: {why}")
     if report.unreadable and not args.allow_unreadable:
         print(
             f"ragonite: {len(report.unreadable)} page(s) readable by nobody (their permissions could not be read);"
@@ -285,6 +294,12 @@ def _attachment_options(args: Any) -> Any:
         raise ValueError("--attachment-max-mb must be a positive number")
     types = {media: suffix for media, suffix in DEFAULT_MEDIA_TYPES.items() if suffix in suffixes}
     return AttachmentOptions(not args.no_attachments, types, int(args.attachment_max_mb * 1000 * 1000))
+
+
+def _comment_options(args: Any) -> Any:
+    from llama_index_ragonite.index.confluence_comments import CommentOptions
+
+    return CommentOptions(enabled=args.comments, resolved=not args.no_resolved_comments)
 
 
 def add_commands(sub: Any) -> None:

@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 from llama_index_ragonite.errors import ConfluenceError, StoreCorruptError
 from llama_index_ragonite.index.confluence_access import PermissionReader
 from llama_index_ragonite.index.confluence_attachments import AttachmentOptions, AttachmentSync
+from llama_index_ragonite.index.confluence_comments import CommentOptions, CommentSync
 from llama_index_ragonite.index.disk_full import disk_full_as_store_error
 from llama_index_ragonite.index.ingest_report import IngestReport, StepClock
 from llama_index_ragonite.index.persist import check_format_version, read_json, write_json
@@ -68,6 +69,8 @@ class SyncReport:
     attachments_fetched: List[str] = field(default_factory=list)  # attachment ids downloaded
     attachments_skipped: Dict[str, str] = field(default_factory=dict)  # not indexed (media type, size cap): why
     attachments_failed: Dict[str, str] = field(default_factory=dict)  # not listed, downloaded or read: why (kept)
+    comments_indexed: List[str] = field(default_factory=list)  # comment ids new or changed (``comments`` option)
+    comments_failed: Dict[str, str] = field(default_factory=dict)  # pages whose comments were not listed: why (kept)
 
     def __str__(self) -> str:
         asked = ", ".join(f"{n} {kind}" for kind, n in sorted(self.requests.items())) or "none"
@@ -79,6 +82,8 @@ class SyncReport:
             + (f"; attachments: {len(self.attachments_fetched)} fetched" if self.attachments_fetched else "")
             + (f", {len(self.attachments_skipped)} skipped" if self.attachments_skipped else "")
             + (f", {len(self.attachments_failed)} failed (kept)" if self.attachments_failed else "")
+            + (f"; comments: {len(self.comments_indexed)} indexed" if self.comments_indexed else "")
+            + (f", {len(self.comments_failed)} pages failed (kept)" if self.comments_failed else "")
         )
 
 
@@ -92,12 +97,15 @@ class ConfluenceSync:
         fetch_batch: int = 25,
         space_readers: Optional[Mapping[str, Readers]] = None,
         attachments: Optional[AttachmentOptions] = None,
+        comments: Optional[CommentOptions] = None,
     ) -> None:
         """``space_readers``: a space's viewers, used only for a space whose permissions the account cannot
         read whole (where Confluence answers, its answer wins: ``SyncReport.ignored_space_readers``).
-        ``attachments``: which attachments of the pages are synced (``confluence_attachments``)."""
+        ``attachments``: which attachments of the pages are synced (``confluence_attachments``); ``comments``:
+        whether their comments are (``confluence_comments``; off by default)."""
         self.store, self.reader, self.fetch_batch = store, reader, fetch_batch
         self.attachments = attachments or AttachmentOptions()
+        self.comments = comments or CommentOptions()
         self.space_readers = dict(space_readers or {})
         self.scope_key = json.dumps(reader.scope(), sort_keys=True)
 
@@ -152,12 +160,20 @@ class ConfluenceSync:
             report.attachments_fetched, report.attachments_skipped = files.fetched, files.skipped
             report.attachments_failed = files.failed
             clock.lap("attachments")
+        talk, earlier_comments = None, state["scopes"].get(self.scope_key, {}).get("comments", {})
+        if (self.comments.enabled or earlier_comments) and error is None:
+            held = {d for key, scope in state["scopes"].items() if key != self.scope_key for d in _comment_docs(scope)}
+            talk = CommentSync(client, self.comments).run(
+                listed, earlier_comments, access, indexed, held, keep_unlisted_pages=not remove_missing
+            )
+            report.comments_indexed, report.comments_failed = talk.indexed, talk.failed
+            clock.lap("comments")
         report.ingest = self.store.ingest(
-            [*docs, *(files.documents if files else [])],
+            [*docs, *(files.documents if files else []), *(talk.documents if talk else [])],
             show_progress=show_progress,
             allow_removal=allow_removal,
-            remove=[*doomed, *(files.remove if files else [])],
-            access={**access, **(files.access if files else {})},
+            remove=[*doomed, *(files.remove if files else []), *(talk.remove if talk else [])],
+            access={**access, **(files.access if files else {}), **(talk.access if talk else {})},
         )
         clock.lap("ingest")
         report.fetched = [doc.id_ for doc in docs]
@@ -169,7 +185,12 @@ class ConfluenceSync:
                 mine.pop(doc_id, None)
         scope_state = {"scope": self.reader.scope(), "pages": mine, "synced_at": time.time()}
         attachments = files.state if files else state["scopes"].get(self.scope_key, {}).get("attachments")
-        state["scopes"][self.scope_key] = {**scope_state, **({"attachments": attachments} if attachments else {})}
+        comments = talk.state if talk else earlier_comments
+        state["scopes"][self.scope_key] = {
+            **scope_state,
+            **({"attachments": attachments} if attachments else {}),
+            **({"comments": comments} if comments else {}),
+        }
         with disk_full_as_store_error(self.store.path, STATE_NOT_RECORDED):
             write_json(self.state_file, state, indent=1, sort_keys=True)  # after the store committed
         clock.lap("state")
@@ -205,6 +226,10 @@ def _attachment_docs(scope: Mapping[str, Any]) -> List[str]:
     return [d for entry in scope.get("attachments", {}).values() for d in entry.get("documents", ())]
 
 
+def _comment_docs(scope: Mapping[str, Any]) -> List[str]:
+    return [d for entry in scope.get("comments", {}).values() for d in entry.get("documents", ())]
+
+
 def _recorded(metadata: Dict[str, Any]) -> Dict[str, Any]:
     """What the state records for a fetched page: what a listing shows (see ``PageVersion.state``)."""
     ancestors = [a for a in str(metadata.get("ancestor_ids") or "").split(",") if a]
@@ -224,6 +249,7 @@ def sync_confluence(
     limits: Optional[Dict[str, Any]] = None,
     space_readers: Optional[Mapping[str, Readers]] = None,
     attachments: Optional[AttachmentOptions] = None,
+    comments: Optional[CommentOptions] = None,
     **store_kwargs: Any,
 ) -> SyncReport:
     """One sync, as ``ragonite index confluence`` runs it (credentials from the environment).
@@ -236,8 +262,7 @@ def sync_confluence(
         reader = ConfluenceStorageReader(
             client=client, space_key=space_key, page_ids=list(page_ids), cql=cql, include_children=include_children
         )
-        return ConfluenceSync(store, reader, space_readers=space_readers, attachments=attachments).run(
-            show_progress, allow_removal, remove_missing
-        )
+        sync = ConfluenceSync(store, reader, space_readers=space_readers, attachments=attachments, comments=comments)
+        return sync.run(show_progress, allow_removal, remove_missing)
     finally:
         client.close()

@@ -18,6 +18,8 @@ from llama_index_ragonite.parsing.linearize import LINEARIZERS
 from llama_index_ragonite.parsing.structure import (
     ATTACHMENT_KEYS,
     CELLS,
+    COMMENT_KEYS,
+    EVIDENCE_KIND,
     HEADERS,
     HEADINGS,
     MODIFIED,
@@ -43,6 +45,7 @@ STRUCTURAL_KEYS = (
     "url",
     *PARSER_KEYS,
     *ATTACHMENT_KEYS,
+    *COMMENT_KEYS,
 )
 
 
@@ -191,7 +194,7 @@ def _evidence_node(
     """One evidence as a node: its text, the page metadata plus its place in the page, SOURCE to the page."""
     metadata = {
         **base,
-        "evidence_type": evidence.type,
+        "evidence_type": _evidence_type(evidence, base),
         "position": position,
         "heading_path": " > ".join(evidence.heading_path),
         "heading": evidence.heading_path[-1] if evidence.heading_path else "",
@@ -213,6 +216,13 @@ def _evidence_node(
         excluded_llm_metadata_keys=list(excluded),
         relationships={NodeRelationship.SOURCE: source},
     )
+
+
+def _evidence_type(evidence: Evidence, base: Dict[str, Any]) -> str:
+    """The evidence's type: its document's own kind for passages and lists (``EVIDENCE_KIND``: a page comment's
+    text is a ``comment``); tables and rows keep theirs, so table handling applies to them as anywhere."""
+    kind = base.get(EVIDENCE_KIND)
+    return str(kind) if kind and evidence.type in ("passage", "list") else evidence.type
 
 
 def _set_hidden(node: TextNode, key: str, value: Any) -> None:

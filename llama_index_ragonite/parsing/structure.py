@@ -30,6 +30,13 @@ AFTER_ID, AFTER_TEXT = "after_id", "after_text"  # the evidence that gives the A
 ATTACHMENT, LOCATION, LOCATION_KIND = "attachment", "location", "location_kind"
 ATTACHMENT_KEYS = (ATTACHMENT, LOCATION, LOCATION_KIND)
 
+# a document's own evidence kind: its passages and lists are parsed as this type (a page comment's: ``COMMENT``)
+EVIDENCE_KIND, COMMENT = "evidence_kind", "comment"
+# a Confluence page comment's evidences (parsing/confluence/comments): who wrote it when, where, resolved or open
+COMMENT_ID, AUTHOR, CREATED, RESOLVED = "comment_id", "author", "created", "resolved"
+COMMENT_LOCATION = "comment_location"  # "footer" or "inline"
+COMMENT_KEYS = (EVIDENCE_KIND, COMMENT_ID, AUTHOR, CREATED, COMMENT_LOCATION, RESOLVED)
+
 STRUCTURE_VERSION = 1  # recorded in a store's manifest; a store without it gets the fields from ``ragonite index``
 PARSER_KEYS = (PAGE_ID, MODIFIED, MODIFIED_SOURCE, HEADINGS, TABLE_ID, HEADERS, CELLS)
 NEIGHBOUR_KEYS = (BEFORE_ID, BEFORE_TEXT, AFTER_ID, AFTER_TEXT)
