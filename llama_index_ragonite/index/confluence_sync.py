@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 
 from llama_index_ragonite.errors import ConfluenceError, StoreCorruptError
 from llama_index_ragonite.index.confluence_access import PermissionReader
-from llama_index_ragonite.index.confluence_attachments import AttachmentOptions, AttachmentSync
+from llama_index_ragonite.index.confluence_attachments import AttachmentOptions, AttachmentSync, AttachmentSyncResult
 from llama_index_ragonite.index.confluence_comments import CommentOptions, CommentSync
 from llama_index_ragonite.index.disk_full import disk_full_as_store_error
 from llama_index_ragonite.index.ingest_report import IngestReport, StepClock
@@ -160,6 +160,10 @@ class ConfluenceSync:
             report.attachments_fetched, report.attachments_skipped = files.fetched, files.skipped
             report.attachments_failed = files.failed
             clock.lap("attachments")
+        elif error is None and (earlier := state["scopes"].get(self.scope_key, {}).get("attachments")):
+            # switched off: the attachments synced before go (kept, their access entries would no longer follow
+            # their page's permissions: a page restricted since would leave them readable under the old ones)
+            files = AttachmentSyncResult(remove=_attachment_docs({"attachments": earlier}))
         talk, earlier_comments = None, state["scopes"].get(self.scope_key, {}).get("comments", {})
         if (self.comments.enabled or earlier_comments) and error is None:
             held = {d for key, scope in state["scopes"].items() if key != self.scope_key for d in _comment_docs(scope)}

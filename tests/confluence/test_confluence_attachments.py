@@ -14,6 +14,7 @@ from confluence_stub import ConfluenceStub, StubPage
 from fakes import HashingEmbedding
 
 from llama_index_ragonite import EvidenceStore, HybridRetriever
+from llama_index_ragonite.errors import MassRemovalError
 from llama_index_ragonite.index.access import Principal
 from llama_index_ragonite.index.confluence_attachments import AttachmentOptions
 from llama_index_ragonite.index.confluence_sync import ConfluenceSync
@@ -185,3 +186,22 @@ def test_options_skip_a_media_type_and_a_size_and_switch_attachments_off(stub, t
     before = stub.routes["attachments"]
     sync(stub, store, enabled=False)
     assert stub.routes["attachments"] == before
+
+
+@pytest.mark.fault(
+    "attachments switched off after a sync that indexed them",
+    "their evidences are removed (kept, their access entries would no longer follow a page restricted since)",
+    area="access",
+)
+def test_switching_attachments_off_removes_those_synced_before(stub, tmp_path):
+    store = EvidenceStore(tmp_path / "s", embed_model=HashingEmbedding())
+    sync(stub, store)
+    assert [d for d in store.page_ids() if "/att" in d]
+    stub.pages["11"].readers = (("acc-alice",), ())  # the open page restricted meanwhile
+    with pytest.raises(MassRemovalError):  # most of this small store: the usual guard, nothing changed
+        sync(stub, store, enabled=False)
+    client = ConfluenceClient(stub.url, sleep=lambda s: None)
+    reader = ConfluenceStorageReader(client=client, space_key="ENG")
+    ConfluenceSync(store, reader, attachments=AttachmentOptions(enabled=False)).run(allow_removal=True)
+    assert not [d for d in store.page_ids() if "/att" in d]
+    assert not {d for d in seen_by(store, BOB) if d.startswith("confluence-11")}

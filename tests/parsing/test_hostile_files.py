@@ -104,10 +104,10 @@ def test_link_loops_do_not_hang_and_read_each_page_once(tmp_path, caplog, follow
 def test_links_inside_the_source_give_each_page_once(tmp_path):
     source = pages(tmp_path / "src", "team.html")
     pages(source / "docs", "setup.html")
-    (source / "docs" / "notes.txt").write_text(PAGE.format("Notes"))
+    (source / "docs" / "notes.xhtml").write_text(PAGE.format("Notes"))  # a file type the walk does not read
     (source / "alias.html").symlink_to(source / "team.html")
     (source / "mirror").symlink_to(source / "docs", target_is_directory=True)
-    (source / "notes.html").symlink_to(source / "docs" / "notes.txt")
+    (source / "notes.html").symlink_to(source / "docs" / "notes.xhtml")
     docs = load_pages(source)
     assert ids(docs) == ["docs/setup.html", "notes.html", "team.html"]
     assert sum("Notes" in doc.text for doc in docs) == 1

@@ -208,7 +208,7 @@ def test_loader_reads_json_pages_and_html_folders_with_stable_ids(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "a.html").write_text("<title>A</title><p>x</p>")
     (tmp_path / "p.json").write_text(json.dumps({"id": "conf-1", "title": "P", "url": "u", "content": "<p>y</p>"}))
-    (tmp_path / "notes.txt").write_text("ignored")
+    (tmp_path / "notes.css").write_text("ignored {}")  # not a page nor an attachment format
     docs = load_pages(tmp_path)
     assert [d.id_ for d in docs] == ["conf-1", "sub/a.html"]
     by_id = {d.id_: d for d in docs}
