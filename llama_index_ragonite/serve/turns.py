@@ -28,7 +28,7 @@ from llama_index_ragonite.text import detect_language
 
 __all__ = ["TurnTrace", "node_record", "nodes_from_records", "source_json", "table_cells", "turn_json"]
 
-KINDS = {"passage": "passage", "list": "list", "table": "table", "table_row": "row"}
+KINDS = {"passage": "passage", "list": "list", "table": "table", "table_row": "row", "comment": "comment"}
 _sink: ContextVar[Optional[List[BaseEvent]]] = ContextVar("ragonite_serve_trace", default=None)
 
 

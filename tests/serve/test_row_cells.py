@@ -44,3 +44,10 @@ def test_cells_that_read_like_the_sentence_and_other_linearizers():
     assert table_cells(row.text, "row") != shown_table(row)  # the sentence alone splits the cell
     (piped,) = rows_of(page, "piped")
     assert shown_table(piped) == shown_table(row)
+
+
+def test_a_confluence_comment_source_is_shown_as_a_comment():
+    from llama_index.core.schema import TextNode
+
+    node = TextNode(text="This changed in March: the new contact is Jana.", metadata={"evidence_type": "comment"})
+    assert source_json(1, NodeWithScore(node=node, score=1.0))["kind"] == "comment"
