@@ -58,6 +58,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time ``__getattr__`
     from llama_index_ragonite.explain.synthesizer import AttributedSynthesizer
     from llama_index_ragonite.index.access import AccessMap, Audience, PageAccess, Principal
     from llama_index_ragonite.index.chroma_access import chroma_http_client
+    from llama_index_ragonite.index.confluence_attachments import AttachmentOptions
+    from llama_index_ragonite.index.confluence_comments import CommentOptions
     from llama_index_ragonite.index.confluence_sync import ConfluenceSync, SyncReport
     from llama_index_ragonite.index.ingest_report import IngestReport
     from llama_index_ragonite.index.latent import LatentTermIndex
@@ -90,7 +92,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time ``__getattr__`
 
 __all__ = [
     "AccessMap",
+    "AttachmentOptions",
     "AttachmentReader",
+    "CommentOptions",
     "AnswerDistribution",
     "AnswerDistributionAnalyzer",
     "AttachedAttribution",
@@ -224,6 +228,8 @@ _WHERE: Dict[str, str] = {
     "FusedNode": "llama_index_ragonite.retrieval.retriever",
     "HTMLEvidenceParser": "llama_index_ragonite.parsing.parser",
     "AttachmentReader": "llama_index_ragonite.parsing.attachments.reader",
+    "AttachmentOptions": "llama_index_ragonite.index.confluence_attachments",
+    "CommentOptions": "llama_index_ragonite.index.confluence_comments",
     "HybridRetriever": "llama_index_ragonite.retrieval.retriever",
     "IngestReport": "llama_index_ragonite.index.ingest_report",
     "LANGUAGES": "llama_index_ragonite.languages",
