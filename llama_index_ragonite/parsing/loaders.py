@@ -25,6 +25,7 @@ from llama_index.core.schema import Document
 from llama_index_ragonite.errors import PageLoadError
 from llama_index_ragonite.parsing.attachments.reading import ATTACHMENT_FILES, AttachmentReading
 from llama_index_ragonite.parsing.charset import decode_bytes
+from llama_index_ragonite.parsing.file_names import display_path
 from llama_index_ragonite.text import valid_unicode
 
 logger = logging.getLogger(__name__)
@@ -32,16 +33,6 @@ logger = logging.getLogger(__name__)
 PAGE_SUFFIXES = (".json", ".html", ".htm", *ATTACHMENT_FILES)
 _PAGE_METADATA = ("title", "url", "space", "date")
 StrPath = Union[str, "os.PathLike[str]"]
-
-
-def display_path(path: StrPath) -> str:
-    """``path`` as text any encoder accepts: bytes of the name that are not UTF-8 become ``\\xNN`` escapes.
-
-    A file named ``b'caf\\xe9.html'`` (Latin-1 on disk) is ``caf\\xe9.html`` (a backslash, then
-    ``xe9``): the page's id and every message name it so, the same on every run, never with the
-    lone surrogates Python uses internally (Chroma, SQLite and JSON refuse those).
-    """
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def clean_text(text: str) -> str:

@@ -9,7 +9,6 @@ the relative path. Every evidence inherits ``attachment`` (the file name), ``loc
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 from urllib.parse import quote
@@ -18,23 +17,33 @@ from llama_index.core.schema import Document
 
 from llama_index_ragonite.parsing.attachments import ATTACHMENT_SUFFIXES
 from llama_index_ragonite.parsing.attachments.html_out import Part, page_html
+from llama_index_ragonite.parsing.file_names import display_path
 from llama_index_ragonite.parsing.structure import ATTACHMENT, LOCATION, LOCATION_KIND
 
 
 def attachment_documents(path: Path, root: Path, parts: List[Part], base_url: Optional[str] = None) -> List[Document]:
     """The documents of ``path`` (under ``root``) from its ``parts`` (read by ``isolation.IsolatedReader``)."""
-    relative = os.fsencode(path.relative_to(root).as_posix()).decode("utf-8", "backslashreplace")  # as page ids
-    kind = ATTACHMENT_SUFFIXES[path.suffix.lower()][0]
+    relative = display_path(path.relative_to(root).as_posix())  # as page ids
     url = f"{base_url.rstrip('/')}/{quote(relative)}" if base_url else path.resolve().as_uri()
+    return part_documents(parts, path.suffix, relative, path.name, url)
+
+
+def part_documents(
+    parts: List[Part], suffix: str, base_id: str, name: str, url: str, extra: Optional[Dict[str, Any]] = None
+) -> List[Document]:
+    """One document per located part (id ``base_id#page=N``, title ``name (page N)``, a PDF page's url with
+    ``#page=N``), else one for the file (``base_id``, ``name``); ``extra``: more metadata for each."""
+    kind = ATTACHMENT_SUFFIXES[suffix.lower()][0]
     documents = []
     for part in parts:
         located = kind is not None and part.location is not None
-        title = f"{path.name} ({part.label})" if located and part.label else path.name
-        metadata: Dict[str, Any] = {"title": title, ATTACHMENT: path.name, "url": url}
+        title = f"{name} ({part.label})" if located and part.label else name
+        metadata: Dict[str, Any] = {"title": title, ATTACHMENT: name, "url": url, **(extra or {})}
+        doc_id = base_id
         if located:
             metadata.update({LOCATION: int(part.location or 0), LOCATION_KIND: str(kind)})
+            doc_id = f"{base_id}#{kind}={part.location}"
             if kind == "page":
                 metadata["url"] = f"{url}#page={part.location}"
-        doc_id = f"{relative}#{kind}={part.location}" if located else relative
         documents.append(Document(id_=doc_id, text=page_html(title, part.html), metadata=metadata))
     return documents

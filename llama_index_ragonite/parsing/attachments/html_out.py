@@ -52,7 +52,6 @@ def table_html(grid: Sequence[Sequence[str]], header_rows: int, spans: Sequence[
     )
 
 
-def page_html(title: str, body: str, lang: str = "") -> str:
+def page_html(title: str, body: str) -> str:
     """A whole page: ``<title>`` (the parser's page title) and ``body``."""
-    attr = f' lang="{escape(lang)}"' if lang else ""
-    return f"<html{attr}><head><title>{escape(title)}</title></head><body>{body}</body></html>"
+    return f"<html><head><title>{escape(title)}</title></head><body>{body}</body></html>"

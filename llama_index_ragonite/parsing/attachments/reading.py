@@ -15,6 +15,7 @@ from llama_index.core.schema import Document
 
 from llama_index_ragonite.parsing.attachments import ATTACHMENT_SUFFIXES, AttachmentError, available
 from llama_index_ragonite.parsing.attachments.guard import MACRO_SUFFIXES
+from llama_index_ragonite.parsing.file_names import display_path
 
 logger = logging.getLogger(__name__)
 
@@ -51,12 +52,12 @@ class AttachmentReading:
         suffix = path.suffix.lower()
         missing = available(suffix) if suffix in ATTACHMENT_SUFFIXES else None
         if missing:
-            self.without_extra[path.relative_to(self.root).as_posix()] = missing
+            self.without_extra[display_path(path.relative_to(self.root).as_posix())] = missing
             return []
         if self._reader is None:
             self._reader = IsolatedReader()
         try:
             parts = self._reader.read(path)
         except AttachmentError as err:
-            raise AttachmentError(f"{path.relative_to(self.root).as_posix()}: {err}") from None
+            raise AttachmentError(f"{display_path(path.relative_to(self.root).as_posix())}: {err}") from None
         return attachment_documents(path, self.root, parts, self.base_url)

@@ -20,9 +20,9 @@ from llama_index.core.schema import Document
 
 from llama_index_ragonite.errors import ConfluenceError
 from llama_index_ragonite.parsing.attachments import ATTACHMENT_SUFFIXES
-from llama_index_ragonite.parsing.attachments.html_out import Part, page_html
+from llama_index_ragonite.parsing.attachments.documents import part_documents
+from llama_index_ragonite.parsing.attachments.html_out import Part
 from llama_index_ragonite.parsing.confluence.shapes import checked_page_id, expect, get_field
-from llama_index_ragonite.parsing.structure import ATTACHMENT, LOCATION, LOCATION_KIND
 from llama_index_ragonite.redaction import printable
 
 __all__ = [
@@ -139,26 +139,11 @@ def attachment_documents(
 ) -> List[Document]:
     """The documents of one attachment read into ``parts``: one per page/sheet/slide, else one for the file;
     each names its container page (``page_id``, ``page_title``) and links to the download (``#page=N``)."""
-    kind = ATTACHMENT_SUFFIXES[suffix][0]
+    extra = {
+        "page_id": attachment.page_id,
+        "page_title": printable(page_title),
+        "attachment_id": attachment.attachment_id,
+        "attachment_version": attachment.version,
+    }
     base_id = attachment_document_id(page_doc_id, attachment.attachment_id)
-    documents = []
-    for part in parts:
-        located = kind is not None and part.location is not None
-        title = f"{attachment.title} ({part.label})" if located and part.label else attachment.title
-        metadata: Dict[str, Any] = {
-            "title": title,
-            ATTACHMENT: attachment.title,
-            "url": attachment.download,
-            "page_id": attachment.page_id,
-            "page_title": printable(page_title),
-            "attachment_id": attachment.attachment_id,
-            "attachment_version": attachment.version,
-        }
-        doc_id = base_id
-        if located:
-            metadata.update({LOCATION: int(part.location or 0), LOCATION_KIND: str(kind)})
-            doc_id = f"{base_id}#{kind}={part.location}"
-            if kind == "page":
-                metadata["url"] = f"{attachment.download}#page={part.location}"
-        documents.append(Document(id_=doc_id, text=page_html(title, part.html), metadata=metadata))
-    return documents
+    return part_documents(parts, suffix, base_id, attachment.title, attachment.download, extra)
