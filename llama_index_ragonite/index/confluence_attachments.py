@@ -12,7 +12,6 @@ keeps its previous evidences and is reported, as a page does.
 
 from __future__ import annotations
 
-import logging
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from llama_index.core.schema import Document
 
 from llama_index_ragonite.errors import ConfluenceError
 from llama_index_ragonite.index.access import PageAccess
+from llama_index_ragonite.index.page_children import carried, settle, warn_failed
 from llama_index_ragonite.parsing.attachments import AttachmentError, available
 from llama_index_ragonite.parsing.confluence.attachments import (
     DEFAULT_MEDIA_TYPES,
@@ -32,8 +32,6 @@ from llama_index_ragonite.parsing.confluence.attachments import (
     list_attachments,
 )
 from llama_index_ragonite.parsing.confluence.reader import PageVersion
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["AttachmentOptions", "AttachmentSync", "AttachmentSyncResult"]
 
@@ -79,7 +77,7 @@ class AttachmentSync:
         ``held_elsewhere``: attachment documents another scope records (never removed here)."""
         result = AttachmentSyncResult()
         if keep_unlisted_pages:  # the sync keeps pages that left the scope: their attachments too
-            result.state.update({k: v for k, v in previous.items() if v.get("page") not in listed})
+            result.state.update(carried(previous, lambda page: page not in listed))
         try:
             with tempfile.TemporaryDirectory(prefix="ragonite-attachments-") as folder:
                 for page_doc, page in listed.items():
@@ -87,20 +85,8 @@ class AttachmentSync:
         finally:
             if self._reader is not None:
                 self._reader.close()
-        for key, entry in previous.items():
-            gone = key not in result.state
-            current = set(result.state[key]["documents"]) if not gone else set()
-            result.remove.extend(d for d in entry.get("documents", ()) if d not in current and d not in held_elsewhere)
-        for entry in result.state.values():
-            if entry["page"] in access:
-                result.access.update({doc_id: access[entry["page"]] for doc_id in entry["documents"]})
-        if result.failed:
-            logger.warning(
-                "%d attachment(s) not synced (previous evidences kept), e.g. %s: %s",
-                len(result.failed),
-                next(iter(result.failed)),
-                next(iter(result.failed.values())),
-            )
+        result.remove, result.access = settle(previous, result.state, access, held_elsewhere)
+        warn_failed(result.failed, "attachment(s)")
         return result
 
     def _page(
@@ -116,7 +102,7 @@ class AttachmentSync:
             current = list_attachments(self.client, page.page_id)
         except ConfluenceError as err:  # the page's attachments stay as they were
             result.failed[page_doc] = f"its attachments could not be listed: {err}"
-            result.state.update({k: v for k, v in previous.items() if v.get("page") == page_doc})
+            result.state.update(carried(previous, lambda page: page == page_doc))
             return
         for attachment in current:
             self._attachment(

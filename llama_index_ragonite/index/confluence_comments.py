@@ -13,7 +13,6 @@ comments), rewritten at every sync as the page's is. A page whose listing fails 
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Set
 
@@ -21,10 +20,9 @@ from llama_index.core.schema import Document
 
 from llama_index_ragonite.errors import ConfluenceError
 from llama_index_ragonite.index.access import PageAccess
+from llama_index_ragonite.index.page_children import carried, settle, warn_failed
 from llama_index_ragonite.parsing.confluence.comments import comment_document, list_comments
 from llama_index_ragonite.parsing.confluence.reader import PageVersion
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["CommentOptions", "CommentSync", "CommentSyncResult"]
 
@@ -70,25 +68,14 @@ class CommentSync:
         permissions (a page restricted since must not leave its comments open)."""
         result = CommentSyncResult()
         if keep_unlisted_pages:  # the sync keeps pages that left the scope: their comments too
-            result.state.update({k: v for k, v in previous.items() if v.get("page") not in listed})
-        for page_doc, page in listed.items():
-            if self.options.enabled:
+            result.state.update(carried(previous, lambda page: page not in listed))
+        if self.options.enabled:
+            for page_doc, page in listed.items():
                 self._page(page_doc, page, previous, indexed, result)
-            else:
-                result.state.update({k: v for k, v in previous.items() if v.get("page") == page_doc})
-        for key, entry in previous.items():
-            current = set(result.state[key]["documents"]) if key in result.state else set()
-            result.remove.extend(d for d in entry.get("documents", ()) if d not in current and d not in held_elsewhere)
-        for entry in result.state.values():
-            if entry["page"] in access:
-                result.access.update({doc_id: access[entry["page"]] for doc_id in entry["documents"]})
-        if result.failed:
-            logger.warning(
-                "comments of %d page(s) not synced (previous evidences kept), e.g. %s: %s",
-                len(result.failed),
-                next(iter(result.failed)),
-                next(iter(result.failed.values())),
-            )
+        else:
+            result.state.update(carried(previous, lambda page: page in listed))
+        result.remove, result.access = settle(previous, result.state, access, held_elsewhere)
+        warn_failed(result.failed, "pages' comments")
         return result
 
     def _page(
@@ -103,7 +90,7 @@ class CommentSync:
             comments = list_comments(self.client, page.page_id)
         except ConfluenceError as err:  # the page's comments stay as they were
             result.failed[page_doc] = f"its comments could not be listed: {err}"
-            result.state.update({k: v for k, v in previous.items() if v.get("page") == page_doc})
+            result.state.update(carried(previous, lambda page: page == page_doc))
             return
         for comment in comments:
             if comment.resolved and not self.options.resolved:
